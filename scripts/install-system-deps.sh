@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System packages the test suite needs: ffmpeg (independent decoder of every output format) and
+# pocketsphinx with its English model (intelligibility checks of the offline engine).
+set -euo pipefail
+missing=()
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
+[ -d /usr/share/pocketsphinx/model/en-us ] || missing+=(pocketsphinx-en-us)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q "${missing[@]}"

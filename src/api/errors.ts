@@ -1,0 +1,37 @@
+/** One error type for every caller-facing failure, rendered in OpenAI's shape by one handler. */
+import type { ZodError } from "zod";
+
+export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedError" | "ServiceUnavailableError" | "server_error";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 404 | 413 | 415 | 500 | 503,
+    message: string,
+    readonly param: string | null = null,
+    readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status >= 500 ? "server_error" : "BadRequestError",
+  ) {
+    super(message);
+  }
+
+  toBody() {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.status } };
+  }
+}
+
+export function badRequest(message: string, param: string | null = null): ApiError {
+  return new ApiError(400, message, param);
+}
+
+/** The first zod issue as a 400 naming the field (an unknown field is named by its key). */
+export function fromZodError(error: ZodError, pathPrefix = ""): ApiError {
+  const issue = error.issues[0]!;
+  const path = [pathPrefix, ...issue.path.map(String)].filter((part) => part.length > 0).join(".");
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0]!;
+    const param = path ? `${path}.${key}` : key;
+    return badRequest(`Unknown field '${param}'`, param);
+  }
+  const message = issue.code === "invalid_type" && issue.input === undefined ? `${path} is required` : issue.message;
+  const named = path && !message.startsWith(path.split(".").at(-1)!) ? `${path}: ${message}` : message;
+  return badRequest(named, path || null);
+}

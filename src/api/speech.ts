@@ -1,0 +1,53 @@
+/**
+ * The only definition of a speech request (POST /v1/audio/speech, batch items, WebSocket session.config).
+ * Field rules follow ../docs/api.md; limits that depend on configuration or on the model are checked by
+ * the speech service, which knows both.
+ */
+import { z } from "zod";
+
+export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
+export const STREAMABLE_FORMATS = ["wav", "pcm"] as const;
+export const API_MAX_INPUT_CHARS = 4096;
+
+const voiceField = z.union([z.string(), z.strictObject({ id: z.string() })], {
+  error: "voice must be a string or an object {\"id\": \"…\"}",
+});
+
+/** Fields shared by a single request, a batch item and batch-level defaults. */
+export const speechFieldShape = {
+  model: z.string().optional(),
+  voice: voiceField.optional(),
+  instructions: z.string().optional(),
+  response_format: z.enum(RESPONSE_FORMATS, { error: `response_format must be one of ${RESPONSE_FORMATS.join(", ")}` }).optional(),
+  sample_rate: z.number({ error: "sample_rate must be an integer" }).int("sample_rate must be an integer").positive("sample_rate must be positive").optional(),
+  speed: z.number({ error: "speed must be a number" }).min(0.25, "speed must be between 0.25 and 4.0").max(4, "speed must be between 0.25 and 4.0").optional(),
+  seed: z.number({ error: "seed must be an integer" }).int("seed must be an integer").optional(),
+  ref_audio: z.string().optional(),
+  ref_text: z.string().optional(),
+  language: z.string().optional(),
+  max_new_tokens: z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1").optional(),
+  extra_params: z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" }).optional(),
+  word_timestamps: z.boolean().optional(),
+};
+
+const inputField = z
+  .string({ error: "input must be a string" })
+  .refine((text) => text.trim().length > 0, "input must not be empty")
+  .refine((text) => text.trim().length <= API_MAX_INPUT_CHARS, `input must be at most ${API_MAX_INPUT_CHARS} characters`);
+
+export const speechRequestSchema = z.strictObject({
+  input: inputField,
+  ...speechFieldShape,
+  stream: z.boolean().optional(),
+  stream_format: z.enum(["sse", "audio"], { error: "stream_format must be sse or audio" }).optional(),
+});
+export type SpeechRequest = z.infer<typeof speechRequestSchema>;
+
+export const batchItemSchema = z.strictObject({ input: inputField, ...speechFieldShape });
+
+/** Items stay loosely typed here: each is validated on its own so one bad item fails alone. */
+export const batchRequestSchema = z.strictObject({
+  ...speechFieldShape,
+  items: z.array(z.unknown(), { error: "items must be an array" }).min(1, "items must not be empty"),
+});
+export type BatchRequest = z.infer<typeof batchRequestSchema>;

@@ -1,0 +1,118 @@
+/**
+ * One schema for every setting. Each option has a flag and an environment variable; flags override the
+ * environment, the environment overrides defaults. `voxedge --help` prints this table.
+ */
+import { parseArgs } from "node:util";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+
+const commaList = z
+  .string()
+  .transform((text) => text.split(",").map((item) => item.trim()).filter((item) => item.length > 0));
+
+const booleanText = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((text) => text === "true" || text === "1")]);
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  schema: z.ZodType;
+  description: string;
+  secret?: boolean;
+}
+
+const OPTIONS = {
+  host: { flag: "host", env: "VOXEDGE_HOST", schema: z.string().min(1).default("0.0.0.0"), description: "address to listen on" },
+  port: { flag: "port", env: "VOXEDGE_PORT", schema: z.coerce.number().int().min(0).max(65535).default(8000), description: "TCP port (0 = any free port)" },
+  engine: {
+    flag: "engine",
+    env: "VOXEDGE_ENGINE",
+    schema: z.enum(["auto", "classic"]).default("auto"),
+    description: "speech engine: auto picks the best available (the offline classic engine when no neural bundle is present)",
+  },
+  device: { flag: "device", env: "VOXEDGE_DEVICE", schema: z.enum(["auto", "gpu", "cpu"]).default("auto"), description: "compute device for neural stages" },
+  speakerDir: {
+    flag: "speaker-dir",
+    env: "SPEAKER_SAMPLES_DIR",
+    schema: z.string().min(1).default(join(homedir(), ".cache", "voxedge", "speakers")),
+    description: "folder where uploaded voices are stored",
+  },
+  maxUploadedVoices: { flag: "max-uploaded-voices", env: "SPEAKER_MAX_UPLOADED", schema: z.coerce.number().int().min(0).default(1000), description: "cap on uploaded voices" },
+  maxInputChars: { flag: "max-input-chars", env: "VOXEDGE_MAX_INPUT_CHARS", schema: z.coerce.number().int().min(1).max(4096).default(4096), description: "longest accepted input text, in characters" },
+  maxInstructionsChars: { flag: "max-instructions-chars", env: "VOXEDGE_MAX_INSTRUCTIONS_CHARS", schema: z.coerce.number().int().min(0).default(500), description: "longest accepted instructions text" },
+  batchMaxItems: { flag: "batch-max-items", env: "VOXEDGE_BATCH_MAX_ITEMS", schema: z.coerce.number().int().min(1).default(32), description: "most items in one batch request" },
+  maxBodyBytes: { flag: "max-body-bytes", env: "VOXEDGE_MAX_BODY_BYTES", schema: z.coerce.number().int().min(1024).default(16 * 1024 * 1024), description: "largest JSON request body" },
+  allowedLocalMediaPath: { flag: "allowed-local-media-path", env: "VOXEDGE_ALLOWED_LOCAL_MEDIA_PATH", schema: z.string().optional(), description: "folder that file:// ref_audio may read from (unset = file:// refused)" },
+  allowedMediaDomains: { flag: "allowed-media-domains", env: "VOXEDGE_ALLOWED_MEDIA_DOMAINS", schema: commaList.default([]), description: "comma-separated hosts that ref_audio URLs may reach even when they resolve to private addresses" },
+  modelAliases: {
+    flag: "model-aliases",
+    env: "VOXEDGE_MODEL_ALIASES",
+    schema: commaList.default(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"]),
+    description: "comma-separated model names accepted as aliases of the served model",
+  },
+  apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`", secret: true },
+  logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
+  cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },
+} satisfies Record<string, OptionSpec>;
+
+type OptionName = keyof typeof OPTIONS;
+export type Config = { [K in OptionName]: z.output<(typeof OPTIONS)[K]["schema"]> };
+
+export class ConfigError extends Error {}
+
+/** Flags and environment → validated config. Throws ConfigError naming the bad option. */
+export function loadConfig(flags: Record<string, string | boolean | undefined>, env: Record<string, string | undefined>): Config {
+  const resolved: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
+    const raw = flags[spec.flag] ?? env[spec.env];
+    const parsed = spec.schema.safeParse(raw);
+    if (!parsed.success) {
+      const source = flags[spec.flag] !== undefined ? `--${spec.flag}` : spec.env;
+      throw new ConfigError(`invalid ${source}: ${parsed.error.issues.map((issue) => issue.message).join("; ")}`);
+    }
+    resolved[name] = parsed.data;
+  }
+  return resolved as Config;
+}
+
+/** parseArgs options for every config flag (all take a value). */
+export function configFlagOptions(): Record<string, { type: "string" }> {
+  return Object.fromEntries(Object.values(OPTIONS).map((spec) => [spec.flag, { type: "string" as const }]));
+}
+
+export function parseCommandLine(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      ...configFlagOptions(),
+      help: { type: "boolean", short: "h" },
+      output: { type: "string", short: "o" },
+      voice: { type: "string" },
+      format: { type: "string" },
+      seed: { type: "string" },
+      speed: { type: "string" },
+    },
+  });
+}
+
+/** The config as logged at start: secrets masked. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
+    const value = config[name];
+    shown[name] = spec.secret && value !== undefined ? "***" : value;
+  }
+  return shown;
+}
+
+export function configHelp(): string {
+  const lines = ["Options (flag / environment variable / default):"];
+  for (const spec of Object.values(OPTIONS) as OptionSpec[]) {
+    const parsedDefault = spec.schema.safeParse(undefined);
+    const shownDefault = parsedDefault.success && parsedDefault.data !== undefined ? JSON.stringify(parsedDefault.data) : "unset";
+    lines.push(`  --${spec.flag.padEnd(26)} ${spec.env.padEnd(34)} ${spec.description} [default: ${spec.secret ? "unset" : shownDefault}]`);
+  }
+  return lines.join("\n");
+}

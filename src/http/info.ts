@@ -1,0 +1,50 @@
+/** GET /v1/models, /v1/audio/voices (built-in part), /health, /metrics. */
+import type { Hono } from "hono";
+import type { ModelHost } from "../engine/host.ts";
+import type { ServiceMetrics } from "../metrics.ts";
+import type { SpeechService } from "../speech/service.ts";
+
+export interface InfoRouteDeps {
+  service: SpeechService;
+  host: ModelHost;
+  metrics: ServiceMetrics;
+}
+
+const STARTED_AT_SECONDS = Math.floor(Date.now() / 1000);
+
+export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRouteDeps): void {
+  app.get("/health", (c) => {
+    const adapter = host.adapter;
+    if (!adapter) {
+      return c.json({ status: host.state, ...(host.failure ? { error: host.failure.message } : {}) }, 503);
+    }
+    return c.json({ status: "ok", model: adapter.capabilities.modelId, engine: adapter.capabilities.kind });
+  });
+
+  app.get("/v1/models", (c) => {
+    const capabilities = service.adapter().capabilities;
+    const data = service.servedModelIds().map((id) => ({
+      id,
+      object: "model",
+      created: STARTED_AT_SECONDS,
+      owned_by: "voxedge",
+      root: capabilities.modelId,
+      description: capabilities.description,
+      engine: capabilities.kind,
+      sample_rate: capabilities.nativeSampleRateHz,
+      supported_sample_rates: capabilities.supportedSampleRatesHz,
+      voices: capabilities.voices,
+      supports_cloning: capabilities.supportsCloning,
+    }));
+    return c.json({ object: "list", data });
+  });
+
+  app.get("/v1/audio/voices", (c) => {
+    const capabilities = service.adapter().capabilities;
+    return c.json({ voices: ["default", ...capabilities.voices], uploaded_voices: [] });
+  });
+
+  app.get("/metrics", async (c) => {
+    return c.text(await metrics.render(), 200, { "Content-Type": metrics.registry.contentType });
+  });
+}

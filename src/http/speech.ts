@@ -1,0 +1,87 @@
+/** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
+import type { Hono } from "hono";
+import { speechRequestSchema } from "../api/speech.ts";
+import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
+import type { ServiceMetrics } from "../metrics.ts";
+import { type GenerationTally, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
+import type { Logger } from "../log/logger.ts";
+import { pullStream, type StreamEnd } from "./audio-stream.ts";
+import { readJsonBody, parseWith } from "./request-body.ts";
+import { ApiError } from "../api/errors.ts";
+
+export interface SpeechRouteDeps {
+  service: SpeechService;
+  metrics: ServiceMetrics;
+  logger: Logger;
+  maxBodyBytes: number;
+}
+
+export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
+  app.post("/v1/audio/speech", async (c) => {
+    const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.maxBodyBytes));
+    const prepared = deps.service.prepare(request, "http");
+    const requestSignal = c.req.raw.signal;
+
+    if (prepared.streaming === null) {
+      const rendered = await deps.service.render(prepared, requestSignal);
+      return new Response(rendered.audio as Uint8Array<ArrayBuffer>, {
+        headers: { "Content-Type": rendered.contentType, ...usageHeaders(rendered.usage) },
+      });
+    }
+
+    const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
+    const onEnd = (outcome: StreamEnd, error?: unknown) => {
+      deps.metrics.streams.inc({ mode, outcome });
+      if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
+    };
+    if (prepared.streaming === "audio") {
+      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, signal), requestSignal, onEnd);
+      return new Response(body, {
+        headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store" },
+      });
+    }
+    const body = pullStream((signal) => sseEvents(deps.service, prepared, signal, deps.logger), requestSignal, onEnd);
+    return new Response(body, {
+      headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no" },
+    });
+  });
+}
+
+async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
+  // Sizes are unknown while streaming, so the WAV header carries 0xFFFFFFFF, which players read as "until EOF".
+  if (prepared.responseFormat === "wav") yield wavHeader(prepared.outputSampleRateHz, "streaming");
+  const tally: GenerationTally = { frames: 0, samples: 0 };
+  for await (const samples of service.generatePcm(prepared, signal, tally, "audio_stream")) yield pcm16Bytes(samples);
+}
+
+const encoder = new TextEncoder();
+
+function sseEvent(event: string, payload: unknown): Uint8Array {
+  return encoder.encode(`event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`);
+}
+
+/** SSE deltas are always base64 pcm16, as in OpenAI's speech.audio.delta events. */
+async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal, logger: Logger): AsyncGenerator<Uint8Array, void, undefined> {
+  const tally: GenerationTally = { frames: 0, samples: 0 };
+  let audioSent = false;
+  try {
+    for await (const samples of service.generatePcm(prepared, signal, tally, "sse")) {
+      audioSent = true;
+      yield sseEvent("speech.audio.delta", { type: "speech.audio.delta", audio: base64(pcm16Bytes(samples)), response_format: "pcm" });
+    }
+    if (signal.aborted) return;
+    yield sseEvent("speech.audio.done", { type: "speech.audio.done", usage: service.usage(prepared, tally.frames) });
+  } catch (error) {
+    if (signal.aborted) return;
+    logger.error("speech generation failed mid-stream", { error: String(error) });
+    const message = error instanceof ApiError ? error.message : "speech generation failed";
+    yield sseEvent("speech.audio.error", {
+      type: "speech.audio.error",
+      error: { message, type: "server_error", param: null, code: 500, ...(audioSent ? { partial_audio: true, action: "discard" } : {}) },
+    });
+  }
+}
+
+export function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+}

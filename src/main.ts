@@ -1,0 +1,109 @@
+#!/usr/bin/env bun
+/** voxedge CLI: `serve` (default) and `say "text" -o out.wav`. */
+import process from "node:process";
+import { writeFile } from "node:fs/promises";
+import { extname } from "node:path";
+import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
+import { createApp } from "./app.ts";
+import { ModelHost } from "./engine/host.ts";
+import { loadEngine } from "./engine/select.ts";
+import { createLogger } from "./log/logger.ts";
+import { runtimeName, serve } from "./runtime/serve.ts";
+import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
+import { ApiError, fromZodError } from "./api/errors.ts";
+
+const USAGE = `Usage:
+  voxedge [serve] [options]                         serve the speech API
+  voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
+  voxedge --help`;
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseCommandLine>;
+  try {
+    parsed = parseCommandLine(argv);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(`${USAGE}\n\n${configHelp()}`);
+    return 0;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(values, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  const [command = "serve", ...rest] = positionals;
+  if (command === "serve") return runServe(config);
+  if (command === "say") return runSay(config, rest.join(" "), values);
+  console.error(`unknown command '${command}'\n\n${USAGE}`);
+  return 2;
+}
+
+async function runServe(config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  logger.info("starting voxedge", { runtime: runtimeName(), config: describeConfig(config) });
+  const host = ModelHost.load(() => loadEngine(config));
+  const { app } = createApp({ config, host, logger });
+  const server = serve(app.fetch, config.host, config.port);
+  logger.info("listening", { url: server.url });
+  void host.loaded.then(() => {
+    const capabilities = host.adapter?.capabilities;
+    if (!capabilities) {
+      logger.error("model failed to load", { error: host.failure?.message });
+      return;
+    }
+    const label = capabilities.kind === "classic-fallback" ? "offline classic fallback engine (no neural weights)" : "neural model";
+    logger.info(`model ready: ${label}`, { model: capabilities.modelId, description: capabilities.description, voices: capabilities.voices.length });
+  });
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  logger.info("shutting down");
+  await server.stop();
+  await host.close();
+  return 0;
+}
+
+async function runSay(config: Config, text: string, values: ReturnType<typeof parseCommandLine>["values"]): Promise<number> {
+  if (!values.output) {
+    console.error(`say needs -o <file>\n\n${USAGE}`);
+    return 2;
+  }
+  const formatFromName = extname(values.output).slice(1).toLowerCase();
+  const format = values.format ?? ((RESPONSE_FORMATS as readonly string[]).includes(formatFromName) ? formatFromName : "wav");
+  const parsed = speechRequestSchema.safeParse({
+    input: text,
+    voice: values.voice,
+    response_format: format,
+    speed: values.speed === undefined ? undefined : Number(values.speed),
+    seed: values.seed === undefined ? undefined : Number(values.seed),
+  });
+  const logger = createLogger(config.logLevel);
+  const host = ModelHost.load(() => loadEngine(config));
+  const { service } = createApp({ config, host, logger });
+  try {
+    if (!parsed.success) throw fromZodError(parsed.error);
+    await host.loaded;
+    const rendered = await service.render(service.prepare(parsed.data, "http"), new AbortController().signal);
+    await writeFile(values.output, rendered.audio);
+    console.error(`wrote ${values.output}: ${rendered.durationSeconds.toFixed(2)} s of ${format}`);
+    return 0;
+  } catch (error) {
+    console.error(error instanceof ApiError ? `error: ${error.message}` : error);
+    return 1;
+  } finally {
+    await host.close();
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

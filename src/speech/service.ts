@@ -1,0 +1,238 @@
+/**
+ * Request → job: checks what depends on configuration and on the loaded model (voice, model name, rates,
+ * lengths, cloning), then drives the adapter and shapes its audio for delivery (resample, speed, encode).
+ */
+import type { Config } from "../config.ts";
+import type { AdapterCapabilities, SpeechModelAdapter, SynthesisJob } from "../engine/adapter.ts";
+import type { ModelHost } from "../engine/host.ts";
+import { ApiError, badRequest } from "../api/errors.ts";
+import type { SpeechRequest } from "../api/speech.ts";
+import { STREAMABLE_FORMATS } from "../api/speech.ts";
+import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
+import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
+import { createStreamingResampler } from "../audio/resampler.ts";
+import { changeSpeed } from "../audio/speed.ts";
+
+export type Transport = "http" | "batch" | "websocket";
+export type StreamingMode = "sse" | "audio" | null;
+
+export interface PreparedSpeech {
+  job: Omit<SynthesisJob, "signal">;
+  responseFormat: ResponseFormat;
+  outputSampleRateHz: number;
+  speed: number;
+  streaming: StreamingMode;
+  inputTextTokens: number;
+  inputAudioTokens: number;
+}
+
+export interface SpeechUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  input_token_details: { text_tokens: number; audio_tokens: number };
+}
+
+/** Counts what a generation produced, filled in as audio flows. */
+export interface GenerationTally {
+  frames: number;
+  samples: number;
+}
+
+export interface RenderedSpeech {
+  audio: Uint8Array;
+  contentType: string;
+  usage: SpeechUsage;
+  durationSeconds: number;
+}
+
+export class SpeechService {
+  constructor(
+    private readonly host: ModelHost,
+    private readonly config: Config,
+    private readonly metrics: ServiceMetrics,
+  ) {}
+
+  /** The ready adapter, or 503 while loading / after a failed load. */
+  adapter(): SpeechModelAdapter {
+    const adapter = this.host.adapter;
+    if (adapter) return adapter;
+    if (this.host.state === "failed") throw new ApiError(503, `The speech model failed to load: ${this.host.failure?.message}`);
+    throw new ApiError(503, "The speech model is still loading; retry shortly");
+  }
+
+  servedModelIds(): string[] {
+    const capabilities = this.adapter().capabilities;
+    return [capabilities.modelId, ...this.config.modelAliases.filter((alias) => alias !== capabilities.modelId)];
+  }
+
+  checkModel(model: string | undefined): void {
+    if (model === undefined) return;
+    if (!this.servedModelIds().includes(model)) {
+      throw new ApiError(404, `The model '${model}' does not exist. Served: ${this.servedModelIds().join(", ")}`, "model");
+    }
+  }
+
+  /** Validates everything the schema could not know and builds the job. Throws ApiError 4xx. */
+  prepare(request: SpeechRequest, transport: Transport): PreparedSpeech {
+    const adapter = this.adapter();
+    const capabilities = adapter.capabilities;
+    this.checkModel(request.model);
+
+    const text = request.input.trim();
+    const maxInputChars = Math.min(this.config.maxInputChars, capabilities.maxInputChars);
+    if (text.length > maxInputChars) throw badRequest(`input must be at most ${maxInputChars} characters (got ${text.length})`, "input");
+
+    const voice = resolveVoice(request.voice, capabilities);
+    const responseFormat = request.response_format ?? "wav";
+    const outputSampleRateHz = request.sample_rate ?? capabilities.nativeSampleRateHz;
+    if (!capabilities.supportedSampleRatesHz.includes(outputSampleRateHz)) {
+      throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${capabilities.supportedSampleRatesHz.join(", ")}`, "sample_rate");
+    }
+
+    const instructions = request.instructions?.trim() || undefined;
+    if (instructions !== undefined) {
+      if (instructions.length > this.config.maxInstructionsChars) {
+        throw badRequest(`instructions must be at most ${this.config.maxInstructionsChars} characters`, "instructions");
+      }
+      if (!capabilities.supportsInstructions) throw badRequest(`model '${capabilities.modelId}' cannot follow instructions; omit the field`, "instructions");
+    }
+
+    if (request.ref_audio !== undefined && !capabilities.supportsCloning) {
+      throw badRequest(`model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices from ref_audio; use one of the built-in voices`, "ref_audio");
+    }
+    if (request.ref_text !== undefined && request.ref_audio === undefined) throw badRequest("ref_text needs ref_audio", "ref_text");
+
+    const streaming = streamingMode(request);
+    if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
+    const speed = request.speed ?? 1;
+    if (streaming !== null) {
+      if (!(STREAMABLE_FORMATS as readonly string[]).includes(responseFormat)) {
+        throw badRequest(`streaming supports response_format pcm or wav, not ${responseFormat}`, "response_format");
+      }
+      if (speed !== 1) throw badRequest("speed is not supported with streaming; omit speed or stream", "speed");
+    }
+    if (request.word_timestamps && transport !== "websocket") {
+      throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
+    }
+
+    return {
+      job: {
+        text,
+        voice,
+        language: request.language ?? "Auto",
+        seed: request.seed,
+        maxNewTokens: request.max_new_tokens,
+        refText: request.ref_text,
+        instructions,
+        extraParams: request.extra_params ?? {},
+      },
+      responseFormat,
+      outputSampleRateHz,
+      speed,
+      streaming,
+      inputTextTokens: adapter.countInputTokens(text),
+      inputAudioTokens: 0,
+    };
+  }
+
+  usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
+    const inputTokens = prepared.inputTextTokens + prepared.inputAudioTokens;
+    return {
+      input_tokens: inputTokens,
+      output_tokens: frames,
+      total_tokens: inputTokens + frames,
+      input_token_details: { text_tokens: prepared.inputTextTokens, audio_tokens: prepared.inputAudioTokens },
+    };
+  }
+
+  /**
+   * Mono float PCM at the requested output rate, chunk by chunk as the model makes it. The resampler is
+   * streaming, so chunk borders leave no seams. Stops when `signal` aborts.
+   */
+  async *generatePcm(prepared: PreparedSpeech, signal: AbortSignal, tally: GenerationTally, mode: DeliveryMode): AsyncGenerator<Float32Array, void, undefined> {
+    const startedMs = performance.now();
+    const adapter = this.adapter();
+    let resampler: Awaited<ReturnType<typeof createStreamingResampler>> | undefined;
+    let firstAudioSeen = false;
+    const emit = (samples: Float32Array) => {
+      tally.samples += samples.length;
+      if (!firstAudioSeen && samples.length > 0) {
+        firstAudioSeen = true;
+        this.metrics.timeToFirstAudio.observe({ mode }, (performance.now() - startedMs) / 1000);
+      }
+      return samples;
+    };
+    try {
+      for await (const chunk of adapter.synthesize({ ...prepared.job, signal })) {
+        tally.frames += chunk.frameCount;
+        resampler ??= await createStreamingResampler(chunk.sampleRateHz, prepared.outputSampleRateHz);
+        const resampled = resampler.push(chunk.samples);
+        if (resampled.length > 0) yield emit(resampled);
+        if (signal.aborted) return;
+      }
+      const tail = resampler?.flush();
+      if (tail && tail.length > 0) yield emit(tail);
+      const audioSeconds = tally.samples / prepared.outputSampleRateHz;
+      if (audioSeconds > 0) {
+        this.metrics.realTimeFactor.observe({ mode }, (performance.now() - startedMs) / 1000 / audioSeconds);
+        this.metrics.audioSeconds.inc(audioSeconds);
+      }
+    } finally {
+      resampler?.close();
+    }
+  }
+
+  /** The whole utterance as one encoded file. */
+  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file"): Promise<RenderedSpeech> {
+    const tally: GenerationTally = { frames: 0, samples: 0 };
+    const chunks: Float32Array[] = [];
+    for await (const chunk of this.generatePcm(prepared, signal, tally, mode)) chunks.push(chunk);
+    if (signal.aborted) throw new ApiError(400, "request aborted by the client");
+    let samples = concatFloat32(chunks);
+    if (prepared.speed !== 1) samples = await changeSpeed(samples, prepared.outputSampleRateHz, prepared.speed);
+    const audio = await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat);
+    return {
+      audio,
+      contentType: CONTENT_TYPES[prepared.responseFormat],
+      usage: this.usage(prepared, tally.frames),
+      durationSeconds: samples.length / prepared.outputSampleRateHz,
+    };
+  }
+}
+
+function streamingMode(request: SpeechRequest): StreamingMode {
+  if (request.stream === false && request.stream_format !== undefined) {
+    throw badRequest("stream is false but stream_format is set; drop one of them", "stream_format");
+  }
+  if (request.stream_format !== undefined) return request.stream_format;
+  return request.stream === true ? "sse" : null;
+}
+
+function resolveVoice(voice: SpeechRequest["voice"], capabilities: AdapterCapabilities): string {
+  const requested = (typeof voice === "object" ? voice.id : voice)?.trim().toLowerCase();
+  if (requested === undefined || requested === "" || requested === "default") return capabilities.defaultVoice;
+  if (capabilities.voices.includes(requested)) return requested;
+  throw badRequest(`Unknown voice '${requested}'. Accepted: default, ${capabilities.voices.join(", ")}`, "voice");
+}
+
+export function concatFloat32(chunks: readonly Float32Array[]): Float32Array {
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const joined = new Float32Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return joined;
+}
+
+export function usageHeaders(usage: SpeechUsage): Record<string, string> {
+  return {
+    "X-Input-Tokens": String(usage.input_tokens),
+    "X-Output-Tokens": String(usage.output_tokens),
+    "X-Total-Tokens": String(usage.total_tokens),
+    "X-Input-Text-Tokens": String(usage.input_token_details.text_tokens),
+    "X-Input-Audio-Tokens": String(usage.input_token_details.audio_tokens),
+  };
+}

@@ -1,0 +1,75 @@
+import { expect, test } from "bun:test";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeWithFfmpeg } from "./support/ffmpeg.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const BUN = join(ROOT, "node_modules", ".bin", "bun");
+const DENO = join(ROOT, "node_modules", ".bin", "deno");
+
+test("--help prints every option with its environment variable", () => {
+  const result = spawnSync(BUN, ["run", "voxedge", "--help"], { cwd: ROOT });
+  expect(result.status).toBe(0);
+  const out = result.stdout.toString();
+  expect(out).toContain("say");
+  expect(out).toContain("--port");
+  expect(out).toContain("VOXEDGE_PORT");
+});
+
+test("bad flags exit 2 with a message", () => {
+  const result = spawnSync(BUN, ["run", "voxedge", "serve", "--port", "nope"], { cwd: ROOT });
+  expect(result.status).toBe(2);
+  expect(result.stderr.toString()).toContain("--port");
+});
+
+test("say writes an audio file in the format its name asks for", () => {
+  const out = join(mkdtempSync(join(tmpdir(), "voxedge-say-")), "hello.mp3");
+  const result = spawnSync(BUN, ["run", "voxedge", "say", "Hello from the command line.", "-o", out], { cwd: ROOT });
+  expect(result.status).toBe(0);
+  const decoded = decodeWithFfmpeg(readFileSync(out));
+  expect(decoded.codec).toBe("mp3");
+  expect(decoded.samples.length / decoded.sampleRateHz).toBeGreaterThan(0.8);
+});
+
+/** Starts `command`, waits for /health to be 200, makes one speech request, stops it. */
+async function serveAndSpeak(command: string, args: string[], port: number): Promise<{ status: number; bytes: Uint8Array; log: string }> {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, VOXEDGE_LOG_LEVEL: "info" } });
+  let log = "";
+  child.stderr.on("data", (chunk) => (log += chunk));
+  child.stdout.on("data", (chunk) => (log += chunk));
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited early: ${log}`);
+      const health = await fetch(`${base}/health`).catch(() => undefined);
+      if (health?.status === 200) break;
+      if (Date.now() > deadline) throw new Error(`server did not become healthy: ${log}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const response = await fetch(`${base}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "Served from a child process." }) });
+    return { status: response.status, bytes: new Uint8Array(await response.arrayBuffer()), log };
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((resolve) => child.once("exit", resolve));
+  }
+}
+
+test("bun run voxedge serve --port --host serves speech and logs the classic fallback", async () => {
+  const port = 18000 + Math.floor(Math.random() * 1000);
+  const { status, bytes, log } = await serveAndSpeak(BUN, ["run", "voxedge", "serve", "--port", String(port), "--host", "127.0.0.1"], port);
+  expect(status).toBe(200);
+  expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
+  expect(log).toContain("offline classic fallback");
+  expect(log).toContain('"port":' + port);
+}, 90_000);
+
+test("deno task serve serves speech (Deno smoke test)", async () => {
+  const port = 19000 + Math.floor(Math.random() * 1000);
+  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1"], port);
+  expect(status).toBe(200);
+  expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
+  expect(decodeWithFfmpeg(bytes).samples.length).toBeGreaterThan(10000);
+}, 120_000);

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+interface BadCase {
+  name: string;
+  body: string;
+  contentType?: string;
+  status: number;
+  param: string | null;
+  messageIncludes: string;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+const CASES: BadCase[] = [
+  { name: "empty input", body: json({ input: "" }), status: 400, param: "input", messageIncludes: "empty" },
+  { name: "whitespace input", body: json({ input: "   \n\t" }), status: 400, param: "input", messageIncludes: "empty" },
+  { name: "missing input", body: json({ voice: "low" }), status: 400, param: "input", messageIncludes: "required" },
+  { name: "input over 4096 characters", body: json({ input: "a".repeat(4097) }), status: 400, param: "input", messageIncludes: "4096" },
+  { name: "unknown voice", body: json({ input: "hi", voice: "nobody" }), status: 400, param: "voice", messageIncludes: "low, high" },
+  { name: "unknown field", body: json({ input: "hi", colour: "blue" }), status: 400, param: "colour", messageIncludes: "colour" },
+  { name: "bad format", body: json({ input: "hi", response_format: "ogg" }), status: 400, param: "response_format", messageIncludes: "wav" },
+  { name: "speed too low", body: json({ input: "hi", speed: 0.1 }), status: 400, param: "speed", messageIncludes: "0.25" },
+  { name: "speed too high", body: json({ input: "hi", speed: 4.5 }), status: 400, param: "speed", messageIncludes: "4.0" },
+  { name: "streaming mp3", body: json({ input: "hi", stream: true, response_format: "mp3" }), status: 400, param: "response_format", messageIncludes: "pcm or wav" },
+  { name: "raw streaming flac", body: json({ input: "hi", stream_format: "audio", response_format: "flac" }), status: 400, param: "response_format", messageIncludes: "pcm or wav" },
+  { name: "streaming with speed", body: json({ input: "hi", stream: true, speed: 1.5 }), status: 400, param: "speed", messageIncludes: "stream" },
+  { name: "bad sample_rate", body: json({ input: "hi", sample_rate: 12345 }), status: 400, param: "sample_rate", messageIncludes: "48000" },
+  { name: "fractional sample_rate", body: json({ input: "hi", sample_rate: 16000.5 }), status: 400, param: "sample_rate", messageIncludes: "integer" },
+  { name: "extra_params not an object", body: json({ input: "hi", extra_params: [1, 2] }), status: 400, param: "extra_params", messageIncludes: "object" },
+  { name: "extra_params a string", body: json({ input: "hi", extra_params: "hot" }), status: 400, param: "extra_params", messageIncludes: "object" },
+  { name: "invalid JSON", body: '{"input": "hi",', status: 400, param: null, messageIncludes: "Invalid JSON" },
+  { name: "JSON array body", body: "[1]", status: 400, param: null, messageIncludes: "object" },
+  { name: "wrong content type", body: "input=hi", contentType: "application/x-www-form-urlencoded", status: 415, param: "content-type", messageIncludes: "application/json" },
+  { name: "unknown model", body: json({ input: "hi", model: "gpt-9" }), status: 404, param: "model", messageIncludes: "gpt-9" },
+  { name: "voice object without id", body: json({ input: "hi", voice: { name: "x" } }), status: 400, param: "voice", messageIncludes: "voice" },
+  { name: "word_timestamps over HTTP", body: json({ input: "hi", word_timestamps: true }), status: 400, param: "word_timestamps", messageIncludes: "WebSocket" },
+  { name: "instructions to a model without them", body: json({ input: "hi", instructions: "whisper" }), status: 400, param: "instructions", messageIncludes: "instructions" },
+  { name: "ref_audio to a model without cloning", body: json({ input: "hi", ref_audio: "data:audio/wav;base64,AAAA" }), status: 400, param: "ref_audio", messageIncludes: "clone" },
+  { name: "stream false with stream_format", body: json({ input: "hi", stream: false, stream_format: "sse" }), status: 400, param: "stream_format", messageIncludes: "stream" },
+  { name: "max_new_tokens zero", body: json({ input: "hi", max_new_tokens: 0 }), status: 400, param: "max_new_tokens", messageIncludes: "1" },
+  { name: "seed not an integer", body: json({ input: "hi", seed: "abc" }), status: 400, param: "seed", messageIncludes: "integer" },
+];
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer(new ToneAdapter());
+});
+afterAll(() => server.stop());
+
+for (const badCase of CASES) {
+  test(`bad input → ${badCase.status}: ${badCase.name}`, async () => {
+    const response = await fetch(`${server.url}/v1/audio/speech`, {
+      method: "POST",
+      headers: { "content-type": badCase.contentType ?? "application/json" },
+      body: badCase.body,
+    });
+    expect(response.status).toBe(badCase.status);
+    const body = await response.json();
+    expect(Object.keys(body)).toEqual(["error"]);
+    expect(body.error.code).toBe(badCase.status);
+    expect(body.error.param).toBe(badCase.param);
+    expect(body.error.type).toBe(badCase.status === 404 ? "NotFoundError" : "BadRequestError");
+    expect(body.error.message).toContain(badCase.messageIncludes);
+    expect(body.error.message).not.toContain("    at ");
+  });
+}
+
+test("an oversized body is refused with 413", async () => {
+  const small = await startTestServer(new ToneAdapter(), { "max-body-bytes": "2048" });
+  try {
+    const response = await fetch(`${small.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: json({ input: "x".repeat(4000) }) });
+    expect(response.status).toBe(413);
+    expect((await response.json()).error.code).toBe(413);
+  } finally {
+    await small.stop();
+  }
+});
+
+test("the server is still up and serving after every bad request", async () => {
+  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  const response = await fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: json({ input: "still here" }) });
+  expect(response.status).toBe(200);
+});
+
+test("unknown routes answer 404 in the OpenAI shape", async () => {
+  const response = await fetch(`${server.url}/v1/nothing`);
+  expect(response.status).toBe(404);
+  expect((await response.json()).error.type).toBe("NotFoundError");
+});

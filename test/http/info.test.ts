@@ -1,0 +1,61 @@
+import { expect, test } from "bun:test";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+import { testApp } from "../support/server.ts";
+import { createApp } from "../../src/app.ts";
+import { loadConfig } from "../../src/config.ts";
+import { ModelHost } from "../../src/engine/host.ts";
+import { silentLogger } from "../../src/log/logger.ts";
+
+test("models list the served model and its aliases", async () => {
+  const { app, ready } = testApp(new ToneAdapter());
+  await ready;
+  const body = (await (await app.request("/v1/models")).json()) as any;
+  expect(body.object).toBe("list");
+  expect(body.data.map((model: any) => model.id)).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"]);
+  expect(body.data[0]).toMatchObject({ object: "model", owned_by: "voxedge", engine: "neural" });
+  const aliased = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi", model: "tts-1" }) });
+  expect(aliased.status).toBe(200);
+});
+
+test("health is 503 while loading and after a failed load; speech is 503 then too", async () => {
+  const config = loadConfig({}, {});
+  const loading = createApp({ config, host: ModelHost.load(() => new Promise(() => {})), logger: silentLogger }).app;
+  const health = await loading.request("/health");
+  expect(health.status).toBe(503);
+  expect(await health.json()).toEqual({ status: "loading" });
+  const speech = await loading.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi" }) });
+  expect(speech.status).toBe(503);
+  expect((await speech.json()).error.message).toContain("loading");
+
+  const failedHost = ModelHost.load(async () => {
+    throw new Error("bundle missing");
+  });
+  await failedHost.loaded;
+  const failed = createApp({ config, host: failedHost, logger: silentLogger }).app;
+  const failedHealth = await failed.request("/health");
+  expect(failedHealth.status).toBe(503);
+  expect(await failedHealth.json()).toEqual({ status: "failed", error: "bundle missing" });
+});
+
+test("metrics count requests by route and status, time to first audio and stream outcomes", async () => {
+  const { app, ready } = testApp(new ToneAdapter());
+  await ready;
+  const post = (body: unknown) => app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  await (await post({ input: "count me" })).arrayBuffer();
+  await (await post({ input: "" })).arrayBuffer();
+  await (await post({ input: "stream me", stream: true })).text();
+  const metrics = await (await app.request("/metrics")).text();
+  expect(metrics).toContain('voxedge_http_requests_total{route="/v1/audio/speech",method="POST",status="200"} 2');
+  expect(metrics).toContain('voxedge_http_requests_total{route="/v1/audio/speech",method="POST",status="400"} 1');
+  expect(metrics).toMatch(/voxedge_time_to_first_audio_seconds_count\{mode="file"\} 1/);
+  expect(metrics).toMatch(/voxedge_real_time_factor_count\{mode="sse"\} 1/);
+  expect(metrics).toContain('voxedge_streams_total{mode="sse",outcome="completed"} 1');
+});
+
+test("an API key, when configured, is required on /v1 routes", async () => {
+  const { app, ready } = testApp(new ToneAdapter(), { "api-key": "s3cret" });
+  await ready;
+  expect((await app.request("/v1/models")).status).toBe(401);
+  expect((await app.request("/v1/models", { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
+  expect((await app.request("/health")).status).toBe(200);
+});
