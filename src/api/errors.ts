@@ -23,7 +23,7 @@ export function badRequest(message: string, param: string | null = null): ApiErr
 }
 
 /** The first zod issue as a 400 naming the field (an unknown field is named by its key). */
-export function fromZodError(error: ZodError, pathPrefix = ""): ApiError {
+export function fromZodError(error: ZodError, pathPrefix = "", body?: unknown): ApiError {
   const issue = error.issues[0]!;
   const path = [pathPrefix, ...issue.path.map(String)].filter((part) => part.length > 0).join(".");
   if (issue.code === "unrecognized_keys") {
@@ -31,7 +31,16 @@ export function fromZodError(error: ZodError, pathPrefix = ""): ApiError {
     const param = path ? `${path}.${key}` : key;
     return badRequest(`Unknown field '${param}'`, param);
   }
-  const message = issue.code === "invalid_type" && issue.input === undefined ? `${path} is required` : issue.message;
+  const message = issue.code === "invalid_type" && isMissing(body, issue.path) ? `${path} is required` : issue.message;
   const named = path && !message.startsWith(path.split(".").at(-1)!) ? `${path}: ${message}` : message;
   return badRequest(named, path || null);
+}
+
+function isMissing(body: unknown, path: readonly PropertyKey[]): boolean {
+  let node = body;
+  for (const key of path) {
+    if (typeof node !== "object" || node === null || !(key in node)) return true;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node === undefined;
 }

@@ -54,6 +54,6 @@ export function parseWith<Schema extends z.ZodType>(schema: Schema, body: unknow
     throw badRequest(pathPrefix ? `${pathPrefix} must be a JSON object` : "Request body must be a JSON object", pathPrefix || null);
   }
   const parsed = schema.safeParse(body);
-  if (!parsed.success) throw fromZodError(parsed.error, pathPrefix);
+  if (!parsed.success) throw fromZodError(parsed.error, pathPrefix, body);
   return parsed.data;
 }

@@ -1,0 +1,91 @@
+/**
+ * Ogg Opus (RFC 7845), mono, 20 ms frames, from mono float samples.
+ *
+ * Libraries:
+ * - @evan/opus encodes the packets: libopus as an N-API addon with a wasm fallback, and it exposes
+ *   the encoder's lookahead, which the Ogg pre-skip must equal. Under Deno without --allow-ffi the
+ *   addon cannot load and the package falls back to its wasm build by itself.
+ * - mediabunny writes the Ogg container: pure TypeScript (no wasm, no worker), maintained, and its
+ *   Ogg muxer turns the last packet's duration into the end-trimming granule position, so decoders
+ *   output exactly the input's length. opus-encdec was the alternative: one emscripten build of
+ *   libopus, a resampler and an Ogg writer made for browser workers. Keeping codec and container
+ *   apart lets us set pre-skip and end trimming ourselves and reuse the project's resampler.
+ *
+ * Rates: libopus accepts 8, 12, 16, 24 or 48 kHz. Input at another rate is resampled to the nearest
+ * allowed rate at or above it (22.05 kHz → 24 kHz, 44.1 kHz → 48 kHz) with the project's resampler.
+ * OpusHead carries the original input rate, as RFC 7845 intends, so a decoder may restore it; decoders
+ * output 48 kHz by convention.
+ *
+ * Length: sample-exact at 48 kHz (the input duration × 48 kHz, rounded), through pre-skip and
+ * end-trimming granule positions.
+ *
+ * Concurrency: each call has its own encoder. Packets are all encoded synchronously before muxing
+ * begins, so concurrent calls never interleave on the shared wasm staging buffers of @evan/opus.
+ */
+import { resample } from "./resampler.ts";
+import { floatToInt16 } from "./wav.ts";
+
+/** Sample rates libopus can encode. */
+const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
+/** RFC 7845: granule positions and pre-skip always count 48 kHz samples, whatever the encoder's rate. */
+const OGG_OPUS_RATE_HZ = 48000;
+/** The usual Opus frame for speech: shorter frames spend more bits on overhead, longer ones add latency. */
+const FRAME_MS = 20;
+const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * FRAME_MS) / 1000;
+/** OPUS_GET_LOOKAHEAD_REQUEST from opus_defines.h. Asked through ctl() because the package's types
+ *  misspell its `lookahead` getter as `lookhead`. */
+const OPUS_GET_LOOKAHEAD = 4027;
+
+let opus: Promise<typeof import("@evan/opus")> | undefined;
+let mediabunny: Promise<typeof import("mediabunny")> | undefined;
+
+export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
+  const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;
+  const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
+
+  opus ??= import("@evan/opus");
+  const { Encoder } = await opus;
+  const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz, application: "audio" });
+  const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
+  const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
+
+  // The decoder drops pre-skip samples first, so the encoder must also be fed that much past the end.
+  const outputSamples48k = Math.round((samples.length * OGG_OPUS_RATE_HZ) / sampleRateHz);
+  const granuleEnd = preSkip48k + outputSamples48k;
+  const packetCount = Math.max(1, Math.ceil(granuleEnd / FRAME_SAMPLES_48K));
+  const frameSamples = FRAME_SAMPLES_48K / samplesPer48k;
+  const pcm = new Int16Array(packetCount * frameSamples); // zero-padded to whole frames
+  pcm.set(floatToInt16(encoderInput).subarray(0, pcm.length));
+  const packets: Uint8Array[] = [];
+  for (let i = 0; i < packetCount; i++) packets.push(encoder.encode(pcm.subarray(i * frameSamples, (i + 1) * frameSamples)));
+
+  mediabunny ??= import("mediabunny");
+  const { BufferTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await mediabunny;
+  const output = new Output({ format: new OggOutputFormat(), target: new BufferTarget() });
+  const source = new EncodedAudioPacketSource("opus");
+  output.addAudioTrack(source);
+  await output.start();
+  const decoderConfig = { codec: "opus", numberOfChannels: 1, sampleRate: OGG_OPUS_RATE_HZ, description: opusHead(preSkip48k, sampleRateHz) };
+  for (let i = 0; i < packetCount; i++) {
+    // Only the last packet is shortened; the muxer writes that as the final granule position.
+    const durationSamples48k = Math.min(FRAME_SAMPLES_48K, granuleEnd - i * FRAME_SAMPLES_48K);
+    const packet = new EncodedPacket(packets[i]!, "key", (i * FRAME_SAMPLES_48K) / OGG_OPUS_RATE_HZ, durationSamples48k / OGG_OPUS_RATE_HZ);
+    await source.add(packet, i === 0 ? { decoderConfig } : undefined);
+  }
+  await output.finalize();
+  return new Uint8Array(output.target.buffer!);
+}
+
+/** The RFC 7845 identification header for one channel (mapping family 0). */
+function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Array {
+  const header = new Uint8Array(19);
+  const view = new DataView(header.buffer);
+  header.set(new TextEncoder().encode("OpusHead"), 0);
+  view.setUint8(8, 1); // version
+  view.setUint8(9, 1); // channel count
+  view.setUint16(10, preSkip48k, true);
+  view.setUint32(12, inputSampleRateHz, true);
+  view.setInt16(16, 0, true); // output gain
+  view.setUint8(18, 0); // channel mapping family: mono/stereo, no mapping table
+  return header;
+}
