@@ -1,4 +1,5 @@
-/** GET /v1/models, /v1/audio/voices (built-in part), /health, /metrics. */
+/** GET / (the playground page), /v1/models, /v1/audio/voices (built-in part), /health, /metrics. */
+import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
 import type { ServiceMetrics } from "../metrics.ts";
@@ -11,8 +12,11 @@ export interface InfoRouteDeps {
 }
 
 const STARTED_AT_SECONDS = Math.floor(Date.now() / 1000);
+const PLAYGROUND_PATH = new URL("../../public/index.html", import.meta.url);
 
 export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRouteDeps): void {
+  app.get("/", async (c) => c.html(await readFile(PLAYGROUND_PATH, "utf-8")));
+
   app.get("/health", (c) => {
     const adapter = host.adapter;
     if (!adapter) {

@@ -59,3 +59,12 @@ test("an API key, when configured, is required on /v1 routes", async () => {
   expect((await app.request("/v1/models", { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
   expect((await app.request("/health")).status).toBe(200);
 });
+
+test("the playground page is served at /", async () => {
+  const { app, ready } = testApp(new ToneAdapter());
+  await ready;
+  const response = await app.request("/");
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toContain("text/html");
+  expect(await response.text()).toContain("/v1/audio/speech");
+});
