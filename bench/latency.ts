@@ -10,6 +10,10 @@ import { ModelHost } from "../src/engine/host.ts";
 import { loadEngine } from "../src/engine/select.ts";
 import { silentLogger } from "../src/log/logger.ts";
 import { serve } from "../src/runtime/serve.ts";
+import { VoiceStore } from "../src/voices/store.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "7" } } });
 const runs = Number(values.runs);
@@ -18,7 +22,8 @@ const SENTENCE = "The quick brown fox jumps over the lazy sleeping dog.";
 const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
 const host = ModelHost.load(() => loadEngine(config));
 await host.loaded;
-const { app } = createApp({ config, host, logger: silentLogger });
+const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
+const { app } = createApp({ config, host, logger: silentLogger, voices });
 const server = serve(app.fetch, config.host, config.port);
 
 interface Timing {

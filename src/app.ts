@@ -10,16 +10,23 @@ import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
 import { registerInfoRoutes } from "./http/info.ts";
+import { registerVoiceRoutes } from "./http/voices.ts";
+import type { VoiceStore } from "./voices/store.ts";
+import { RefAudioResolver } from "./voices/ref-audio.ts";
 
 export interface AppServices {
   config: Config;
   host: ModelHost;
   logger: Logger;
+  voices: VoiceStore;
+  /** Defaults to a resolver built from the config; tests inject one with a fake resolver/connector. */
+  refAudio?: RefAudioResolver;
 }
 
-export function createApp({ config, host, logger }: AppServices) {
+export function createApp({ config, host, logger, voices, refAudio }: AppServices) {
   const metrics = new ServiceMetrics();
-  const service = new SpeechService(host, config, metrics);
+  const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
+  const service = new SpeechService(host, config, metrics, voices, resolver);
   const app = new Hono();
 
   app.onError((error, c) => {
@@ -43,7 +50,8 @@ export function createApp({ config, host, logger }: AppServices) {
   }
 
   registerInfoRoutes(app, { service, host, metrics });
+  registerVoiceRoutes(app, { service, voices, logger });
   registerSpeechRoute(app, { service, metrics, logger, maxBodyBytes: config.maxBodyBytes });
   registerBatchRoute(app, { service, logger, maxBodyBytes: config.maxBodyBytes, maxItems: config.batchMaxItems });
-  return { app, service, metrics };
+  return { app, service, metrics, refAudio: resolver };
 }

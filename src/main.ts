@@ -11,6 +11,12 @@ import { createLogger } from "./log/logger.ts";
 import { runtimeName, serve } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
+import { VoiceStore } from "./voices/store.ts";
+import type { Logger } from "./log/logger.ts";
+
+function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
+  return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
+}
 
 const USAGE = `Usage:
   voxedge [serve] [options]                         serve the speech API
@@ -50,8 +56,10 @@ async function main(argv: string[]): Promise<number> {
 async function runServe(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   logger.info("starting voxedge", { runtime: runtimeName(), config: describeConfig(config) });
+  const voices = await openVoiceStore(config, logger);
+  logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadEngine(config));
-  const { app } = createApp({ config, host, logger });
+  const { app } = createApp({ config, host, logger, voices });
   const server = serve(app.fetch, config.host, config.port);
   logger.info("listening", { url: server.url });
   void host.loaded.then(() => {
@@ -90,11 +98,12 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   });
   const logger = createLogger(config.logLevel);
   const host = ModelHost.load(() => loadEngine(config));
-  const { service } = createApp({ config, host, logger });
+  const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger) });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);
     await host.loaded;
-    const rendered = await service.render(service.prepare(parsed.data, "http"), new AbortController().signal);
+    const signal = new AbortController().signal;
+    const rendered = await service.render(await service.prepare(parsed.data, "http", signal), signal);
     await writeFile(values.output, rendered.audio);
     console.error(`wrote ${values.output}: ${rendered.durationSeconds.toFixed(2)} s of ${format}`);
     return 0;

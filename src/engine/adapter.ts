@@ -40,13 +40,28 @@ export interface SynthesisJob {
   seed?: number;
   /** Cap on generated frames. */
   maxNewTokens?: number;
-  /** Reference audio for cloning: mono float32 at nativeSampleRateHz. */
-  refAudio?: Float32Array;
-  refText?: string;
+  /** The voice to clone, made by encodeVoice (cached by the service per voice). */
+  voicePrompt?: VoicePrompt;
   instructions?: string;
   extraParams: Record<string, unknown>;
   /** Aborted when the client goes away; the adapter stops within one frame. */
   signal: AbortSignal;
+}
+
+/** Reference audio for cloning: mono samples at the adapter's native rate, with its transcript if known. */
+export interface ReferenceAudio {
+  samples: Float32Array;
+  sampleRateHz: number;
+  transcript?: string;
+}
+
+/** Model-side state of a cloned voice (e.g. an encoded prompt): opaque to the service, costly to make. */
+export interface VoicePrompt {
+  /** Codec frames of the reference audio (usage: input audio tokens). */
+  audioFrameCount: number;
+  /** Byte size, for cache accounting. */
+  byteSize: number;
+  readonly state: unknown;
 }
 
 export interface AudioChunk {
@@ -63,5 +78,7 @@ export interface SpeechModelAdapter {
   countInputTokens(text: string): number;
   /** Audio for the job as it is made. Stops promptly once job.signal aborts. */
   synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined>;
+  /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */
+  encodeVoice?(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt>;
   close(): Promise<void>;
 }

@@ -41,7 +41,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         if (typeof item !== "object" || item === null || Array.isArray(item)) throw badRequest(`items[${index}] must be a JSON object`);
         const merged = { ...withoutUndefined(defaults), ...withoutUndefined(item as Record<string, unknown>) };
         const request = parseWith(batchItemSchema, merged, `items[${index}]`);
-        const rendered = await deps.service.render(deps.service.prepare(request, "batch"), signal, "batch");
+        const rendered = await deps.service.render(await deps.service.prepare(request, "batch", signal), signal, "batch");
         return { index, status: "success", audio_data: base64(rendered.audio), media_type: rendered.contentType, usage: rendered.usage };
       } catch (error) {
         if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });

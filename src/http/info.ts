@@ -1,4 +1,4 @@
-/** GET / (the playground page), /v1/models, /v1/audio/voices (built-in part), /health, /metrics. */
+/** GET / (the playground page), /v1/models, /health, /metrics. */
 import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
@@ -41,11 +41,6 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
       supports_cloning: capabilities.supportsCloning,
     }));
     return c.json({ object: "list", data });
-  });
-
-  app.get("/v1/audio/voices", (c) => {
-    const capabilities = service.adapter().capabilities;
-    return c.json({ voices: ["default", ...capabilities.voices], uploaded_voices: [] });
   });
 
   app.get("/metrics", async (c) => {

@@ -19,8 +19,8 @@ export interface SpeechRouteDeps {
 export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
   app.post("/v1/audio/speech", async (c) => {
     const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.maxBodyBytes));
-    const prepared = deps.service.prepare(request, "http");
     const requestSignal = c.req.raw.signal;
+    const prepared = await deps.service.prepare(request, "http", requestSignal);
 
     if (prepared.streaming === null) {
       const rendered = await deps.service.render(prepared, requestSignal);

@@ -3,7 +3,8 @@
  * lengths, cloning), then drives the adapter and shapes its audio for delivery (resample, speed, encode).
  */
 import type { Config } from "../config.ts";
-import type { AdapterCapabilities, SpeechModelAdapter, SynthesisJob } from "../engine/adapter.ts";
+import { LRUCache } from "lru-cache";
+import type { SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../engine/adapter.ts";
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
@@ -12,6 +13,12 @@ import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
+import { resample } from "../audio/resampler.ts";
+import type { StoredVoice, VoiceStore } from "../voices/store.ts";
+import type { RefAudioResolver } from "../voices/ref-audio.ts";
+
+/** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
+const VOICE_PROMPT_CACHE_ENTRIES = 64;
 
 export type Transport = "http" | "batch" | "websocket";
 export type StreamingMode = "sse" | "audio" | null;
@@ -47,11 +54,27 @@ export interface RenderedSpeech {
 }
 
 export class SpeechService {
+  /**
+   * Prompts of uploaded voices, keyed by lower-case name and created_at: a delete + re-upload gets a new
+   * created_at, so a stale prompt can never be served even before the eviction below runs.
+   */
+  readonly #voicePrompts = new LRUCache<string, Promise<VoicePrompt>>({ max: VOICE_PROMPT_CACHE_ENTRIES });
+
   constructor(
     private readonly host: ModelHost,
     private readonly config: Config,
     private readonly metrics: ServiceMetrics,
-  ) {}
+    private readonly voices: VoiceStore,
+    private readonly refAudio: RefAudioResolver,
+  ) {
+    voices.onEvict((nameLower) => {
+      for (const key of this.#voicePrompts.keys()) if (key.startsWith(`${nameLower}\u0000`)) this.#voicePrompts.delete(key);
+    });
+  }
+
+  get cachedVoicePrompts(): number {
+    return this.#voicePrompts.size;
+  }
 
   /** The ready adapter, or 503 while loading / after a failed load. */
   adapter(): SpeechModelAdapter {
@@ -74,7 +97,7 @@ export class SpeechService {
   }
 
   /** Validates everything the schema could not know and builds the job. Throws ApiError 4xx. */
-  prepare(request: SpeechRequest, transport: Transport): PreparedSpeech {
+  async prepare(request: SpeechRequest, transport: Transport, signal: AbortSignal): Promise<PreparedSpeech> {
     const adapter = this.adapter();
     const capabilities = adapter.capabilities;
     this.checkModel(request.model);
@@ -83,7 +106,6 @@ export class SpeechService {
     const maxInputChars = Math.min(this.config.maxInputChars, capabilities.maxInputChars);
     if (text.length > maxInputChars) throw badRequest(`input must be at most ${maxInputChars} characters (got ${text.length})`, "input");
 
-    const voice = resolveVoice(request.voice, capabilities);
     const responseFormat = request.response_format ?? "wav";
     const outputSampleRateHz = request.sample_rate ?? capabilities.nativeSampleRateHz;
     if (!capabilities.supportedSampleRatesHz.includes(outputSampleRateHz)) {
@@ -101,7 +123,6 @@ export class SpeechService {
     if (request.ref_audio !== undefined && !capabilities.supportsCloning) {
       throw badRequest(`model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices from ref_audio; use one of the built-in voices`, "ref_audio");
     }
-    if (request.ref_text !== undefined && request.ref_audio === undefined) throw badRequest("ref_text needs ref_audio", "ref_text");
 
     const streaming = streamingMode(request);
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
@@ -116,6 +137,7 @@ export class SpeechService {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
 
+    const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
       job: {
         text,
@@ -123,7 +145,7 @@ export class SpeechService {
         language: request.language ?? "Auto",
         seed: request.seed,
         maxNewTokens: request.max_new_tokens,
-        refText: request.ref_text,
+        voicePrompt,
         instructions,
         extraParams: request.extra_params ?? {},
       },
@@ -132,8 +154,57 @@ export class SpeechService {
       speed,
       streaming,
       inputTextTokens: adapter.countInputTokens(text),
-      inputAudioTokens: 0,
+      inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
     };
+  }
+
+  /**
+   * `ref_audio` wins over `voice`; then a built-in voice; then an uploaded voice, whose prompt is encoded
+   * once and cached. A voice that needs cloning on a model without it is a 400 that says so.
+   */
+  async #resolveVoice(request: SpeechRequest, adapter: SpeechModelAdapter, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
+    const capabilities = adapter.capabilities;
+    if (request.ref_audio !== undefined) {
+      const samples = await this.refAudio.resolve(request.ref_audio, capabilities.nativeSampleRateHz, signal);
+      const voicePrompt = await encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript: request.ref_text?.trim() || undefined }, signal);
+      return { voice: capabilities.defaultVoice, voicePrompt };
+    }
+    if (request.ref_text !== undefined) throw badRequest("ref_text needs ref_audio (or an uploaded voice)", "ref_text");
+    const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase();
+    if (requested === undefined || requested === "" || requested === "default") return { voice: capabilities.defaultVoice };
+    if (capabilities.voices.includes(requested)) return { voice: requested };
+    const uploaded = this.voices.get(requested);
+    if (!uploaded) {
+      const accepted = ["default", ...capabilities.voices, ...this.voices.list().map((voice) => voice.name)];
+      throw badRequest(`Unknown voice '${requested}'. Accepted: ${accepted.join(", ")}`, "voice");
+    }
+    if (!capabilities.supportsCloning) {
+      throw badRequest(`voice '${uploaded.name}' is an uploaded voice, and model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices; use a built-in voice`, "voice");
+    }
+    if (uploaded.embedding_source === "direct") {
+      throw badRequest(`voice '${uploaded.name}' is a speaker embedding, which model '${capabilities.modelId}' cannot use; upload audio instead`, "voice");
+    }
+    return { voice: capabilities.defaultVoice, voicePrompt: await this.#uploadedVoicePrompt(uploaded, adapter, signal) };
+  }
+
+  #uploadedVoicePrompt(voice: StoredVoice, adapter: SpeechModelAdapter, signal: AbortSignal): Promise<VoicePrompt> {
+    const key = `${voice.name.toLowerCase()}\u0000${voice.created_at}`;
+    const cached = this.#voicePrompts.get(key);
+    if (cached) return cached;
+    const rateHz = adapter.capabilities.nativeSampleRateHz;
+    // Encoding is not tied to the first caller's signal: the prompt is shared by every later request.
+    const prompt = (async () => {
+      const stored = await this.voices.loadAudio(voice.name);
+      if (!stored || stored.voice.created_at !== voice.created_at) throw badRequest(`voice '${voice.name}' was replaced or deleted; retry`, "voice");
+      const samples = await resample(stored.samples, stored.sampleRateHz, rateHz);
+      return encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript: stored.voice.ref_text }, new AbortController().signal);
+    })();
+    this.#voicePrompts.set(key, prompt);
+    prompt.catch(() => this.#voicePrompts.delete(key));
+    return prompt.then((value) => {
+      if (signal.aborted) throw signal.reason;
+      return value;
+    });
   }
 
   usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
@@ -209,11 +280,9 @@ function streamingMode(request: SpeechRequest): StreamingMode {
   return request.stream === true ? "sse" : null;
 }
 
-function resolveVoice(voice: SpeechRequest["voice"], capabilities: AdapterCapabilities): string {
-  const requested = (typeof voice === "object" ? voice.id : voice)?.trim().toLowerCase();
-  if (requested === undefined || requested === "" || requested === "default") return capabilities.defaultVoice;
-  if (capabilities.voices.includes(requested)) return requested;
-  throw badRequest(`Unknown voice '${requested}'. Accepted: default, ${capabilities.voices.join(", ")}`, "voice");
+function encodeVoice(adapter: SpeechModelAdapter, reference: Parameters<NonNullable<SpeechModelAdapter["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
+  if (!adapter.encodeVoice) throw new Error(`adapter ${adapter.capabilities.modelId} claims cloning but has no encodeVoice`);
+  return adapter.encodeVoice(reference, signal);
 }
 
 export function concatFloat32(chunks: readonly Float32Array[]): Float32Array {

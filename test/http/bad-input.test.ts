@@ -67,7 +67,7 @@ for (const badCase of CASES) {
 }
 
 test("an oversized body is refused with 413", async () => {
-  const small = await startTestServer(new ToneAdapter(), { "max-body-bytes": "2048" });
+  const small = await startTestServer(new ToneAdapter(), { flags: { "max-body-bytes": "2048" } });
   try {
     const response = await fetch(`${small.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: json({ input: "x".repeat(4000) }) });
     expect(response.status).toBe(413);

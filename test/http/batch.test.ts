@@ -3,15 +3,14 @@ import { ToneAdapter } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 
-async function postBatch(app: ReturnType<typeof testApp>["app"], body: unknown) {
+async function postBatch(app: Awaited<ReturnType<typeof testApp>>["app"], body: unknown) {
   const response = await app.request("/v1/audio/speech/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   return { status: response.status, body: (await response.json()) as any };
 }
 
 test("batch defaults apply, item values win, one bad item fails alone", async () => {
   const adapter = new ToneAdapter();
-  const { app, ready } = testApp(adapter);
-  await ready;
+  const { app } = await testApp(adapter);
   const { status, body } = await postBatch(app, {
     response_format: "mp3",
     voice: "high",
@@ -38,8 +37,7 @@ test("batch defaults apply, item values win, one bad item fails alone", async ()
 });
 
 test("batch limits and batch-level errors are 400s", async () => {
-  const { app, ready } = testApp(new ToneAdapter(), { "batch-max-items": "3" });
-  await ready;
+  const { app } = await testApp(new ToneAdapter(), { flags: { "batch-max-items": "3" } });
   const tooMany = await postBatch(app, { items: [{ input: "a" }, { input: "b" }, { input: "c" }, { input: "d" }] });
   expect(tooMany.status).toBe(400);
   expect(tooMany.body.error.param).toBe("items");

@@ -5,10 +5,13 @@ import { createApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { ModelHost } from "../../src/engine/host.ts";
 import { silentLogger } from "../../src/log/logger.ts";
+import { VoiceStore } from "../../src/voices/store.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 test("models list the served model and its aliases", async () => {
-  const { app, ready } = testApp(new ToneAdapter());
-  await ready;
+  const { app } = await testApp(new ToneAdapter());
   const body = (await (await app.request("/v1/models")).json()) as any;
   expect(body.object).toBe("list");
   expect(body.data.map((model: any) => model.id)).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"]);
@@ -19,7 +22,8 @@ test("models list the served model and its aliases", async () => {
 
 test("health is 503 while loading and after a failed load; speech is 503 then too", async () => {
   const config = loadConfig({}, {});
-  const loading = createApp({ config, host: ModelHost.load(() => new Promise(() => {})), logger: silentLogger }).app;
+  const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
+  const loading = createApp({ config, host: ModelHost.load(() => new Promise(() => {})), logger: silentLogger, voices }).app;
   const health = await loading.request("/health");
   expect(health.status).toBe(503);
   expect(await health.json()).toEqual({ status: "loading" });
@@ -31,15 +35,14 @@ test("health is 503 while loading and after a failed load; speech is 503 then to
     throw new Error("bundle missing");
   });
   await failedHost.loaded;
-  const failed = createApp({ config, host: failedHost, logger: silentLogger }).app;
+  const failed = createApp({ config, host: failedHost, logger: silentLogger, voices }).app;
   const failedHealth = await failed.request("/health");
   expect(failedHealth.status).toBe(503);
   expect(await failedHealth.json()).toEqual({ status: "failed", error: "bundle missing" });
 });
 
 test("metrics count requests by route and status, time to first audio and stream outcomes", async () => {
-  const { app, ready } = testApp(new ToneAdapter());
-  await ready;
+  const { app } = await testApp(new ToneAdapter());
   const post = (body: unknown) => app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   await (await post({ input: "count me" })).arrayBuffer();
   await (await post({ input: "" })).arrayBuffer();
@@ -53,16 +56,14 @@ test("metrics count requests by route and status, time to first audio and stream
 });
 
 test("an API key, when configured, is required on /v1 routes", async () => {
-  const { app, ready } = testApp(new ToneAdapter(), { "api-key": "s3cret" });
-  await ready;
+  const { app } = await testApp(new ToneAdapter(), { flags: { "api-key": "s3cret" } });
   expect((await app.request("/v1/models")).status).toBe(401);
   expect((await app.request("/v1/models", { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
   expect((await app.request("/health")).status).toBe(200);
 });
 
 test("the playground page is served at /", async () => {
-  const { app, ready } = testApp(new ToneAdapter());
-  await ready;
+  const { app } = await testApp(new ToneAdapter());
   const response = await app.request("/");
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/html");

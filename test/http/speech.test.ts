@@ -162,8 +162,7 @@ describe("disconnects and failures", () => {
   });
 
   test("a failure after audio was sent is an SSE error event with partial_audio and action", async () => {
-    const { app, ready } = testApp(new ToneAdapter({ failAfterFrames: 2 }));
-    await ready;
+    const { app } = await testApp(new ToneAdapter({ failAfterFrames: 2 }));
     const response = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: TEXT, stream: true }) });
     const events = parseSse(await response.text());
     expect(events.filter((event) => event.event === "speech.audio.delta").length).toBe(2);
@@ -173,8 +172,7 @@ describe("disconnects and failures", () => {
   });
 
   test("a failure before any audio is an SSE error without partial_audio; non-streaming is a 500 without a stack", async () => {
-    const { app, ready } = testApp(new ToneAdapter({ failAfterFrames: 0 }));
-    await ready;
+    const { app } = await testApp(new ToneAdapter({ failAfterFrames: 0 }));
     const sse = parseSse(await (await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: TEXT, stream: true }) })).text());
     expect(sse.at(-1)!.event).toBe("speech.audio.error");
     expect(sse.at(-1)!.data.error.partial_audio).toBeUndefined();

@@ -1,29 +1,39 @@
-/** Starts the real app on a loopback port around a given adapter. */
+/** Builds the real app around a given adapter, with a voice store in a fresh temp folder. */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import type { SpeechModelAdapter } from "../../src/engine/adapter.ts";
 import { ModelHost } from "../../src/engine/host.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { serve } from "../../src/runtime/serve.ts";
+import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
+import { VoiceStore } from "../../src/voices/store.ts";
 
-export interface TestServer {
+export interface TestAppOptions {
+  flags?: Record<string, string>;
+  /** Overrides of the ref_audio resolver (injected resolver/connector). */
+  refAudio?: Partial<RefAudioResolverOptions>;
+}
+
+export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptions = {}) {
+  const speakerDir = options.flags?.["speaker-dir"] ?? mkdtempSync(join(tmpdir(), "voxedge-voices-"));
+  const config: Config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, ...options.flags }, {});
+  const host = ModelHost.load(async () => adapter);
+  await host.loaded;
+  const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
+  const refAudio = new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath, ...options.refAudio });
+  return { ...createApp({ config, host, logger: silentLogger, voices, refAudio }), host, voices, config };
+}
+
+export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
   url: string;
-  app: ReturnType<typeof createApp>["app"];
-  config: Config;
   stop(): Promise<void>;
 }
 
-export async function startTestServer(adapter: SpeechModelAdapter, flags: Record<string, string> = {}): Promise<TestServer> {
-  const config = loadConfig({ host: "127.0.0.1", port: "0", ...flags }, {});
-  const host = ModelHost.load(async () => adapter);
-  await host.loaded;
-  const { app } = createApp({ config, host, logger: silentLogger });
-  const server = serve(app.fetch, config.host, config.port);
-  return { url: server.url, app, config, stop: () => server.stop() };
-}
-
-export function testApp(adapter: SpeechModelAdapter, flags: Record<string, string> = {}) {
-  const config = loadConfig({ host: "127.0.0.1", port: "0", ...flags }, {});
-  const host = ModelHost.load(async () => adapter);
-  return { ...createApp({ config, host, logger: silentLogger }), host, ready: host.loaded };
+export async function startTestServer(adapter: SpeechModelAdapter, options: TestAppOptions = {}): Promise<TestServer> {
+  const built = await testApp(adapter, options);
+  const server = serve(built.app.fetch, built.config.host, built.config.port);
+  return { ...built, url: server.url, stop: () => server.stop() };
 }

@@ -3,7 +3,7 @@
  * per-frame delay, and a count of frames produced, so route tests can check streaming, seeds and aborts
  * without depending on a real engine.
  */
-import type { AdapterCapabilities, AudioChunk, SpeechModelAdapter, SynthesisJob } from "../../src/engine/adapter.ts";
+import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../../src/engine/adapter.ts";
 
 export interface ToneAdapterOptions {
   sampleRateHz?: number;
@@ -12,12 +12,22 @@ export interface ToneAdapterOptions {
   framesPerChar?: number;
   /** Throw after this many frames (to test mid-stream failures). */
   failAfterFrames?: number;
+  /** Accept reference audio: the voice prompt's tone follows the reference's dominant pitch. */
+  cloning?: boolean;
+  speakerEmbeddingDims?: number[];
+}
+
+export interface TonePromptState {
+  reference: ReferenceAudio;
+  frequencyHz: number;
 }
 
 export class ToneAdapter implements SpeechModelAdapter {
   framesProduced = 0;
   readonly capabilities: AdapterCapabilities;
   readonly jobs: SynthesisJob[] = [];
+  readonly encodedReferences: ReferenceAudio[] = [];
+  encodeVoice?: (reference: ReferenceAudio, signal: AbortSignal) => Promise<VoicePrompt>;
 
   constructor(private readonly options: ToneAdapterOptions = {}) {
     const sampleRateHz = options.sampleRateHz ?? 24000;
@@ -29,13 +39,20 @@ export class ToneAdapter implements SpeechModelAdapter {
       defaultVoice: "low",
       nativeSampleRateHz: sampleRateHz,
       supportedSampleRatesHz: [8000, 16000, 22050, 24000, 44100, 48000],
-      supportsCloning: false,
+      supportsCloning: options.cloning ?? false,
       supportsInstructions: false,
       supportsWordTimestamps: false,
       maxInputChars: 4096,
       framesPerSecond: 12.5,
-      speakerEmbeddingDims: [],
+      speakerEmbeddingDims: options.speakerEmbeddingDims ?? [],
     };
+    if (options.cloning) {
+      this.encodeVoice = async (reference) => {
+        this.encodedReferences.push(reference);
+        const state: TonePromptState = { reference, frequencyHz: zeroCrossingFrequencyHz(reference.samples, reference.sampleRateHz) };
+        return { audioFrameCount: Math.ceil(reference.samples.length / (reference.sampleRateHz / 12.5)), byteSize: reference.samples.byteLength, state };
+      };
+    }
   }
 
   countInputTokens(text: string): number {
@@ -47,7 +64,8 @@ export class ToneAdapter implements SpeechModelAdapter {
     const rate = this.capabilities.nativeSampleRateHz;
     const frameSamples = Math.round(rate / 12.5);
     const totalFrames = Math.min(job.maxNewTokens ?? Infinity, Math.max(1, Math.round(job.text.length * (this.options.framesPerChar ?? 0.5))));
-    const frequencyHz = (job.voice === "high" ? 440 : 220) + ((job.seed ?? 0) % 7) * 10;
+    const prompt = job.voicePrompt?.state as TonePromptState | undefined;
+    const frequencyHz = prompt ? prompt.frequencyHz : (job.voice === "high" ? 440 : 220) + ((job.seed ?? 0) % 7) * 10;
     for (let frame = 0; frame < totalFrames; frame++) {
       if (job.signal.aborted) return;
       if (this.options.frameDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.frameDelayMs));
@@ -61,4 +79,10 @@ export class ToneAdapter implements SpeechModelAdapter {
   }
 
   async close(): Promise<void> {}
+}
+
+function zeroCrossingFrequencyHz(samples: Float32Array, sampleRateHz: number): number {
+  let crossings = 0;
+  for (let i = 1; i < samples.length; i++) if (samples[i - 1]! < 0 !== samples[i]! < 0) crossings++;
+  return Math.round((crossings / 2) * (sampleRateHz / samples.length));
 }

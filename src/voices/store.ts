@@ -1,0 +1,414 @@
+/**
+ * Uploaded voices, one safetensors file each in the speaker folder, restored on restart (vLLM-Omni's
+ * speaker storage semantics). The file holds the audio (tensor `audio`, float32 mono) or a speaker
+ * embedding (tensor `speaker_embedding`), and the voice's description as string metadata in the header,
+ * so restoring a folder reads only headers.
+ *
+ * File names are the first 128 bits of sha256(lower-case name) in hex: no user text reaches the file
+ * system, and one name always maps to one file, so a re-upload is a single atomic rename over the old one.
+ * Writes go to a `.tmp-` file in the same folder, are fsynced, renamed into place and the folder fsynced:
+ * after a crash a voice is either the old one or the new one, and leftover temp files are removed on open.
+ * Mutations run one at a time through a promise queue, so `created_at` and the cap see a consistent map.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { badRequest } from "../api/errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "./safetensors.ts";
+
+export interface StoredVoice {
+  name: string;
+  consent: string;
+  /** Unix seconds; strictly increasing across uploads, so (name, created_at) identifies one upload. */
+  created_at: number;
+  mime_type: string;
+  /** Bytes of the uploaded audio file, or of the stored safetensors file for a direct embedding. */
+  file_size: number;
+  sample_rate?: number;
+  ref_text?: string;
+  speaker_description?: string;
+  embedding_source: "audio" | "direct";
+  embedding_dim?: number;
+}
+
+export interface VoiceStoreOptions {
+  dir: string;
+  maxVoices: number;
+  logger: Logger;
+}
+
+export interface SaveAudioInput {
+  name: string;
+  consent: string;
+  mimeType: string;
+  fileSizeBytes: number;
+  samples: Float32Array;
+  sampleRateHz: number;
+  refText?: string;
+  speakerDescription?: string;
+}
+
+export interface SaveEmbeddingInput {
+  name: string;
+  consent: string;
+  embedding: Float32Array;
+}
+
+const VOICE_FILE_SUFFIX = ".safetensors";
+const TEMP_FILE_PREFIX = ".tmp-";
+const AUDIO_TENSOR = "audio";
+const EMBEDDING_TENSOR = "speaker_embedding";
+const EMBEDDING_MIME_TYPE = "application/x-safetensors";
+const FILE_NAME_HASH_HEX_CHARS = 32;
+/** Header reads in flight while restoring: enough to hide file-open latency, few enough to spare descriptors. */
+const RESTORE_CONCURRENCY = 16;
+const INTEGER_METADATA_KEYS = ["created_at", "file_size", "sample_rate", "embedding_dim"] as const;
+
+/** Trims and rejects names that are empty or could act as a path; the trimmed name is the voice's name. */
+export function validateVoiceName(raw: string): string {
+  const name = raw.trim();
+  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
+    throw badRequest("Invalid voice name: it must be non-empty, not '.' or '..', and contain no '/', '\\' or NUL", "name");
+  }
+  return name;
+}
+
+export class VoiceStore {
+  private readonly voices = new Map<string, StoredVoice>();
+  private readonly evictListeners: ((nameLower: string) => void)[] = [];
+  private mutationQueue: Promise<unknown> = Promise.resolve();
+  private lastCreatedAtSeconds = 0;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly maxVoices: number,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(options: VoiceStoreOptions): Promise<VoiceStore> {
+    await mkdir(options.dir, { recursive: true });
+    const store = new VoiceStore(options.dir, options.maxVoices, options.logger);
+    await store.restore();
+    return store;
+  }
+
+  list(): StoredVoice[] {
+    return [...this.voices.values()].sort((a, b) => a.created_at - b.created_at);
+  }
+
+  get(name: string): StoredVoice | undefined {
+    return this.voices.get(voiceKey(name));
+  }
+
+  onEvict(listener: (nameLower: string) => void): void {
+    this.evictListeners.push(listener);
+  }
+
+  async saveAudio(input: SaveAudioInput): Promise<StoredVoice> {
+    const name = validateVoiceName(input.name);
+    if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
+    if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
+    return this.serialise(async () => {
+      this.checkCap(name);
+      const voice: StoredVoice = {
+        name,
+        consent: input.consent,
+        created_at: this.nextCreatedAt(),
+        mime_type: input.mimeType,
+        file_size: input.fileSizeBytes,
+        sample_rate: input.sampleRateHz,
+        ...(input.refText === undefined ? {} : { ref_text: input.refText }),
+        ...(input.speakerDescription === undefined ? {} : { speaker_description: input.speakerDescription }),
+        embedding_source: "audio",
+      };
+      const fileBytes = encodeSafetensors({ [AUDIO_TENSOR]: { dtype: "F32", shape: [input.samples.length], data: input.samples } }, voiceMetadata(voice));
+      await this.commit(voice, fileBytes);
+      return voice;
+    });
+  }
+
+  async saveEmbedding(input: SaveEmbeddingInput): Promise<StoredVoice> {
+    const name = validateVoiceName(input.name);
+    if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
+    return this.serialise(async () => {
+      this.checkCap(name);
+      const createdAt = this.nextCreatedAt();
+      const embeddingDim = input.embedding.length;
+      // As upstream, file_size is the stored file's own size; it cannot sit in the header it measures,
+      // so restore takes it from the file (see voiceFromHeader).
+      const metadata = voiceMetadata({ name, consent: input.consent, created_at: createdAt, mime_type: EMBEDDING_MIME_TYPE, embedding_source: "direct", embedding_dim: embeddingDim });
+      const fileBytes = encodeSafetensors({ [EMBEDDING_TENSOR]: { dtype: "F32", shape: [embeddingDim], data: input.embedding } }, metadata);
+      const voice: StoredVoice = {
+        name,
+        consent: input.consent,
+        created_at: createdAt,
+        mime_type: EMBEDDING_MIME_TYPE,
+        file_size: fileBytes.length,
+        embedding_source: "direct",
+        embedding_dim: embeddingDim,
+      };
+      await this.commit(voice, fileBytes);
+      return voice;
+    });
+  }
+
+  delete(name: string): Promise<boolean> {
+    return this.serialise(async () => {
+      const key = voiceKey(name);
+      if (!this.voices.has(key)) return false;
+      try {
+        await unlink(this.pathOf(key));
+      } catch (error) {
+        if (errorCode(error) !== "ENOENT") throw error;
+      }
+      this.voices.delete(key);
+      this.fireEvict(key);
+      await fsyncDirectory(this.dir);
+      return true;
+    });
+  }
+
+  async loadAudio(name: string): Promise<{ voice: StoredVoice; samples: Float32Array; sampleRateHz: number } | undefined> {
+    const loaded = await this.loadTensor(name, "audio", AUDIO_TENSOR);
+    return loaded && { voice: loaded.voice, samples: loaded.values, sampleRateHz: loaded.voice.sample_rate! };
+  }
+
+  async loadEmbedding(name: string): Promise<{ voice: StoredVoice; embedding: Float32Array } | undefined> {
+    const loaded = await this.loadTensor(name, "direct", EMBEDDING_TENSOR);
+    return loaded && { voice: loaded.voice, embedding: loaded.values };
+  }
+
+  /**
+   * Reads without queueing behind writes. A save or delete of the same name may land between looking the
+   * voice up and reading its file; that shows as a changed map entry, and the read starts over.
+   */
+  private async loadTensor(name: string, source: StoredVoice["embedding_source"], tensorName: string): Promise<{ voice: StoredVoice; values: Float32Array } | undefined> {
+    const key = voiceKey(name);
+    for (;;) {
+      const voice = this.voices.get(key);
+      if (voice === undefined || voice.embedding_source !== source) return undefined;
+      const replacedMeanwhile = () => this.voices.get(key) !== voice;
+      let fileBytes: Uint8Array;
+      try {
+        fileBytes = await readFile(this.pathOf(key));
+      } catch (error) {
+        if (replacedMeanwhile()) continue;
+        throw new Error(`Could not read the stored file of voice '${voice.name}' (${errorCode(error) ?? "unknown error"})`);
+      }
+      const decoded = decodeSafetensors(fileBytes);
+      if (decoded.metadata.created_at !== String(voice.created_at)) {
+        if (replacedMeanwhile()) continue;
+        throw new Error(`The stored file of voice '${voice.name}' was changed outside the server`);
+      }
+      const tensor = decoded.tensors[tensorName];
+      if (tensor === undefined || tensor.shape.length !== 1) throw new Error(`The stored file of voice '${voice.name}' has no 1-D '${tensorName}' tensor`);
+      return { voice, values: tensor.data };
+    }
+  }
+
+  private serialise<T>(mutation: () => Promise<T>): Promise<T> {
+    const result = this.mutationQueue.then(mutation);
+    this.mutationQueue = result.catch(() => undefined);
+    return result;
+  }
+
+  private checkCap(name: string): void {
+    const key = voiceKey(name);
+    const otherVoiceCount = this.voices.size - (this.voices.has(key) ? 1 : 0);
+    if (otherVoiceCount >= this.maxVoices) {
+      throw badRequest(`Uploaded voice limit reached (${this.maxVoices}). Delete a voice before adding another, or raise SPEAKER_MAX_UPLOADED.`, "name");
+    }
+  }
+
+  /** Whole seconds like upstream, but never equal to the previous one, even within one second. */
+  private nextCreatedAt(): number {
+    this.lastCreatedAtSeconds = Math.max(Math.floor(Date.now() / 1000), this.lastCreatedAtSeconds + 1);
+    return this.lastCreatedAtSeconds;
+  }
+
+  /**
+   * Until the rename the old voice, file and map entry are untouched, so any failure before it leaves
+   * the old voice intact. After the rename the new file is what a restart would see, so the map follows
+   * it before the folder fsync, which may still fail.
+   */
+  private async commit(voice: StoredVoice, fileBytes: Uint8Array): Promise<void> {
+    const key = voiceKey(voice.name);
+    const tempPath = join(this.dir, `${TEMP_FILE_PREFIX}${randomUUID()}`);
+    try {
+      const handle = await open(tempPath, "wx", 0o600);
+      try {
+        await handle.writeFile(fileBytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tempPath, this.pathOf(key));
+    } catch (error) {
+      await unlink(tempPath).catch(() => undefined);
+      throw error;
+    }
+    const replaced = this.voices.has(key);
+    this.voices.set(key, Object.freeze(voice));
+    if (replaced) this.fireEvict(key);
+    await fsyncDirectory(this.dir);
+  }
+
+  private fireEvict(key: string): void {
+    for (const listener of this.evictListeners) {
+      try {
+        listener(key);
+      } catch (error) {
+        this.logger.error("Voice evict listener failed", { error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+  }
+
+  private pathOf(key: string): string {
+    return join(this.dir, fileNameOf(key));
+  }
+
+  private async restore(): Promise<void> {
+    const entries = await readdir(this.dir, { withFileTypes: true });
+    let removedTempFileCount = 0;
+    let skippedFileCount = 0;
+    const voiceFileNames: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile()) continue;
+      if (entry.name.startsWith(TEMP_FILE_PREFIX)) {
+        // A save interrupted before its rename: never a voice, only its unfinished copy.
+        try {
+          await unlink(join(this.dir, entry.name));
+          removedTempFileCount++;
+        } catch (error) {
+          this.logger.warn("Could not remove leftover voice temp file", { file: entry.name, reason: errorCode(error) });
+        }
+      } else if (entry.name.endsWith(VOICE_FILE_SUFFIX)) {
+        voiceFileNames.push(entry.name);
+      }
+    }
+
+    const restoreOne = async (fileName: string) => {
+      try {
+        const header = await readSafetensorsHeaderFromFile(join(this.dir, fileName));
+        const voice = voiceFromHeader(header);
+        const key = voiceKey(voice.name);
+        // Only the file this name hashes to can hold it; anything else is a copy or another tool's file.
+        if (fileNameOf(key) !== fileName) throw new InvalidVoiceFileError("file name does not match the voice name");
+        this.voices.set(key, Object.freeze(voice));
+        this.lastCreatedAtSeconds = Math.max(this.lastCreatedAtSeconds, voice.created_at);
+      } catch (error) {
+        skippedFileCount++;
+        // Our own errors name only keys and sizes; fs errors carry the full path, so only their code is kept.
+        const reason = error instanceof MalformedSafetensorsError || error instanceof InvalidVoiceFileError ? error.message : (errorCode(error) ?? "unreadable");
+        this.logger.warn("Skipped unreadable voice file", { file: fileName, reason });
+      }
+    };
+    let nextIndex = 0;
+    const worker = async () => {
+      while (nextIndex < voiceFileNames.length) await restoreOne(voiceFileNames[nextIndex++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(RESTORE_CONCURRENCY, voiceFileNames.length) }, worker));
+
+    this.logger.info("Voice store opened", {
+      dir: this.dir,
+      max_voices: this.maxVoices,
+      restored: this.voices.size,
+      skipped: skippedFileCount,
+      removed_temp_files: removedTempFileCount,
+    });
+  }
+}
+
+class InvalidVoiceFileError extends Error {
+  constructor(reason: string) {
+    super(`Invalid voice file: ${reason}`);
+    this.name = "InvalidVoiceFileError";
+  }
+}
+
+function voiceKey(name: string): string {
+  return name.trim().toLowerCase();
+}
+
+function fileNameOf(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex").slice(0, FILE_NAME_HASH_HEX_CHARS) + VOICE_FILE_SUFFIX;
+}
+
+/** safetensors metadata is string → string: every present field as a string, plus the lookup key. */
+function voiceMetadata(voice: Omit<StoredVoice, "file_size"> & { file_size?: number }): Record<string, string> {
+  const metadata: Record<string, string> = { voice_name_lower: voiceKey(voice.name) };
+  for (const [key, value] of Object.entries(voice)) {
+    if (value !== undefined) metadata[key] = String(value);
+  }
+  return metadata;
+}
+
+/** The reverse of voiceMetadata, checking everything a StoredVoice promises; never echoes metadata values. */
+function voiceFromHeader(header: SafetensorsHeader): StoredVoice {
+  const metadata = header.metadata;
+  const integers: Partial<Record<(typeof INTEGER_METADATA_KEYS)[number], number>> = {};
+  for (const key of INTEGER_METADATA_KEYS) {
+    const text = metadata[key];
+    if (text === undefined) continue;
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) throw new InvalidVoiceFileError(`metadata '${key}' is not a non-negative integer`);
+    integers[key] = value;
+  }
+  for (const key of ["name", "consent", "mime_type"] as const) {
+    if (metadata[key] === undefined) throw new InvalidVoiceFileError(`metadata '${key}' is missing`);
+  }
+  if (integers.created_at === undefined) throw new InvalidVoiceFileError("metadata 'created_at' is missing");
+  let name: string;
+  try {
+    name = validateVoiceName(metadata.name!);
+  } catch {
+    throw new InvalidVoiceFileError("metadata 'name' is not a valid voice name");
+  }
+
+  const source = metadata.embedding_source;
+  const tensorName = source === "audio" ? AUDIO_TENSOR : source === "direct" ? EMBEDDING_TENSOR : undefined;
+  if (tensorName === undefined) throw new InvalidVoiceFileError("metadata 'embedding_source' is not 'audio' or 'direct'");
+  const tensor = header.tensors[tensorName];
+  if (tensor === undefined || tensor.dtype !== "F32" || tensor.shape.length !== 1 || tensor.shape[0] === 0) {
+    throw new InvalidVoiceFileError(`no non-empty 1-D F32 '${tensorName}' tensor`);
+  }
+  if (source === "audio" && (integers.sample_rate === undefined || integers.sample_rate === 0)) throw new InvalidVoiceFileError("audio voice without a positive 'sample_rate'");
+  if (source === "audio" && integers.file_size === undefined) throw new InvalidVoiceFileError("metadata 'file_size' is missing");
+  if (source === "direct" && integers.embedding_dim !== tensor.shape[0]) throw new InvalidVoiceFileError("'embedding_dim' does not match the tensor length");
+
+  return {
+    name,
+    consent: metadata.consent!,
+    created_at: integers.created_at,
+    mime_type: metadata.mime_type!,
+    file_size: integers.file_size ?? header.fileSizeBytes,
+    ...(integers.sample_rate === undefined ? {} : { sample_rate: integers.sample_rate }),
+    ...(metadata.ref_text === undefined ? {} : { ref_text: metadata.ref_text }),
+    ...(metadata.speaker_description === undefined ? {} : { speaker_description: metadata.speaker_description }),
+    embedding_source: source as StoredVoice["embedding_source"],
+    ...(integers.embedding_dim === undefined ? {} : { embedding_dim: integers.embedding_dim }),
+  };
+}
+
+/**
+ * Makes a rename or unlink durable: the new directory entry is only on disk once the directory itself is
+ * fsynced. On Linux, Bun 1.4 and Deno 2.9 both open a directory read-only and fsync it; platforms that
+ * refuse to open a directory (Windows: EISDIR) or to fsync one (EINVAL) get the rename's own durability.
+ */
+async function fsyncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, "r");
+    await handle.sync();
+  } catch (error) {
+    const code = errorCode(error);
+    if (code !== "EISDIR" && code !== "EINVAL") throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
+}

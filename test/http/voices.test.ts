@@ -1,0 +1,236 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+import { testApp } from "../support/server.ts";
+import { encodeWav } from "../../src/audio/wav.ts";
+import { encodeAudio } from "../../src/audio/encoders.ts";
+import { muxWebmLikeABrowser } from "../support/browser-recording.ts";
+
+type App = Awaited<ReturnType<typeof testApp>>["app"];
+
+export function sine(seconds: number, frequencyHz: number, sampleRateHz = 16000): Float32Array {
+  const samples = new Float32Array(Math.round(seconds * sampleRateHz));
+  for (let i = 0; i < samples.length; i++) samples[i] = 0.4 * Math.sin((2 * Math.PI * frequencyHz * i) / sampleRateHz);
+  return samples;
+}
+
+export function wavFile(seconds = 2, frequencyHz = 300, name = "voice.wav", type = "audio/wav"): File {
+  return new File([encodeWav(sine(seconds, frequencyHz), 16000) as Uint8Array<ArrayBuffer>], name, { type });
+}
+
+/**
+ * multipart/form-data written by hand, so each file part carries exactly the Content-Type a browser
+ * would send (Bun's FormData serialiser replaces it with a guess from the file name).
+ */
+export async function multipartBody(fields: Record<string, string | File>): Promise<{ body: Uint8Array; contentType: string }> {
+  const boundary = `----voxedge${crypto.randomUUID()}`;
+  const encoder = new TextEncoder();
+  const parts: Uint8Array[] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    if (typeof value === "string") {
+      parts.push(encoder.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${key}"\r\n\r\n${value}\r\n`));
+    } else {
+      parts.push(encoder.encode(`--${boundary}\r\nContent-Disposition: form-data; name="${key}"; filename="${value.name}"\r\nContent-Type: ${value.type || "application/octet-stream"}\r\n\r\n`));
+      parts.push(new Uint8Array(await value.arrayBuffer()));
+      parts.push(encoder.encode("\r\n"));
+    }
+  }
+  parts.push(encoder.encode(`--${boundary}--\r\n`));
+  return { body: new Uint8Array(Buffer.concat(parts)), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+async function upload(app: App, fields: Record<string, string | File>) {
+  const { body, contentType } = await multipartBody(fields);
+  const response = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": contentType }, body });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+async function speak(app: App, body: Record<string, unknown>) {
+  return app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hello there", response_format: "pcm", ...body }) });
+}
+
+describe("voice upload, list, delete", () => {
+  test("upload → list → delete, names case-insensitive, no server paths", async () => {
+    const { app, config } = await testApp(new ToneAdapter());
+    const uploaded = await upload(app, { name: "  Alice  ", consent: "rec-1", audio_sample: wavFile(), ref_text: "  hello  ", speaker_description: "   " });
+    expect(uploaded.status).toBe(200);
+    expect(uploaded.body.success).toBe(true);
+    expect(uploaded.body.voice).toMatchObject({ name: "Alice", consent: "rec-1", mime_type: "audio/wav", sample_rate: 16000, ref_text: "hello", embedding_source: "audio" });
+    expect(uploaded.body.voice.speaker_description).toBeUndefined();
+    expect(uploaded.body.voice.file_size).toBe(wavFile().size);
+
+    const list = (await (await app.request("/v1/audio/voices")).json()) as any;
+    expect(list.voices).toEqual(["low", "high", "Alice"]);
+    expect(list.uploaded_voices).toHaveLength(1);
+    expect(JSON.stringify(list)).not.toContain(config.speakerDir);
+
+    const deleted = await app.request("/v1/audio/voices/ALICE", { method: "DELETE" });
+    expect(await deleted.json()).toEqual({ success: true, name: "ALICE" });
+    expect(readdirSync(config.speakerDir).filter((file) => file.endsWith(".safetensors"))).toHaveLength(0);
+    const again = await app.request("/v1/audio/voices/alice", { method: "DELETE" });
+    expect(again.status).toBe(404);
+    expect(((await again.json()) as any).error.type).toBe("NotFoundError");
+  });
+
+  test("created_at is strictly increasing; re-upload replaces the voice", async () => {
+    const { app, config } = await testApp(new ToneAdapter());
+    const times: number[] = [];
+    for (const name of ["a", "b", "c", "A"]) times.push((await upload(app, { name, consent: "c", audio_sample: wavFile() })).body.voice.created_at);
+    for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!);
+    const list = (await (await app.request("/v1/audio/voices")).json()) as any;
+    expect(list.uploaded_voices.map((voice: any) => voice.name)).toEqual(["b", "c", "A"]);
+    expect(readdirSync(config.speakerDir).filter((file) => file.endsWith(".safetensors"))).toHaveLength(3);
+  });
+
+  test("browser recordings: webm/opus as MediaRecorder makes it, and octet-stream guessed by extension", async () => {
+    const { app } = await testApp(new ToneAdapter());
+    const oggOpus = await encodeAudio(sine(2, 300, 48000), 48000, "opus");
+    const webm = await muxWebmLikeABrowser(oggOpus);
+    const fromBrowser = await upload(app, { name: "recorded", consent: "c", audio_sample: new File([webm as Uint8Array<ArrayBuffer>], "blob", { type: "audio/webm;codecs=opus" }) });
+    expect(fromBrowser.status).toBe(200);
+    expect(fromBrowser.body.voice).toMatchObject({ mime_type: "audio/webm", sample_rate: 48000 });
+    const guessed = await upload(app, { name: "guessed", consent: "c", audio_sample: new File([oggOpus as Uint8Array<ArrayBuffer>], "clip.ogg", { type: "application/octet-stream" }) });
+    expect(guessed.body.voice.mime_type).toBe("audio/ogg");
+  });
+
+  const badUploads: [string, Record<string, string | File>, string, string][] = [
+    ["traversal ../x", { name: "../x", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["slash", { name: "a/b", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["backslash", { name: "a\\b", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["NUL", { name: "a\u0000b", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["dot", { name: ".", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["empty name", { name: "  ", consent: "c", audio_sample: wavFile() }, "name", "name"],
+    ["missing consent", { name: "x", audio_sample: wavFile() }, "consent", "consent"],
+    ["both audio and embedding", { name: "x", consent: "c", audio_sample: wavFile(), speaker_embedding: "[1,2,3,4]" }, "speaker_embedding", "exactly one"],
+    ["neither audio nor embedding", { name: "x", consent: "c" }, "audio_sample", "exactly one"],
+    ["wrong MIME", { name: "x", consent: "c", audio_sample: wavFile(2, 300, "notes.txt", "text/plain") }, "audio_sample", "MIME"],
+    ["undecodable bytes", { name: "x", consent: "c", audio_sample: new File([new Uint8Array(5000).fill(7)], "x.wav", { type: "audio/wav" }) }, "audio_sample", "decoded"],
+    ["0.5 s clip", { name: "x", consent: "c", audio_sample: wavFile(0.5) }, "audio_sample", "1–30 s"],
+    ["31 s clip", { name: "x", consent: "c", audio_sample: wavFile(31) }, "audio_sample", "1–30 s"],
+  ];
+  for (const [label, fields, param, message] of badUploads) {
+    test(`bad upload → 400: ${label}`, async () => {
+      const { app, config } = await testApp(new ToneAdapter({ speakerEmbeddingDims: [4] }));
+      const { status, body } = await upload(app, fields);
+      expect(status).toBe(400);
+      expect(body.error.param).toBe(param);
+      expect(body.error.message).toContain(message);
+      expect(readdirSync(config.speakerDir)).toHaveLength(0);
+    });
+  }
+
+  test("speaker embeddings: validated like the reference, and refused by models that take none", async () => {
+    const { app } = await testApp(new ToneAdapter({ speakerEmbeddingDims: [4] }));
+    const cases: [string, string][] = [
+      ["not json", "valid JSON"],
+      ['{"a":1}', "non-empty"],
+      ["[]", "non-empty"],
+      ["[1,2,\"x\",4]", "only numbers"],
+      ["[1,2,1e999,4]", "finite"],
+      [JSON.stringify(new Array(4097).fill(0.1)), "4096"],
+      ["[1,2,3]", "accepts 4"],
+    ];
+    for (const [embedding, message] of cases) {
+      const { status, body } = await upload(app, { name: "e", consent: "c", speaker_embedding: embedding });
+      expect(status).toBe(400);
+      expect(body.error.message).toContain(message);
+    }
+    const ok = await upload(app, { name: "e", consent: "c", speaker_embedding: "[0.1,0.2,0.3,0.4]" });
+    expect(ok.body.voice).toMatchObject({ embedding_source: "direct", embedding_dim: 4, mime_type: "application/x-safetensors" });
+
+    const { app: noEmbeddings } = await testApp(new ToneAdapter());
+    const refused = await upload(noEmbeddings, { name: "e", consent: "c", speaker_embedding: "[0.1,0.2,0.3,0.4]" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toContain("upload audio_sample instead");
+  });
+
+  test("the voice cap is enforced and named; re-uploading an existing name at the cap is allowed", async () => {
+    const { app } = await testApp(new ToneAdapter(), { flags: { "max-uploaded-voices": "2" } });
+    await upload(app, { name: "one", consent: "c", audio_sample: wavFile() });
+    await upload(app, { name: "two", consent: "c", audio_sample: wavFile() });
+    const third = await upload(app, { name: "three", consent: "c", audio_sample: wavFile() });
+    expect(third.status).toBe(400);
+    expect(third.body.error.message).toContain("limit reached (2)");
+    expect((await upload(app, { name: "TWO", consent: "c", audio_sample: wavFile() })).status).toBe(200);
+  });
+
+  test("an 11 MB upload is refused after reading at most the cap plus a small margin", async () => {
+    const { app } = await testApp(new ToneAdapter());
+    const boundary = "----voxedge-test-boundary";
+    const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n--${boundary}\r\nContent-Disposition: form-data; name="consent"\r\n\r\nc\r\n--${boundary}\r\nContent-Disposition: form-data; name="audio_sample"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+    const totalBytes = 11 * 1024 * 1024;
+    let pulledBytes = 0;
+    const chunk = new Uint8Array(64 * 1024);
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulledBytes === 0) {
+          pulledBytes += head.byteLength;
+          controller.enqueue(head);
+        } else if (pulledBytes < totalBytes) {
+          pulledBytes += chunk.byteLength;
+          controller.enqueue(chunk);
+        } else {
+          controller.close();
+        }
+      },
+    });
+    // No Content-Length: the cap must hold while streaming, not only on a declared size.
+    const response = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body, duplex: "half" } as RequestInit);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as any).error.message).toContain("10 MB");
+    const capBytes = 10 * 1024 * 1024 + 256 * 1024;
+    expect(pulledBytes).toBeLessThanOrEqual(capBytes + 2 * chunk.byteLength);
+
+    const declared = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": String(totalBytes) }, body: new Uint8Array(16) });
+    expect(declared.status).toBe(400);
+  });
+
+  test("uploads need multipart", async () => {
+    const { app } = await testApp(new ToneAdapter());
+    const response = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(response.status).toBe(415);
+  });
+});
+
+describe("uploaded voices in speech requests", () => {
+  test("a model without cloning answers 400 for an uploaded voice", async () => {
+    const { app } = await testApp(new ToneAdapter());
+    await upload(app, { name: "mine", consent: "c", audio_sample: wavFile() });
+    const response = await speak(app, { voice: "mine" });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as any;
+    expect(body.error.param).toBe("voice");
+    expect(body.error.message).toContain("cannot clone");
+  });
+
+  test("the uploaded audio becomes the reference, with its stored ref_text; the prompt is cached per (name, created_at)", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app, service } = await testApp(adapter);
+    await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile(2, 300), ref_text: "stored words" });
+    const first = await speak(app, { voice: "mine" });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-input-audio-tokens")).toBe(String(Math.ceil(2 * 12.5)));
+    await speak(app, { voice: { id: "MINE" } });
+    expect(adapter.encodedReferences).toHaveLength(1);
+    const reference = adapter.encodedReferences[0]!;
+    expect(reference.sampleRateHz).toBe(24000);
+    expect(reference.samples.length).toBe(48000);
+    expect(reference.transcript).toBe("stored words");
+    expect(service.cachedVoicePrompts).toBe(1);
+
+    // Delete + re-upload with other audio: the new audio is encoded and used, never the stale prompt.
+    await app.request("/v1/audio/voices/mine", { method: "DELETE" });
+    expect(service.cachedVoicePrompts).toBe(0);
+    await upload(app, { name: "mine", consent: "c", audio_sample: wavFile(2, 500) });
+    await speak(app, { voice: "mine" });
+    expect(adapter.encodedReferences).toHaveLength(2);
+    expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as any).frequencyHz - 500)).toBeLessThan(10);
+  });
+
+  test("unknown voices list built-in and uploaded names", async () => {
+    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile() });
+    const body = (await (await speak(app, { voice: "ghost" })).json()) as any;
+    expect(body.error.message).toContain("low, high, Mine");
+  });
+});

@@ -1,0 +1,198 @@
+/**
+ * ref_audio on speech requests, end to end through the route. Traffic goes only to loopback; refused
+ * addresses are checked with an injected resolver and connector that must never be called for them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { ToneAdapter, type TonePromptState } from "../support/tone-adapter.ts";
+import { testApp } from "../support/server.ts";
+import { encodeWav } from "../../src/audio/wav.ts";
+import { sine } from "../http/voices.test.ts";
+import type { Connector } from "../../src/voices/remote-media.ts";
+import { RefAudioResolver } from "../../src/voices/ref-audio.ts";
+
+const wavBytes = (seconds = 2, frequencyHz = 300) => encodeWav(sine(seconds, frequencyHz), 16000);
+const dataUrl = (bytes: Uint8Array) => `data:audio/wav;base64,${Buffer.from(bytes).toString("base64")}`;
+
+function speakWith(app: Awaited<ReturnType<typeof testApp>>["app"], refAudio: string, extra: Record<string, unknown> = {}) {
+  return app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "clone me", response_format: "pcm", ref_audio: refAudio, ...extra }) });
+}
+
+function recordingConnector() {
+  const calls: string[] = [];
+  const connect: Connector = async (url, address) => {
+    calls.push(`${url.href} via ${address}`);
+    return new Response(null, { status: 302, headers: { location: `http://127.0.0.1:9/loop` } });
+  };
+  return { connect, calls };
+}
+
+describe("data: URLs", () => {
+  test("decoded, resampled to the model rate, and used as the voice", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app } = await testApp(adapter);
+    const response = await speakWith(app, dataUrl(wavBytes(2, 400)), { ref_text: "what it says" });
+    expect(response.status).toBe(200);
+    const reference = adapter.encodedReferences[0]!;
+    expect(reference.sampleRateHz).toBe(24000);
+    expect(reference.samples.length).toBe(48000);
+    expect(reference.transcript).toBe("what it says");
+    expect(Math.abs((adapter.jobs[0]!.voicePrompt!.state as TonePromptState).frequencyHz - 400)).toBeLessThan(10);
+    expect(response.headers.get("x-input-audio-tokens")).toBe("25");
+  });
+
+  test("bad references are 400s naming ref_audio", async () => {
+    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const cases: [string, string][] = [
+      [dataUrl(wavBytes(0.5)), "1–30 s"],
+      [dataUrl(wavBytes(31)), "1–30 s"],
+      ["data:audio/wav;base64,AAAAAAAA", "could not be decoded"],
+      ["data:audio/wav,plain", "base64"],
+      ["data:text/html;base64,AAAA", "media type"],
+      ["ftp://example.com/a.wav", "data: URL"],
+      ["just words", "data: URL"],
+    ];
+    for (const [reference, message] of cases) {
+      const response = await speakWith(app, reference);
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as any;
+      expect(body.error.param).toBe("ref_audio");
+      expect(body.error.message).toContain(message);
+    }
+  });
+
+  test("a model without cloning says so", async () => {
+    const { app } = await testApp(new ToneAdapter());
+    const body = (await (await speakWith(app, dataUrl(wavBytes()))).json()) as any;
+    expect(body.error.message).toContain("cannot clone");
+  });
+});
+
+describe("http(s) URLs: address guard", () => {
+  const refused = ["http://127.0.0.1/a.wav", "http://localhost/a.wav", "http://[::1]/a.wav", "http://10.0.0.1/a.wav", "http://169.254.169.254/latest/meta-data", "http://loopback-alias.test/a.wav"];
+  for (const url of refused) {
+    test(`refused without connecting: ${url}`, async () => {
+      const { connect, calls } = recordingConnector();
+      const resolved: string[] = [];
+      const resolve = async (host: string) => {
+        resolved.push(host);
+        return host === "localhost" || host === "loopback-alias.test" ? ["127.0.0.1"] : ["93.184.215.14"];
+      };
+      const { app } = await testApp(new ToneAdapter({ cloning: true }), { refAudio: { remote: { resolve, connect } } });
+      const response = await speakWith(app, url);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as any).error.param).toBe("ref_audio");
+      expect(calls).toEqual([]);
+    });
+  }
+
+  test("an allowed public-looking host that redirects to loopback is refused at the redirect", async () => {
+    const calls: string[] = [];
+    const connect: Connector = async (url, address) => {
+      calls.push(`${url.host} via ${address}`);
+      return new Response(null, { status: 302, headers: { location: "http://127.0.0.1:1/secret.wav" } });
+    };
+    const resolve = async () => ["93.184.215.14"];
+    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-media-domains": "media.example" }, refAudio: { remote: { resolve, connect } } });
+    const response = await speakWith(app, "http://media.example/voice.wav");
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as any).error.message).toContain("loopback");
+    expect(calls).toEqual(["media.example via 93.184.215.14"]);
+  });
+
+  describe("a local test server on loopback", () => {
+    let server: ReturnType<typeof Bun.serve>;
+    let hits = 0;
+    beforeAll(() => {
+      server = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: () => {
+          hits++;
+          return new Response(wavBytes(2, 350) as Uint8Array<ArrayBuffer>, { headers: { "content-type": "audio/wav" } });
+        },
+      });
+    });
+    afterAll(() => server.stop(true));
+
+    test("refused unless config allows it; accepted, then served from cache, when allowed", async () => {
+      const url = `http://127.0.0.1:${server.port}/voice.wav`;
+      const { app: strict } = await testApp(new ToneAdapter({ cloning: true }));
+      expect((await speakWith(strict, url)).status).toBe(400);
+      expect(hits).toBe(0);
+
+      const adapter = new ToneAdapter({ cloning: true });
+      const { app, refAudio } = await testApp(adapter, { flags: { "allowed-media-domains": "127.0.0.1" } });
+      expect((await speakWith(app, url)).status).toBe(200);
+      expect((await speakWith(app, url)).status).toBe(200);
+      expect(hits).toBe(1);
+      expect(refAudio.cachedEntries).toBe(1);
+      expect(Math.abs((adapter.jobs[0]!.voicePrompt!.state as TonePromptState).frequencyHz - 350)).toBeLessThan(10);
+    });
+  });
+});
+
+describe("file:// URLs", () => {
+  const root = mkdtempSync(join(tmpdir(), "voxedge-media-"));
+  const allowed = join(root, "allowed");
+  const outside = join(root, "outside");
+  mkdirSync(allowed);
+  mkdirSync(outside);
+  writeFileSync(join(allowed, "voice.wav"), wavBytes(2, 300));
+  writeFileSync(join(outside, "secret.wav"), wavBytes(2, 300));
+  symlinkSync(join(outside, "secret.wav"), join(allowed, "escape.wav"));
+
+  test("refused when no folder is configured", async () => {
+    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const body = (await (await speakWith(app, pathToFileURL(join(allowed, "voice.wav")).href)).json()) as any;
+    expect(body.error.message).toContain("no allowed local media folder");
+  });
+
+  test("only below the configured folder, on the real path", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app } = await testApp(adapter, { flags: { "allowed-local-media-path": allowed } });
+    expect((await speakWith(app, pathToFileURL(join(allowed, "voice.wav")).href)).status).toBe(200);
+    for (const [path, message] of [
+      [join(outside, "secret.wav"), "outside"],
+      [join(allowed, "..", "outside", "secret.wav"), "outside"],
+      [join(allowed, "escape.wav"), "outside"],
+      [join(allowed, "missing.wav"), "does not exist"],
+    ] as const) {
+      const response = await speakWith(app, pathToFileURL(path).href);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as any).error.message).toContain(message);
+    }
+    expect((await speakWith(app, "file://elsewhere.example/etc/passwd")).status).toBe(400);
+  });
+
+  test("an edited file is read again (path + mtime + size key)", async () => {
+    const path = join(allowed, "edited.wav");
+    writeFileSync(path, wavBytes(2, 300));
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app, refAudio } = await testApp(adapter, { flags: { "allowed-local-media-path": allowed } });
+    await speakWith(app, pathToFileURL(path).href);
+    await speakWith(app, pathToFileURL(path).href);
+    expect(refAudio.cachedEntries).toBe(1);
+    writeFileSync(path, wavBytes(2, 600));
+    utimesSync(path, new Date(), new Date(Date.now() + 5000));
+    await speakWith(app, pathToFileURL(path).href);
+    expect(refAudio.cachedEntries).toBe(2);
+    expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as TonePromptState).frequencyHz - 600)).toBeLessThan(10);
+  });
+});
+
+test("the resolved-audio cache is bounded by entries and by bytes", async () => {
+  const byEntries = new RefAudioResolver({ allowedDomains: [], cacheMaxEntries: 2 });
+  const signal = new AbortController().signal;
+  for (const frequencyHz of [300, 310, 320]) await byEntries.resolve(dataUrl(wavBytes(1.5, frequencyHz)), 24000, signal);
+  expect(byEntries.cachedEntries).toBe(2);
+
+  // 2 s at 24 kHz float32 = 192 000 bytes: a 400 000-byte cap holds two.
+  const byBytes = new RefAudioResolver({ allowedDomains: [], cacheMaxBytes: 400_000 });
+  for (const frequencyHz of [300, 310, 320, 330]) await byBytes.resolve(dataUrl(wavBytes(2, frequencyHz)), 24000, signal);
+  expect(byBytes.cachedEntries).toBe(2);
+  expect(byBytes.cachedBytes).toBeLessThanOrEqual(400_000);
+});

@@ -1,0 +1,361 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ApiError } from "../../src/api/errors.ts";
+import { createLogger, silentLogger } from "../../src/log/logger.ts";
+import { encodeSafetensors } from "../../src/voices/safetensors.ts";
+import { validateVoiceName, VoiceStore, type SaveAudioInput } from "../../src/voices/store.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "voxedge-voices-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const openStore = (maxVoices = 1000, logger = silentLogger) => VoiceStore.open({ dir, maxVoices, logger });
+
+function capturingLogger() {
+  const lines: string[] = [];
+  return { lines, logger: createLogger("debug", (line) => lines.push(line)) };
+}
+
+function audioInput(name: string, overrides: Partial<SaveAudioInput> = {}): SaveAudioInput {
+  return {
+    name,
+    consent: "consent-1",
+    mimeType: "audio/wav",
+    fileSizeBytes: 4321,
+    samples: Float32Array.from({ length: 2400 }, (_, index) => Math.sin(index / 10) / 2),
+    sampleRateHz: 24000,
+    ...overrides,
+  };
+}
+
+const voiceFiles = () => readdirSync(dir).filter((file) => file.endsWith(".safetensors")).sort();
+const tempFiles = () => readdirSync(dir).filter((file) => file.startsWith(".tmp-"));
+
+function expectBadName(call: () => unknown) {
+  try {
+    call();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(400);
+    expect((error as ApiError).param).toBe("name");
+    return;
+  }
+  throw new Error("expected the name to be rejected");
+}
+
+describe("validateVoiceName", () => {
+  const rejected: [string, string][] = [
+    ["parent path", "../x"],
+    ["slash", "a/b"],
+    ["backslash", "a\\b"],
+    ["NUL", "a\0b"],
+    ["dot", "."],
+    ["dot dot", ".."],
+    ["dot dot padded", "  ..  "],
+    ["empty", ""],
+    ["whitespace only", " \t\n "],
+  ];
+  for (const [label, name] of rejected) test(`rejects ${label}`, () => expectBadName(() => validateVoiceName(name)));
+
+  test("trims and keeps everything else", () => {
+    expect(validateVoiceName("  Alice  ")).toBe("Alice");
+    expect(validateVoiceName("...")).toBe("...");
+    expect(validateVoiceName("a.b")).toBe("a.b");
+    expect(validateVoiceName("Zoë 名前")).toBe("Zoë 名前");
+  });
+
+  test("the store applies it before touching the disk", async () => {
+    const store = await openStore();
+    await expect(store.saveAudio(audioInput("../escape"))).rejects.toBeInstanceOf(ApiError);
+    await expect(store.saveEmbedding({ name: "a/b", consent: "c", embedding: Float32Array.of(1) })).rejects.toBeInstanceOf(ApiError);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe("save, list, get", () => {
+  test("saves audio and embeddings, looks names up case-insensitively, lists by created_at", async () => {
+    const store = await openStore();
+    const alice = await store.saveAudio(audioInput("  Alice ", { refText: "Hello there.", speakerDescription: "warm, low" }));
+    const bob = await store.saveEmbedding({ name: "BOB", consent: "consent-2", embedding: Float32Array.of(0.5, -1, 2) });
+    expect(alice).toEqual({
+      name: "Alice",
+      consent: "consent-1",
+      created_at: alice.created_at,
+      mime_type: "audio/wav",
+      file_size: 4321,
+      sample_rate: 24000,
+      ref_text: "Hello there.",
+      speaker_description: "warm, low",
+      embedding_source: "audio",
+    });
+    expect(bob).toEqual({
+      name: "BOB",
+      consent: "consent-2",
+      created_at: alice.created_at + 1,
+      mime_type: "application/x-safetensors",
+      // A direct embedding's file_size is its stored file's size: the smaller of the two files.
+      file_size: Math.min(...voiceFiles().map((file) => statSync(join(dir, file)).size)),
+      embedding_source: "direct",
+      embedding_dim: 3,
+    });
+    expect(store.get("ALICE")).toEqual(alice);
+    expect(store.get("bob")).toEqual(bob);
+    expect(store.get("carol")).toBeUndefined();
+    expect(store.list()).toEqual([alice, bob]);
+
+    const audio = await store.loadAudio("alice");
+    expect(audio).toEqual({ voice: alice, samples: audioInput("x").samples, sampleRateHz: 24000 });
+    expect((await store.loadEmbedding("Bob"))!.embedding).toEqual(Float32Array.of(0.5, -1, 2));
+    // Each loader answers only for its own kind of voice.
+    expect(await store.loadAudio("bob")).toBeUndefined();
+    expect(await store.loadEmbedding("alice")).toBeUndefined();
+    expect(await store.loadAudio("nobody")).toBeUndefined();
+  });
+
+  test("file names are a hash of the lower-case name, never user text, and no server path is returned", async () => {
+    const store = await openStore();
+    const voice = await store.saveAudio(audioInput("Path Like Name"));
+    const [file] = voiceFiles();
+    expect(file).toMatch(/^[0-9a-f]{32}\.safetensors$/);
+    expect(JSON.stringify(voice)).not.toContain(dir);
+    await store.saveAudio(audioInput("PATH LIKE NAME"));
+    expect(voiceFiles()).toEqual([file!]);
+  });
+
+  test("returned voices cannot be mutated behind the store's back", async () => {
+    const store = await openStore();
+    const voice = await store.saveAudio(audioInput("alice"));
+    expect(() => {
+      (voice as { consent: string }).consent = "forged";
+    }).toThrow();
+    expect(store.get("alice")!.consent).toBe("consent-1");
+  });
+});
+
+describe("restart", () => {
+  test("every field round-trips through the file header, with integers parsed back", async () => {
+    const first = await openStore();
+    await first.saveAudio(audioInput("Alice", { refText: 'Ünïcode "quotes"\nand a newline', speakerDescription: "bright" }));
+    await first.saveAudio(audioInput("plain", { mimeType: "audio/flac", fileSizeBytes: 99, sampleRateHz: 16000 }));
+    await first.saveEmbedding({ name: "Emb", consent: "c", embedding: Float32Array.from({ length: 1024 }, (_, index) => index / 1024) });
+    const before = first.list();
+
+    const { lines, logger } = capturingLogger();
+    const second = await openStore(1000, logger);
+    expect(second.list()).toEqual(before);
+    expect(typeof second.get("alice")!.created_at).toBe("number");
+    expect((await second.loadAudio("PLAIN"))!.sampleRateHz).toBe(16000);
+    expect((await second.loadEmbedding("emb"))!.embedding.length).toBe(1024);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(expect.objectContaining({ level: "info", restored: 3, skipped: 0 }));
+  });
+
+  test("unreadable or invalid files are skipped with a warning naming only the file", async () => {
+    const store = await openStore();
+    await store.saveAudio(audioInput("good"));
+    const [goodFile] = voiceFiles();
+    writeFileSync(join(dir, "garbage.safetensors"), "not a safetensors file at all");
+    const privateText = "my secret reference transcript";
+    writeFileSync(
+      join(dir, "bad-metadata.safetensors"),
+      encodeSafetensors({ audio: { dtype: "F32", shape: [1], data: Float32Array.of(0) } }, { name: "x", consent: "c", created_at: "yesterday", mime_type: "audio/wav", ref_text: privateText, embedding_source: "audio" }),
+    );
+    // A valid voice under a file name that is not its hash (a copy): one name, one file.
+    copyFileSync(join(dir, goodFile!), join(dir, "copy.safetensors"));
+    writeFileSync(join(dir, "notes.txt"), "ignored: not a voice file");
+
+    const { lines, logger } = capturingLogger();
+    const reopened = await openStore(1000, logger);
+    expect(reopened.list().map((voice) => voice.name)).toEqual(["good"]);
+    const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level === "warn");
+    expect(warnings.map((warning) => warning.file).sort()).toEqual(["bad-metadata.safetensors", "copy.safetensors", "garbage.safetensors"]);
+    expect(warnings.find((warning) => warning.file === "bad-metadata.safetensors").reason).toContain("'created_at' is not a non-negative integer");
+    expect(warnings.find((warning) => warning.file === "copy.safetensors").reason).toContain("file name does not match");
+    for (const line of lines) {
+      expect(line).not.toContain(privateText);
+      if (JSON.parse(line).level === "warn") expect(line).not.toContain(dir);
+    }
+  });
+
+  test("leftover temp files from an interrupted save are removed on open", async () => {
+    const store = await openStore();
+    await store.saveAudio(audioInput("kept"));
+    writeFileSync(join(dir, ".tmp-crashed-1234"), new Uint8Array(100));
+    writeFileSync(join(dir, ".tmp-half.safetensors"), new Uint8Array(10));
+    const { lines, logger } = capturingLogger();
+    const reopened = await openStore(1000, logger);
+    expect(tempFiles()).toEqual([]);
+    expect(readdirSync(dir).some((file) => file.startsWith(".tmp"))).toBe(false);
+    expect(reopened.list().map((voice) => voice.name)).toEqual(["kept"]);
+    expect(lines.some((line) => JSON.parse(line).level === "warn")).toBe(false);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(expect.objectContaining({ removed_temp_files: 2 }));
+  });
+
+  test("created_at is strictly increasing within one second and keeps increasing after a restart", async () => {
+    const store = await openStore();
+    const stamps: number[] = [];
+    for (let index = 0; index < 5; index++) stamps.push((await store.saveAudio(audioInput(`voice-${index}`))).created_at);
+    for (let index = 1; index < stamps.length; index++) expect(stamps[index]!).toBeGreaterThan(stamps[index - 1]!);
+    expect(stamps[0]!).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000) - 1);
+
+    const reopened = await openStore();
+    const after = await reopened.saveEmbedding({ name: "later", consent: "c", embedding: Float32Array.of(1) });
+    expect(after.created_at).toBeGreaterThan(stamps.at(-1)!);
+  });
+});
+
+describe("cap", () => {
+  test("refuses a new name at the cap, allows re-uploading an existing one, and frees a slot on delete", async () => {
+    const store = await openStore(2);
+    await store.saveAudio(audioInput("a"));
+    await store.saveEmbedding({ name: "b", consent: "c", embedding: Float32Array.of(1) });
+    const refused = store.saveAudio(audioInput("c"));
+    await expect(refused).rejects.toBeInstanceOf(ApiError);
+    await expect(refused).rejects.toMatchObject({ status: 400, param: "name", message: "Uploaded voice limit reached (2). Delete a voice before adding another, or raise SPEAKER_MAX_UPLOADED." });
+    expect(voiceFiles().length).toBe(2);
+
+    await store.saveAudio(audioInput("A", { consent: "new-consent" }));
+    expect(store.get("a")!.consent).toBe("new-consent");
+    await store.saveEmbedding({ name: "B", consent: "c", embedding: Float32Array.of(2) });
+    expect(store.list().length).toBe(2);
+
+    expect(await store.delete("b")).toBe(true);
+    await store.saveAudio(audioInput("c"));
+    expect(store.list().map((voice) => voice.name)).toEqual(["A", "c"]);
+  });
+});
+
+describe("re-upload", () => {
+  test("replaces the voice in its one file and fires onEvict for the name", async () => {
+    const store = await openStore();
+    const evicted: string[] = [];
+    store.onEvict((nameLower) => evicted.push(nameLower));
+    const first = await store.saveAudio(audioInput("Alice"));
+    expect(evicted).toEqual([]);
+    const second = await store.saveEmbedding({ name: "ALICE", consent: "c2", embedding: Float32Array.of(3, 4) });
+    expect(evicted).toEqual(["alice"]);
+    expect(second.created_at).toBeGreaterThan(first.created_at);
+    expect(voiceFiles().length).toBe(1);
+    expect(store.list()).toEqual([second]);
+    expect(await store.loadAudio("alice")).toBeUndefined();
+    expect((await store.loadEmbedding("alice"))!.embedding).toEqual(Float32Array.of(3, 4));
+  });
+
+  test("a re-upload that fails on disk leaves the old voice intact", async () => {
+    const store = await openStore();
+    const original = await store.saveAudio(audioInput("alice", { refText: "original" }));
+    const evicted: string[] = [];
+    store.onEvict((nameLower) => evicted.push(nameLower));
+    // Running as root defeats permission tricks; a vanished folder fails the temp-file open for anyone.
+    const movedDir = `${dir}-moved`;
+    renameSync(dir, movedDir);
+    try {
+      await expect(store.saveAudio(audioInput("ALICE", { refText: "replacement", samples: Float32Array.of(1, 2, 3) }))).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      renameSync(movedDir, dir);
+    }
+    expect(evicted).toEqual([]);
+    expect(store.get("alice")).toEqual(original);
+    expect(tempFiles()).toEqual([]);
+    expect((await store.loadAudio("alice"))!.samples).toEqual(audioInput("x").samples);
+    // The queue keeps working after a failed mutation.
+    expect((await store.saveAudio(audioInput("alice", { refText: "third" }))).ref_text).toBe("third");
+  });
+
+  test("parallel saves of one name leave exactly one voice, one file and no temp files", async () => {
+    const store = await openStore();
+    const evicted: string[] = [];
+    store.onEvict((nameLower) => evicted.push(nameLower));
+    const spellings = ["Same", "same", "SAME", "sAmE", "same "];
+    const saved = await Promise.all(spellings.map((name, index) => store.saveAudio(audioInput(name, { consent: `consent-${index}` }))));
+    for (let index = 1; index < saved.length; index++) expect(saved[index]!.created_at).toBeGreaterThan(saved[index - 1]!.created_at);
+    expect(store.list()).toEqual([saved.at(-1)!]);
+    expect(voiceFiles().length).toBe(1);
+    expect(tempFiles()).toEqual([]);
+    expect(evicted).toEqual(["same", "same", "same", "same"]);
+    expect((await openStore()).list()).toEqual([saved.at(-1)!]);
+  });
+
+  test("50 parallel saves of different names write 50 files", async () => {
+    const store = await openStore();
+    const saved = await Promise.all(Array.from({ length: 50 }, (_, index) => store.saveAudio(audioInput(`voice-${index}`))));
+    expect(new Set(saved.map((voice) => voice.created_at)).size).toBe(50);
+    expect(voiceFiles().length).toBe(50);
+    expect(tempFiles()).toEqual([]);
+    expect((await openStore()).list()).toEqual(store.list());
+  });
+});
+
+describe("delete", () => {
+  test("removes the file, fires onEvict, and answers false for unknown names", async () => {
+    const store = await openStore();
+    const evicted: string[] = [];
+    store.onEvict((nameLower) => evicted.push(nameLower));
+    await store.saveAudio(audioInput("Alice"));
+    await store.saveAudio(audioInput("bob"));
+    expect(await store.delete("ALICE")).toBe(true);
+    expect(evicted).toEqual(["alice"]);
+    expect(store.get("alice")).toBeUndefined();
+    expect(await store.loadAudio("alice")).toBeUndefined();
+    expect(voiceFiles().length).toBe(1);
+    expect(await store.delete("alice")).toBe(false);
+    expect(await store.delete("nobody")).toBe(false);
+    expect(evicted).toEqual(["alice"]);
+    expect((await openStore()).list().map((voice) => voice.name)).toEqual(["bob"]);
+  });
+
+  test("a throwing onEvict listener is logged and does not break the store", async () => {
+    const { lines, logger } = capturingLogger();
+    const store = await openStore(1000, logger);
+    store.onEvict(() => {
+      throw new Error("cache exploded");
+    });
+    await store.saveAudio(audioInput("alice"));
+    expect(await store.delete("alice")).toBe(true);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual(expect.objectContaining({ level: "error", error: "cache exploded" }));
+    expect(voiceFiles()).toEqual([]);
+  });
+});
+
+describe("loading a voice whose file changed", () => {
+  test("a file replaced outside the server is refused, a missing file is an error", async () => {
+    const store = await openStore();
+    await store.saveAudio(audioInput("alice"));
+    const [aliceFile] = voiceFiles();
+    const aliceBytes = readFileSync(join(dir, aliceFile!));
+    // Another store over a copy of the folder writes a newer "alice" into the same file name.
+    const otherDir = mkdtempSync(join(tmpdir(), "voxedge-voices-other-"));
+    try {
+      writeFileSync(join(otherDir, aliceFile!), aliceBytes);
+      const other = await VoiceStore.open({ dir: otherDir, maxVoices: 10, logger: silentLogger });
+      await other.saveAudio(audioInput("alice", { samples: Float32Array.of(9) }));
+      copyFileSync(join(otherDir, aliceFile!), join(dir, aliceFile!));
+    } finally {
+      rmSync(otherDir, { recursive: true, force: true });
+    }
+    await expect(store.loadAudio("alice")).rejects.toThrow("was changed outside the server");
+    unlinkSync(join(dir, aliceFile!));
+    await expect(store.loadAudio("alice")).rejects.toThrow("Could not read the stored file of voice 'alice' (ENOENT)");
+  });
+
+  test("a load racing a re-upload returns one consistent voice", async () => {
+    const store = await openStore();
+    const samplesByCreatedAt = new Map<number, number>();
+    const saveVersion = async (sample: number) => samplesByCreatedAt.set((await store.saveAudio(audioInput("alice", { samples: Float32Array.of(sample) }))).created_at, sample);
+    await saveVersion(0);
+    const loads = [];
+    const saves = [];
+    for (let round = 1; round <= 20; round++) {
+      loads.push(store.loadAudio("alice"));
+      saves.push(saveVersion(round));
+    }
+    await Promise.all(saves);
+    for (const loaded of await Promise.all(loads)) {
+      // Whatever version a load saw, its samples belong to the voice it reports.
+      expect([...loaded!.samples]).toEqual([samplesByCreatedAt.get(loaded!.voice.created_at)!]);
+    }
+  });
+});
