@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { parseSse } from "./speech.test.ts";
+import { parseSse } from "../support/sse.ts";
 
 let server: TestServer;
 let client: OpenAI;

@@ -3,6 +3,7 @@ import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, testApp, type TestServer } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
+import { parseSse } from "../support/sse.ts";
 
 const TEXT = "hello world this is a test"; // 26 characters → 13 frames of 80 ms with the tone adapter
 const FRAMES = 13;
@@ -21,19 +22,6 @@ function int16ToFloat(bytes: Uint8Array): Float32Array {
   const out = new Float32Array(bytes.byteLength / 2);
   for (let i = 0; i < out.length; i++) out[i] = view.getInt16(i * 2, true) / 32768;
   return out;
-}
-
-/** Events as an SSE client reads them: blank-line separated, `event:` and `data:` fields. */
-export function parseSse(text: string): { event: string; data: any }[] {
-  return text
-    .split("\n\n")
-    .filter((block) => block.trim().length > 0)
-    .map((block) => {
-      const lines = block.split("\n");
-      const event = lines.find((line) => line.startsWith("event: "))!.slice(7);
-      const data = lines.filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
-      return { event, data: JSON.parse(data) };
-    });
 }
 
 describe("POST /v1/audio/speech on a real port", () => {

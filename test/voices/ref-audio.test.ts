@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 import { ToneAdapter, type TonePromptState } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { encodeWav } from "../../src/audio/wav.ts";
-import { sine } from "../http/voices.test.ts";
+import { sine } from "../support/uploads.ts";
 import type { Connector } from "../../src/voices/remote-media.ts";
 import { RefAudioResolver } from "../../src/voices/ref-audio.ts";
 

@@ -346,14 +346,20 @@ describe("loading a voice whose file changed", () => {
     const samplesByCreatedAt = new Map<number, number>();
     const saveVersion = async (sample: number) => samplesByCreatedAt.set((await store.saveAudio(audioInput("alice", { samples: Float32Array.of(sample) }))).created_at, sample);
     await saveVersion(0);
-    const loads = [];
-    const saves = [];
-    for (let round = 1; round <= 20; round++) {
-      loads.push(store.loadAudio("alice"));
-      saves.push(saveVersion(round));
-    }
-    await Promise.all(saves);
-    for (const loaded of await Promise.all(loads)) {
+    let saving = true;
+    const saves = (async () => {
+      for (let version = 1; version <= 20; version++) await saveVersion(version);
+      saving = false;
+    })();
+    // Loaders keep reading while the file is replaced under them, so some reads land mid-rename.
+    const loadUntilSaved = async () => {
+      const seen = [];
+      while (saving) seen.push(await store.loadAudio("alice"));
+      return seen;
+    };
+    const loads = await Promise.all([loadUntilSaved(), loadUntilSaved(), loadUntilSaved(), saves]).then(([a, b, c]) => [...a, ...b, ...c]);
+    expect(loads.length).toBeGreaterThan(20);
+    for (const loaded of loads) {
       // Whatever version a load saw, its samples belong to the voice it reports.
       expect([...loaded!.samples]).toEqual([samplesByCreatedAt.get(loaded!.voice.created_at)!]);
     }
