@@ -9,7 +9,7 @@ import { loadConfig } from "../src/config.ts";
 import { ModelHost } from "../src/engine/host.ts";
 import { loadEngine } from "../src/engine/select.ts";
 import { silentLogger } from "../src/log/logger.ts";
-import { serve } from "../src/runtime/serve.ts";
+import { loadRuntime } from "../src/runtime/serve.ts";
 import { VoiceStore } from "../src/voices/store.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,8 +23,9 @@ const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
 const host = ModelHost.load(() => loadEngine(config));
 await host.loaded;
 const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
-const { app } = createApp({ config, host, logger: silentLogger, voices });
-const server = serve(app.fetch, config.host, config.port);
+const runtime = await loadRuntime();
+const { app } = createApp({ config, host, logger: silentLogger, voices, runtime });
+const server = runtime.serve(app.fetch, config.host, config.port);
 
 interface Timing {
   firstByteMs: number;

@@ -13,17 +13,20 @@ import { registerInfoRoutes } from "./http/info.ts";
 import { registerVoiceRoutes } from "./http/voices.ts";
 import type { VoiceStore } from "./voices/store.ts";
 import { RefAudioResolver } from "./voices/ref-audio.ts";
+import { registerStreamRoute } from "./http/stream-ws.ts";
+import type { RuntimeSupport } from "./runtime/serve.ts";
 
 export interface AppServices {
   config: Config;
   host: ModelHost;
   logger: Logger;
   voices: VoiceStore;
+  runtime: RuntimeSupport;
   /** Defaults to a resolver built from the config; tests inject one with a fake resolver/connector. */
   refAudio?: RefAudioResolver;
 }
 
-export function createApp({ config, host, logger, voices, refAudio }: AppServices) {
+export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
   const metrics = new ServiceMetrics();
   const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
   const service = new SpeechService(host, config, metrics, voices, resolver);
@@ -51,6 +54,7 @@ export function createApp({ config, host, logger, voices, refAudio }: AppService
 
   registerInfoRoutes(app, { service, host, metrics });
   registerVoiceRoutes(app, { service, voices, logger });
+  registerStreamRoute(app, { service, metrics, logger, config, runtime });
   registerSpeechRoute(app, { service, metrics, logger, maxBodyBytes: config.maxBodyBytes });
   registerBatchRoute(app, { service, logger, maxBodyBytes: config.maxBodyBytes, maxItems: config.batchMaxItems });
   return { app, service, metrics, refAudio: resolver };

@@ -51,6 +51,8 @@ const OPTIONS = {
     description: "comma-separated model names accepted as aliases of the served model",
   },
   apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`", secret: true },
+  wsConfigTimeoutSeconds: { flag: "ws-config-timeout", env: "VOXEDGE_WS_CONFIG_TIMEOUT", schema: z.coerce.number().positive().default(10), description: "seconds a WebSocket client has to send session.config" },
+  wsIdleTimeoutSeconds: { flag: "ws-idle-timeout", env: "VOXEDGE_WS_IDLE_TIMEOUT", schema: z.coerce.number().positive().default(30), description: "seconds without a client message (and no work pending) before a WebSocket closes" },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
   cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },
 } satisfies Record<string, OptionSpec>;

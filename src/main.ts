@@ -8,7 +8,7 @@ import { createApp } from "./app.ts";
 import { ModelHost } from "./engine/host.ts";
 import { loadEngine } from "./engine/select.ts";
 import { createLogger } from "./log/logger.ts";
-import { runtimeName, serve } from "./runtime/serve.ts";
+import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStore } from "./voices/store.ts";
@@ -55,12 +55,13 @@ async function main(argv: string[]): Promise<number> {
 
 async function runServe(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  logger.info("starting voxedge", { runtime: runtimeName(), config: describeConfig(config) });
+  const runtime = await loadRuntime();
+  logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadEngine(config));
-  const { app } = createApp({ config, host, logger, voices });
-  const server = serve(app.fetch, config.host, config.port);
+  const { app } = createApp({ config, host, logger, voices, runtime });
+  const server = runtime.serve(app.fetch, config.host, config.port);
   logger.info("listening", { url: server.url });
   void host.loaded.then(() => {
     const capabilities = host.adapter?.capabilities;
@@ -98,7 +99,7 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   });
   const logger = createLogger(config.logLevel);
   const host = ModelHost.load(() => loadEngine(config));
-  const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger) });
+  const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger), runtime: await loadRuntime() });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);
     await host.loaded;

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeWithFfmpeg } from "./support/ffmpeg.ts";
+import { isJson, RecordingSocket } from "./support/ws-client.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
@@ -33,8 +34,8 @@ test("say writes an audio file in the format its name asks for", () => {
   expect(decoded.samples.length / decoded.sampleRateHz).toBeGreaterThan(0.8);
 });
 
-/** Starts `command`, waits for /health to be 200, makes one speech request, stops it. */
-async function serveAndSpeak(command: string, args: string[], port: number): Promise<{ status: number; bytes: Uint8Array; log: string }> {
+/** Starts `command`, waits for /health to be 200, makes one speech request (and runs `alsoCheck`), stops it. */
+async function serveAndSpeak(command: string, args: string[], port: number, alsoCheck?: (base: string) => Promise<void>): Promise<{ status: number; bytes: Uint8Array; log: string }> {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, VOXEDGE_LOG_LEVEL: "info" } });
   let log = "";
   child.stderr.on("data", (chunk) => (log += chunk));
@@ -50,6 +51,7 @@ async function serveAndSpeak(command: string, args: string[], port: number): Pro
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     const response = await fetch(`${base}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "Served from a child process." }) });
+    await alsoCheck?.(base);
     return { status: response.status, bytes: new Uint8Array(await response.arrayBuffer()), log };
   } finally {
     child.kill("SIGTERM");
@@ -66,9 +68,19 @@ test("bun run voxedge serve --port --host serves speech and logs the classic fal
   expect(log).toContain('"port":' + port);
 }, 90_000);
 
-test("deno task serve serves speech (Deno smoke test)", async () => {
+test("deno task serve serves speech and the WebSocket route (Deno smoke test)", async () => {
   const port = 19000 + Math.floor(Math.random() * 1000);
-  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1"], port);
+  const speakOverWebSocket = async (base: string) => {
+    const socket = new RecordingSocket(`${base.replace("http", "ws")}/v1/audio/speech/stream`);
+    await socket.opened;
+    socket.send({ type: "session.config", stream_audio: true });
+    socket.send({ type: "input.text", text: "Deno streams this sentence. " });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    expect(socket.received.filter((entry) => entry.kind === "binary").length).toBeGreaterThan(1);
+    socket.close();
+  };
+  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1"], port, speakOverWebSocket);
   expect(status).toBe(200);
   expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
   expect(decodeWithFfmpeg(bytes).samples.length).toBeGreaterThan(10000);

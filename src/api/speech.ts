@@ -51,3 +51,26 @@ export const batchRequestSchema = z.strictObject({
   items: z.array(z.unknown(), { error: "items must be an array" }).min(1, "items must not be empty"),
 });
 export type BatchRequest = z.infer<typeof batchRequestSchema>;
+
+export const SPLIT_GRANULARITIES = ["none", "sentence", "clause"] as const;
+
+/** WebSocket `session.config`: any speech field but `input`, plus the streaming options. */
+export const streamSessionConfigSchema = z.strictObject({
+  type: z.literal("session.config"),
+  ...speechFieldShape,
+  stream_audio: z.boolean({ error: "stream_audio must be a boolean" }).optional(),
+  split_granularity: z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` }).optional(),
+});
+export type StreamSessionConfig = z.infer<typeof streamSessionConfigSchema>;
+
+export const streamClientMessageSchema = z.discriminatedUnion(
+  "type",
+  [
+    streamSessionConfigSchema,
+    z.strictObject({ type: z.literal("input.text"), text: z.string({ error: "text must be a string" }) }),
+    z.strictObject({ type: z.literal("input.done") }),
+    z.strictObject({ type: z.literal("session.close") }),
+  ],
+  { error: "type must be one of session.config, input.text, input.done, session.close" },
+);
+export type StreamClientMessage = z.infer<typeof streamClientMessageSchema>;

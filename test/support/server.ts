@@ -7,7 +7,7 @@ import { loadConfig, type Config } from "../../src/config.ts";
 import type { SpeechModelAdapter } from "../../src/engine/adapter.ts";
 import { ModelHost } from "../../src/engine/host.ts";
 import { silentLogger } from "../../src/log/logger.ts";
-import { serve } from "../../src/runtime/serve.ts";
+import { loadRuntime } from "../../src/runtime/serve.ts";
 import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
 import { VoiceStore } from "../../src/voices/store.ts";
 
@@ -24,7 +24,8 @@ export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptio
   await host.loaded;
   const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
   const refAudio = new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath, ...options.refAudio });
-  return { ...createApp({ config, host, logger: silentLogger, voices, refAudio }), host, voices, config };
+  const runtime = await loadRuntime();
+  return { ...createApp({ config, host, logger: silentLogger, voices, refAudio, runtime }), host, voices, config, runtime };
 }
 
 export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
@@ -34,6 +35,6 @@ export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
 
 export async function startTestServer(adapter: SpeechModelAdapter, options: TestAppOptions = {}): Promise<TestServer> {
   const built = await testApp(adapter, options);
-  const server = serve(built.app.fetch, built.config.host, built.config.port);
+  const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port);
   return { ...built, url: server.url, stop: () => server.stop() };
 }

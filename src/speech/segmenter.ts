@@ -1,0 +1,178 @@
+/**
+ * Incremental segmentation for the WebSocket speech route: text arrives in arbitrary pieces (an LLM's output a
+ * few characters at a time) and each sentence or clause goes to synthesis as soon as it is known to be complete.
+ *
+ * A boundary is decided only from text already received, and only once no later text could change the
+ * decision (a "." at the end of the buffer may be "3.5"; a "." after a number depends on the next word). So the
+ * segments never depend on how the input was cut into pieces, and none is emitted before it is complete.
+ */
+
+import type { SPLIT_GRANULARITIES } from "../api/speech.ts";
+
+export type SplitGranularity = (typeof SPLIT_GRANULARITIES)[number];
+
+/** A run-on input is cut at the last whitespace before this many characters, so a stream with no boundary can't stall synthesis. */
+export const MAX_SEGMENT_CHARS = 400;
+
+/** A clause with fewer words stays attached to the next one: one- or two-word fragments are synthesized with choppy prosody. */
+const MIN_CLAUSE_WORDS = 4;
+
+/** Closing quotes and brackets that belong to the sentence or clause they follow (Latin, guillemet and CJK forms). */
+const CLOSERS = `"'”’)\\]»」』）】》〉`;
+
+/**
+ * Words that take a "." yet rarely end a sentence, lower-case and without their final ".". Kept short on purpose:
+ * a missed split only makes one segment longer, while a wrong split chops a sentence in two.
+ */
+const ABBREVIATIONS = new Set(["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "a.m", "p.m"]);
+
+/** Capital initials: "J" of "J. R. R. Tolkien", "J.R.R" of "J.R.R. Tolkien". */
+const INITIALS = /^(?:\p{Lu}\.)*\p{Lu}$/u;
+const NUMBER = /^\p{N}+$/u;
+/** Opening quotes and brackets in front of a word, ignored when reading the word before a ".". */
+const LEADING_OPENERS = /^[\p{Ps}\p{Pi}"']+/u;
+const PARAGRAPH_BREAK = /\n[^\S\n]*\n/;
+const WORD = /[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu;
+const SPEAKABLE = /[\p{L}\p{N}]/u;
+const WHITESPACE = /\s/u;
+const LOWER_CASE = /^\p{Ll}/u;
+
+/**
+ * Places where a segment may end. `stop`: Latin sentence punctuation (runs such as "?!" or "..."), which needs
+ * whitespace after it. `cjkStop`: CJK full stops, which need none. `paragraph`: a blank line (always "\n\n" in the
+ * compacted buffer). `pause`: clause punctuation, only in "clause" mode. Each may be followed by closing quotes or brackets.
+ */
+const SENTENCE_CANDIDATES = `(?<stop>[.!?…]+)[${CLOSERS}]*|(?<cjkStop>[。！？]+)[${CLOSERS}]*|(?<paragraph>\\n\\n)`;
+const CLAUSE_CANDIDATES = `${SENTENCE_CANDIDATES}|(?<pause>[,;:—–])[${CLOSERS}]*`;
+
+/** What one candidate means, given the text received so far. */
+type Verdict = "ends" | "continues" | "undecided";
+
+export class TextSegmenter {
+  /**
+   * Received text not yet emitted. It never starts with whitespace, so lengths are measured from the first word,
+   * and its whitespace is compacted, so a flood of spaces can neither grow it nor make each push rescan them.
+   */
+  #buffer = "";
+  /** Offset in #buffer before which every candidate has been judged not to end the segment. */
+  #judgedUpTo = 0;
+  /** Null for "none", which never splits. */
+  readonly #candidates: RegExp | null;
+
+  constructor(granularity: SplitGranularity) {
+    this.#candidates =
+      granularity === "none" ? null : new RegExp(granularity === "clause" ? CLAUSE_CANDIDATES : SENTENCE_CANDIDATES, "gu");
+  }
+
+  /** Appends text; returns the segments that are now known to be complete (trimmed, non-empty, in order). */
+  push(text: string): string[] {
+    // Only the buffer's trailing whitespace run can grow into the new text; everything before it is compacted already.
+    let trailingRunStart = this.#buffer.length;
+    while (trailingRunStart > 0 && WHITESPACE.test(this.#buffer[trailingRunStart - 1]!)) trailingRunStart--;
+    const tail = compactWhitespace(this.#buffer.slice(trailingRunStart) + text);
+    this.#buffer = trailingRunStart === 0 ? tail.trimStart() : this.#buffer.slice(0, trailingRunStart) + tail;
+    return this.#takeCompleteSegments(false);
+  }
+
+  /** Ends the input: returns whatever remains as final segments (trimmed, non-empty). Resets for reuse. */
+  flush(): string[] {
+    const segments = this.#takeCompleteSegments(true);
+    const rest = normalizeWhitespace(this.#buffer);
+    if (rest.length > 0) segments.push(rest);
+    this.#buffer = "";
+    this.#judgedUpTo = 0;
+    return segments;
+  }
+
+  /** Characters buffered and not yet emitted (a whitespace run counts as one, or two for a blank line). */
+  get pendingLength(): number {
+    return this.#buffer.length;
+  }
+
+  /** `atEnd`: no more text will come, so a candidate at the end of the buffer is decided. */
+  #takeCompleteSegments(atEnd: boolean): string[] {
+    const segments: string[] = [];
+    for (let end = this.#nextSegmentEnd(atEnd); end !== undefined; end = this.#nextSegmentEnd(atEnd)) {
+      const segment = normalizeWhitespace(this.#buffer.slice(0, end));
+      if (segment.length > 0) segments.push(segment);
+      this.#buffer = this.#buffer.slice(end).trimStart();
+      this.#judgedUpTo = 0;
+    }
+    return segments;
+  }
+
+  /** Where the first segment in the buffer ends, or undefined while that is not yet known. */
+  #nextSegmentEnd(atEnd: boolean): number | undefined {
+    const candidates = this.#candidates;
+    if (candidates === null) return undefined;
+    candidates.lastIndex = this.#judgedUpTo;
+    for (let match = candidates.exec(this.#buffer); match !== null; match = candidates.exec(this.#buffer)) {
+      const matchEnd = match.index + match[0].length;
+      const segmentEnd = match.groups!.paragraph === undefined ? matchEnd : match.index;
+      if (segmentEnd > MAX_SEGMENT_CHARS) break;
+      const verdict = this.#judge(match, atEnd);
+      if (verdict === "undecided") return undefined;
+      // Punctuation alone ("...", a stray "—") is no sentence to synthesize: it goes along with the next one.
+      if (verdict === "ends" && SPEAKABLE.test(this.#buffer.slice(0, segmentEnd))) return segmentEnd;
+      this.#judgedUpTo = matchEnd;
+    }
+    return this.#buffer.length > MAX_SEGMENT_CHARS ? this.#runOnCut() : undefined;
+  }
+
+  #judge(match: RegExpExecArray, atEnd: boolean): Verdict {
+    const { stop, cjkStop, pause, paragraph } = match.groups!;
+    const matchEnd = match.index + match[0].length;
+    if (paragraph !== undefined) return "ends";
+    // More punctuation or a closing quote may still follow.
+    if (matchEnd === this.#buffer.length) return atEnd ? "ends" : "undecided";
+    if (cjkStop !== undefined) return "ends";
+    if (!WHITESPACE.test(this.#buffer[matchEnd]!)) return "continues"; // "3.5", "e.g.x", "1,000", "10:30"
+    if (pause !== undefined) return countWords(this.#buffer.slice(0, match.index)) >= MIN_CLAUSE_WORDS ? "ends" : "continues";
+    return stop === "." ? this.#judgeFullStop(match.index, matchEnd, atEnd) : "ends";
+  }
+
+  /** A single "." followed by whitespace: a sentence end unless the word before it says otherwise. */
+  #judgeFullStop(stopIndex: number, afterStop: number, atEnd: boolean): Verdict {
+    let wordStart = stopIndex;
+    while (wordStart > 0 && !WHITESPACE.test(this.#buffer[wordStart - 1]!)) wordStart--;
+    const word = this.#buffer.slice(wordStart, stopIndex).replace(LEADING_OPENERS, "");
+    if (ABBREVIATIONS.has(word.toLowerCase()) || INITIALS.test(word)) return "continues";
+    if (!NUMBER.test(word)) return "ends";
+    // "1. Open the file" at the start of a line is a list marker, not a sentence of its own.
+    if (wordStart === 0 || this.#buffer[wordStart - 1] === "\n") return "continues";
+    // "version 2. and": a number's "." ends the sentence only if the next word doesn't start lower-case.
+    // The whitespace after the "." is compacted to one character, or to "\n\n" whose second "\n" then ends the sentence.
+    const nextCharacter = this.#buffer.slice(afterStop + 1, afterStop + 3);
+    // Still unknown: no next word yet, or only the first half of a surrogate pair (𝑥 may be lower-case).
+    if (nextCharacter.length === 0 || (nextCharacter.length === 1 && isHighSurrogate(nextCharacter.charCodeAt(0)))) {
+      return atEnd ? "ends" : "undecided";
+    }
+    return LOWER_CASE.test(nextCharacter) ? "continues" : "ends";
+  }
+
+  /** The end of a segment that has no boundary within MAX_SEGMENT_CHARS: the last whitespace, or a hard cut in one giant word. */
+  #runOnCut(): number {
+    const window = this.#buffer.slice(0, MAX_SEGMENT_CHARS + 1);
+    const lastWhitespace = window.search(/\s\S*$/u);
+    if (lastWhitespace > 0) return lastWhitespace;
+    // Don't split a surrogate pair (an emoji, a rare CJK character) across two segments.
+    return isHighSurrogate(this.#buffer.charCodeAt(MAX_SEGMENT_CHARS - 1)) ? MAX_SEGMENT_CHARS - 1 : MAX_SEGMENT_CHARS;
+  }
+}
+
+/** Keeps of each whitespace run only what the rules read from it: a blank line, a line break, or a space. */
+function compactWhitespace(text: string): string {
+  return text.replace(/\s+/gu, (run) => (PARAGRAPH_BREAK.test(run) ? "\n\n" : run.includes("\n") ? "\n" : " "));
+}
+
+function isHighSurrogate(codeUnit: number): boolean {
+  return codeUnit >= 0xd800 && codeUnit <= 0xdbff;
+}
+
+function normalizeWhitespace(text: string): string {
+  return text.replace(/\s+/gu, " ").trim();
+}
+
+function countWords(text: string): number {
+  return text.match(WORD)?.length ?? 0;
+}

@@ -1,0 +1,252 @@
+/**
+ * One WebSocket speech session: configuration, text arriving in pieces, every complete segment
+ * synthesised at once, audio delivered in order, utterance after utterance. Transport-free: the route
+ * hands messages in and gives a sink to send through, so this file never sees a socket.
+ *
+ * Work runs in one queue per session, so sentences of an utterance leave in order and a later
+ * session.config applies only to text that arrives after it.
+ */
+import { ApiError, fromZodError } from "../api/errors.ts";
+import { API_MAX_INPUT_CHARS, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
+import { pcm16Bytes } from "../audio/wav.ts";
+import type { Logger } from "../log/logger.ts";
+import type { ServiceMetrics } from "../metrics.ts";
+import { TextSegmenter } from "./segmenter.ts";
+import type { GenerationTally, SpeechService } from "./service.ts";
+
+/** Close codes of RFC 6455 the protocol uses. */
+export const CLOSE_NORMAL = 1000;
+export const CLOSE_POLICY = 1008;
+export const CLOSE_TOO_BIG = 1009;
+
+export const MAX_CONFIG_MESSAGE_BYTES = 4 * 1024 * 1024;
+export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
+/** Above this many bytes queued on the socket, generation waits for the client to read. */
+export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
+const DRAIN_POLL_MS = 10;
+
+export interface StreamSink {
+  sendJson(message: Record<string, unknown>): void;
+  sendBinary(bytes: Uint8Array): void;
+  bufferedBytes(): number;
+  close(code: number, reason: string): void;
+}
+
+export interface StreamSessionOptions {
+  service: SpeechService;
+  metrics: ServiceMetrics;
+  logger: Logger;
+  configTimeoutMs: number;
+  idleTimeoutMs: number;
+}
+
+type WorkItem =
+  | { kind: "segment"; text: string; config: StreamSessionConfig; utteranceIndex: number; sentenceIndex: number }
+  | { kind: "utterance-end"; utteranceIndex: number; totalSentences: number };
+
+export class SpeechStreamSession {
+  #config: StreamSessionConfig | undefined;
+  #segmenter = new TextSegmenter("sentence");
+  #utteranceIndex = 0;
+  #sentenceIndex = 0;
+  readonly #work: WorkItem[] = [];
+  #working = false;
+  /** Messages are handled one at a time, in arrival order (config validation awaits). */
+  #inbox: Promise<void> = Promise.resolve();
+  readonly #abort = new AbortController();
+  #closed = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly sink: StreamSink,
+    private readonly options: StreamSessionOptions,
+  ) {
+    this.#arm(options.configTimeoutMs, () => this.#fail("session.config must arrive within the configuration deadline", CLOSE_POLICY));
+  }
+
+  /** A message from the client, text or binary, as received. */
+  receive(data: string | ArrayBuffer | Uint8Array | Blob): void {
+    if (this.#closed) return;
+    this.#inbox = this.#inbox.then(() => this.#handle(data)).catch((error) => {
+      this.options.logger.error("websocket message handling failed", { error: String(error) });
+      this.#fail("internal error", CLOSE_POLICY);
+    });
+  }
+
+  /** The socket closed (either side): stop generation, free everything. */
+  closed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#abort.abort();
+    this.#work.length = 0;
+  }
+
+  async #handle(data: string | ArrayBuffer | Uint8Array | Blob): Promise<void> {
+    if (this.#closed) return;
+    if (typeof data !== "string") return this.#fail("binary messages are not part of the protocol; send JSON text", CLOSE_POLICY);
+    const byteLength = Buffer.byteLength(data);
+    if (byteLength > MAX_CONFIG_MESSAGE_BYTES) return this.#fail(`message is larger than ${MAX_CONFIG_MESSAGE_BYTES} bytes`, CLOSE_TOO_BIG);
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch {
+      return this.#fail("message is not valid JSON", CLOSE_POLICY);
+    }
+    const parsed = streamClientMessageSchema.safeParse(json);
+    if (!parsed.success) return this.#fail(fromZodError(parsed.error, "", json).message, CLOSE_POLICY);
+    const message = parsed.data;
+    this.#resetIdle();
+
+    switch (message.type) {
+      case "session.config":
+        return this.#configure(message);
+      case "input.text":
+        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
+        if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#fail(`input.text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`, CLOSE_TOO_BIG);
+        for (const text of this.#segmenter.push(message.text)) this.#enqueueSegment(text);
+        // With split_granularity "none" everything waits for input.done: bound what may wait.
+        if (this.#segmenter.pendingLength > API_MAX_INPUT_CHARS) {
+          return this.#fail(`more than ${API_MAX_INPUT_CHARS} characters are buffered without a segment end; send input.done sooner`, CLOSE_TOO_BIG);
+        }
+        return;
+      case "input.done":
+        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
+        for (const text of this.#segmenter.flush()) this.#enqueueSegment(text);
+        this.#enqueue({ kind: "utterance-end", utteranceIndex: this.#utteranceIndex, totalSentences: this.#sentenceIndex });
+        this.#utteranceIndex++;
+        this.#sentenceIndex = 0;
+        return;
+      case "session.close":
+        this.sink.close(CLOSE_NORMAL, "session closed");
+        this.closed();
+        return;
+    }
+  }
+
+  async #configure(config: StreamSessionConfig): Promise<void> {
+    const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, ...speechFields } = config;
+    try {
+      // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
+      await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
+    } catch (error) {
+      if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
+      throw error;
+    }
+    const capabilities = this.options.service.adapter().capabilities;
+    if (config.word_timestamps && !capabilities.supportsWordTimestamps) {
+      return this.#fail(`word_timestamps are not available: model '${capabilities.modelId}' (${capabilities.description}) cannot report word timings and no aligner is configured`, CLOSE_POLICY);
+    }
+    const nextGranularity = granularity ?? "sentence";
+    if (!this.#config || nextGranularity !== this.#config.split_granularity) {
+      // Text already buffered under the old granularity keeps its place in line.
+      const pending = this.#segmenter.flush().join(" ");
+      this.#segmenter = new TextSegmenter(nextGranularity);
+      if (pending) for (const text of this.#segmenter.push(pending + " ")) this.#enqueueSegment(text);
+    }
+    this.#config = { ...config, split_granularity: nextGranularity };
+    this.#resetIdle();
+  }
+
+  #enqueueSegment(text: string): void {
+    this.#enqueue({ kind: "segment", text, config: this.#config!, utteranceIndex: this.#utteranceIndex, sentenceIndex: this.#sentenceIndex++ });
+  }
+
+  #enqueue(item: WorkItem): void {
+    this.#work.push(item);
+    if (!this.#working) void this.#drainWork();
+  }
+
+  async #drainWork(): Promise<void> {
+    this.#working = true;
+    try {
+      for (let item = this.#work.shift(); item && !this.#closed; item = this.#work.shift()) {
+        if (item.kind === "utterance-end") {
+          this.sink.sendJson({ type: "session.done", utterance_index: item.utteranceIndex, total_sentences: item.totalSentences });
+        } else {
+          await this.#speak(item);
+        }
+      }
+    } finally {
+      this.#working = false;
+      this.#resetIdle();
+    }
+  }
+
+  async #speak(item: Extract<WorkItem, { kind: "segment" }>): Promise<void> {
+    const { type: _type, stream_audio: streamAudio, split_granularity: _granularity, ...speechFields } = item.config;
+    const signal = this.#abort.signal;
+    let sentBytes = 0;
+    const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
+    try {
+      const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
+      const prepared = await this.options.service.prepare(request, "websocket", signal);
+      this.sink.sendJson({
+        type: "audio.start",
+        ...position,
+        sentence_text: item.text,
+        format: streamAudio ? "pcm" : prepared.responseFormat,
+        sample_rate: prepared.outputSampleRateHz,
+        channels: 1,
+      });
+      if (streamAudio) {
+        const tally: GenerationTally = { frames: 0, samples: 0 };
+        for await (const samples of this.options.service.generatePcm(prepared, signal, tally, "websocket")) {
+          await this.#waitForDrain();
+          if (this.#closed) return;
+          const bytes = pcm16Bytes(samples);
+          this.sink.sendBinary(bytes);
+          sentBytes += bytes.byteLength;
+        }
+      } else {
+        const rendered = await this.options.service.render(prepared, signal, "websocket");
+        await this.#waitForDrain();
+        if (this.#closed) return;
+        this.sink.sendBinary(rendered.audio);
+        sentBytes = rendered.audio.byteLength;
+      }
+      if (this.#closed) return;
+      this.options.metrics.streams.inc({ mode: "websocket", outcome: "completed" });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null });
+    } catch (error) {
+      if (this.#closed || signal.aborted) {
+        this.options.metrics.streams.inc({ mode: "websocket", outcome: "aborted" });
+        return;
+      }
+      this.options.metrics.streams.inc({ mode: "websocket", outcome: "failed" });
+      const message = error instanceof ApiError ? error.message : "speech generation failed";
+      if (!(error instanceof ApiError)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
+      this.sink.sendJson({ type: "error", message, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: message });
+    }
+  }
+
+  /** Flow control: a client that reads slowly pauses its own generation instead of growing our buffers. */
+  async #waitForDrain(): Promise<void> {
+    while (!this.#closed && this.sink.bufferedBytes() > SEND_HIGH_WATER_BYTES) {
+      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+    }
+  }
+
+  #resetIdle(): void {
+    if (this.#closed || !this.#config) return;
+    this.#arm(this.options.idleTimeoutMs, () => {
+      // Not idle while audio is still being made or sent for this client.
+      if (this.#working) return this.#resetIdle();
+      this.sink.close(CLOSE_NORMAL, "idle timeout");
+      this.closed();
+    });
+  }
+
+  #arm(delayMs: number, onTimeout: () => void): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(onTimeout, delayMs);
+  }
+
+  #fail(message: string, code: number): void {
+    if (this.#closed) return;
+    this.sink.sendJson({ type: "error", message });
+    this.sink.close(code, message.slice(0, 120));
+    this.closed();
+  }
+}

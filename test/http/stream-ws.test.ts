@@ -1,0 +1,288 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect } from "node:net";
+import { randomBytes } from "node:crypto";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+import { isJson, RecordingSocket, type Received } from "../support/ws-client.ts";
+import { createClassicEngine } from "../../src/models/classic/engine.ts";
+import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
+import { dominantFrequencyHz } from "../support/spectrum.ts";
+
+const wsUrl = (server: TestServer) => `${server.url.replace("http", "ws")}/v1/audio/speech/stream`;
+
+function binaryBetween(received: Received[], startIndex: number): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  for (let i = startIndex + 1; i < received.length; i++) {
+    const entry = received[i]!;
+    if (entry.kind === "json") break;
+    frames.push(entry.bytes);
+  }
+  return frames;
+}
+
+function int16ToFloat(bytes: Uint8Array): Float32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return Float32Array.from({ length: bytes.byteLength / 2 }, (_, i) => view.getInt16(i * 2, true) / 32768);
+}
+
+describe("with the offline engine", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(await createClassicEngine());
+  });
+  afterAll(() => server.stop());
+
+  test("text in 5-character pieces: the first sentence is heard before the last piece is sent", async () => {
+    const paragraph = "The first sentence is short. The second sentence follows it closely. A third one ends the paragraph.";
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", voice: "rms", stream_audio: true, response_format: "pcm" });
+    const firstSentenceEnd = paragraph.indexOf(". ") + 2;
+    let sent = 0;
+    for (; sent < firstSentenceEnd; sent += 5) socket.send({ type: "input.text", text: paragraph.slice(sent, sent + 5) });
+    // The first sentence is complete now; audio for it must arrive while the rest is still unsent.
+    await socket.waitFor((received) => received.some((entry) => entry.kind === "binary"));
+    const heardBeforeRest = socket.received.length;
+    for (; sent < paragraph.length; sent += 5) socket.send({ type: "input.text", text: paragraph.slice(sent, sent + 5) });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+
+    const events = socket.json();
+    expect(events.slice(0, 1)[0]).toMatchObject({ type: "audio.start", utterance_index: 0, sentence_index: 0, sentence_text: "The first sentence is short.", format: "pcm", sample_rate: 16000, channels: 1 });
+    expect(socket.received.slice(0, heardBeforeRest).some((entry) => entry.kind === "binary")).toBe(true);
+    const starts = events.filter((event) => event.type === "audio.start");
+    expect(starts.map((event) => event.sentence_index)).toEqual([0, 1, 2]);
+    expect(events.at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 3 });
+    // Each sentence: start, its binary frames, then done with the byte count of exactly those frames.
+    socket.received.forEach((entry, index) => {
+      if (entry.kind !== "json" || entry.value.type !== "audio.start") return;
+      const frames = binaryBetween(socket.received, index);
+      const done = socket.received[index + frames.length + 1] as { kind: "json"; value: any };
+      expect(done.value).toMatchObject({ type: "audio.done", sentence_index: entry.value.sentence_index, error: null });
+      expect(done.value.total_bytes).toBe(frames.reduce((sum, frame) => sum + frame.byteLength, 0));
+      expect(frames.length).toBeGreaterThan(1);
+    });
+    socket.close();
+  });
+
+  test("a sentence's concatenated pcm equals the HTTP pcm for the same text, voice and seed", async () => {
+    const sentence = "Equality holds for this exact sentence.";
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", voice: "slt", seed: 7, stream_audio: true });
+    socket.send({ type: "input.text", text: sentence });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    const pcm = Buffer.concat(socket.received.filter((entry) => entry.kind === "binary").map((entry) => (entry as { bytes: Uint8Array }).bytes));
+    const http = await fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: sentence, voice: "slt", seed: 7, response_format: "pcm" }) });
+    expect(new Uint8Array(pcm)).toEqual(new Uint8Array(await http.arrayBuffer()));
+    socket.close();
+  });
+
+  test("stream_audio false: one encoded file per sentence in the requested format", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", response_format: "mp3", stream_audio: false });
+    socket.send({ type: "input.text", text: "One file here. Another file there." });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    const files = socket.received.filter((entry) => entry.kind === "binary") as { bytes: Uint8Array }[];
+    expect(files).toHaveLength(2);
+    for (const file of files) expect(decodeWithFfmpeg(file.bytes).codec).toBe("mp3");
+    expect(socket.json().filter((event) => event.type === "audio.start").every((event) => event.format === "mp3")).toBe(true);
+    socket.close();
+  });
+
+  test("word_timestamps on an engine without timings is refused with the reason", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", word_timestamps: true });
+    expect(await socket.waitForClose()).toBe(1008);
+    expect(socket.json()[0].message).toContain("word_timestamps are not available");
+  });
+});
+
+describe("with a tone model", () => {
+  test("two utterances on one socket, voice reconfigured between them", async () => {
+    const adapter = new ToneAdapter();
+    const server = await startTestServer(adapter);
+    try {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      socket.send({ type: "session.config", voice: "low", stream_audio: true });
+      socket.send({ type: "input.text", text: "First utterance here." });
+      socket.send({ type: "input.done" });
+      socket.send({ type: "session.config", voice: "high", stream_audio: true });
+      socket.send({ type: "input.text", text: "Second utterance now." });
+      socket.send({ type: "input.done" });
+      await socket.waitFor((received) => received.filter(isJson("session.done")).length === 2);
+      const done = socket.json().filter((event) => event.type === "session.done");
+      expect(done).toEqual([
+        { type: "session.done", utterance_index: 0, total_sentences: 1 },
+        { type: "session.done", utterance_index: 1, total_sentences: 1 },
+      ]);
+      expect(adapter.jobs.map((job) => job.voice)).toEqual(["low", "high"]);
+      const starts = socket.received.flatMap((entry, index) => (entry.kind === "json" && entry.value.type === "audio.start" ? [index] : []));
+      const pitches = starts.map((index) => dominantFrequencyHz(int16ToFloat(Buffer.concat(binaryBetween(socket.received, index))), 24000));
+      expect(Math.abs(pitches[0]! - 220)).toBeLessThan(15);
+      expect(Math.abs(pitches[1]! - 440)).toBeLessThan(15);
+      socket.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a failure after audio was sent: error with partial_audio and action, then audio.done with the error", async () => {
+    const server = await startTestServer(new ToneAdapter({ failAfterFrames: 2 }));
+    try {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      socket.send({ type: "session.config", stream_audio: true });
+      socket.send({ type: "input.text", text: "This sentence will break halfway." });
+      socket.send({ type: "input.done" });
+      await socket.waitFor((received) => received.some(isJson("session.done")));
+      const events = socket.json();
+      expect(events.find((event) => event.type === "error")).toMatchObject({ partial_audio: true, action: "discard" });
+      expect(events.find((event) => event.type === "audio.done").error).toBeString();
+      socket.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a client that disconnects mid-sentence stops its generation", async () => {
+    const adapter = new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 });
+    const server = await startTestServer(adapter);
+    try {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      socket.send({ type: "session.config", stream_audio: true });
+      socket.send({ type: "input.text", text: "A long sentence that would keep the model busy for several seconds." });
+      socket.send({ type: "input.done" });
+      await socket.waitFor((received) => received.filter((entry) => entry.kind === "binary").length >= 3);
+      socket.close();
+      await socket.waitForClose();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const atClose = adapter.framesProduced;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(adapter.framesProduced - atClose).toBeLessThanOrEqual(1);
+      expect(atClose).toBeLessThan(30);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a client that stops reading pauses its generation: server memory stays bounded", async () => {
+    // ~4096 chars × 4 frames × 3840 bytes ≈ 63 MB of pcm if nothing held generation back.
+    const adapter = new ToneAdapter({ framesPerChar: 4 });
+    const server = await startTestServer(adapter);
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, "127.0.0.1");
+    try {
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      await new Promise((resolve) => socket.once("data", resolve));
+      // From here on the client never reads: the kernel buffers fill, then the server's own queue.
+      socket.pause();
+      for (const message of [{ type: "session.config", stream_audio: true }, { type: "input.text", text: "word ".repeat(800) }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const afterPause = adapter.framesProduced;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(adapter.framesProduced - afterPause).toBeLessThanOrEqual(2);
+      // Produced at most the high-water mark plus what the loopback socket buffers hold (a few MB).
+      expect(afterPause * 3840).toBeLessThan(16 * 1024 * 1024);
+      expect(afterPause).toBeLessThan(16000);
+    } finally {
+      socket.destroy();
+      await server.stop();
+    }
+  });
+});
+
+describe("protocol errors", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(new ToneAdapter(), { flags: { "ws-config-timeout": "0.3", "ws-idle-timeout": "0.5" } });
+  });
+  afterAll(() => server.stop());
+
+  const cases: [string, (socket: RecordingSocket) => void, number, string][] = [
+    ["text before config", (socket) => socket.send({ type: "input.text", text: "hi" }), 1008, "session.config"],
+    ["invalid JSON", (socket) => socket.sendRaw("{nope"), 1008, "JSON"],
+    ["unknown message type", (socket) => socket.send({ type: "input.shout" }), 1008, "type"],
+    ["unknown config field", (socket) => socket.send({ type: "session.config", colour: 1 }), 1008, "colour"],
+    ["bad voice in config", (socket) => socket.send({ type: "session.config", voice: "ghost" }), 1008, "ghost"],
+    ["binary message", (socket) => socket.sendRaw(new Uint8Array([1, 2, 3])), 1008, "binary"],
+    [
+      "input.text over 128 KiB",
+      (socket) => {
+        socket.send({ type: "session.config" });
+        socket.send({ type: "input.text", text: "a".repeat(129 * 1024) });
+      },
+      1009,
+      "128",
+    ],
+    [
+      "unbounded text with split_granularity none",
+      (socket) => {
+        socket.send({ type: "session.config", split_granularity: "none" });
+        for (let i = 0; i < 5; i++) socket.send({ type: "input.text", text: "word ".repeat(200) });
+      },
+      1009,
+      "input.done",
+    ],
+  ];
+  for (const [label, act, code, message] of cases) {
+    test(`${label} → error, close ${code}`, async () => {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      act(socket);
+      expect(await socket.waitForClose()).toBe(code);
+      expect(socket.json().at(-1)).toMatchObject({ type: "error" });
+      expect(socket.json().at(-1).message).toContain(message);
+    });
+  }
+
+  test("a message over 4 MiB is closed with 1009", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.sendRaw(JSON.stringify({ type: "session.config", instructions: "x".repeat(4 * 1024 * 1024 + 10) }));
+    expect(await socket.waitForClose()).toBe(1009);
+  });
+
+  test("no session.config before the deadline → close 1008", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    expect(await socket.waitForClose()).toBe(1008);
+  });
+
+  test("an idle socket is closed; session.close closes cleanly", async () => {
+    const idle = new RecordingSocket(wsUrl(server));
+    await idle.opened;
+    idle.send({ type: "session.config" });
+    expect(await idle.waitForClose()).toBe(1000);
+    expect(idle.closeReason).toContain("idle");
+
+    const polite = new RecordingSocket(wsUrl(server));
+    await polite.opened;
+    polite.send({ type: "session.config" });
+    polite.send({ type: "session.close" });
+    expect(await polite.waitForClose()).toBe(1000);
+  });
+});
+
+/** One client → server text frame (clients must mask, RFC 6455 §5.3). */
+function maskedTextFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const length = payload.length;
+  const header = length < 126 ? Buffer.from([0x81, 0x80 | length]) : length < 65536 ? Buffer.from([0x81, 0x80 | 126, length >> 8, length & 0xff]) : (() => {
+    const big = Buffer.alloc(10);
+    big[0] = 0x81;
+    big[1] = 0x80 | 127;
+    big.writeBigUInt64BE(BigInt(length), 2);
+    return big;
+  })();
+  const masked = Buffer.from(payload.map((byte, i) => byte ^ mask[i % 4]!));
+  return Buffer.concat([header, mask, masked]);
+}
