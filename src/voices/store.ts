@@ -78,6 +78,7 @@ export class VoiceStore {
   private readonly voices = new Map<string, StoredVoice>();
   private readonly evictListeners: ((nameLower: string) => void)[] = [];
   private mutationQueue: Promise<unknown> = Promise.resolve();
+  private pendingMutationCount = 0;
   private lastCreatedAtSeconds = 0;
 
   private constructor(
@@ -180,25 +181,32 @@ export class VoiceStore {
   }
 
   /**
-   * Reads without queueing behind writes. A save or delete of the same name may land between looking the
-   * voice up and reading its file; that shows as a changed map entry, and the read starts over.
+   * Reads without queueing behind writes. A save or delete of the same name may land while the file is
+   * read: either the map entry has already changed, or the file on disk has changed but the mutation
+   * has not yet reached its map update (its rename or unlink resolves after our read). Both are retried,
+   * the second once the queued mutations have settled; a mismatch with nothing pending is an outside edit.
    */
   private async loadTensor(name: string, source: StoredVoice["embedding_source"], tensorName: string): Promise<{ voice: StoredVoice; values: Float32Array } | undefined> {
     const key = voiceKey(name);
     for (;;) {
       const voice = this.voices.get(key);
       if (voice === undefined || voice.embedding_source !== source) return undefined;
-      const replacedMeanwhile = () => this.voices.get(key) !== voice;
+      const raceWithMutation = async () => {
+        if (this.voices.get(key) !== voice) return true;
+        if (this.pendingMutationCount === 0) return false;
+        await this.mutationQueue;
+        return true;
+      };
       let fileBytes: Uint8Array;
       try {
         fileBytes = await readFile(this.pathOf(key));
       } catch (error) {
-        if (replacedMeanwhile()) continue;
+        if (await raceWithMutation()) continue;
         throw new Error(`Could not read the stored file of voice '${voice.name}' (${errorCode(error) ?? "unknown error"})`);
       }
       const decoded = decodeSafetensors(fileBytes);
       if (decoded.metadata.created_at !== String(voice.created_at)) {
-        if (replacedMeanwhile()) continue;
+        if (await raceWithMutation()) continue;
         throw new Error(`The stored file of voice '${voice.name}' was changed outside the server`);
       }
       const tensor = decoded.tensors[tensorName];
@@ -208,7 +216,8 @@ export class VoiceStore {
   }
 
   private serialise<T>(mutation: () => Promise<T>): Promise<T> {
-    const result = this.mutationQueue.then(mutation);
+    this.pendingMutationCount++;
+    const result = this.mutationQueue.then(mutation).finally(() => this.pendingMutationCount--);
     this.mutationQueue = result.catch(() => undefined);
     return result;
   }

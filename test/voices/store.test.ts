@@ -364,4 +364,24 @@ describe("loading a voice whose file changed", () => {
       expect([...loaded!.samples]).toEqual([samplesByCreatedAt.get(loaded!.voice.created_at)!]);
     }
   });
+
+  test("a load racing a delete returns the voice or nothing, never an error", async () => {
+    const store = await openStore();
+    for (let round = 0; round < 20; round++) {
+      await store.saveAudio(audioInput("alice"));
+      let deleting = true;
+      const deleted = store.delete("alice").finally(() => {
+        deleting = false;
+      });
+      // Back-to-back loads overlap the unlink. Once one answers "no such voice" every later one must too,
+      // and it settles without I/O: stop there, or the loop would spin on microtasks and starve the delete.
+      let loaded;
+      do {
+        loaded = await store.loadAudio("alice");
+        if (loaded !== undefined) expect(loaded.samples.length).toBe(2400);
+      } while (deleting && loaded !== undefined);
+      expect(await deleted).toBe(true);
+      expect(await store.loadAudio("alice")).toBeUndefined();
+    }
+  });
 });
