@@ -1,5 +1,5 @@
 /** Builds the real app around a given adapter, with a voice store in a fresh temp folder. */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
@@ -11,6 +11,10 @@ import { loadRuntime } from "../../src/runtime/serve.ts";
 import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
 import { VoiceStore } from "../../src/voices/store.ts";
 
+/** Every speaker folder made here lives under one root, removed when the test process exits. */
+const SCRATCH_ROOT = mkdtempSync(join(tmpdir(), "voxedge-test-"));
+process.once("exit", () => rmSync(SCRATCH_ROOT, { recursive: true, force: true }));
+
 export interface TestAppOptions {
   flags?: Record<string, string>;
   /** Overrides of the ref_audio resolver (injected resolver/connector). */
@@ -18,7 +22,7 @@ export interface TestAppOptions {
 }
 
 export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptions = {}) {
-  const speakerDir = options.flags?.["speaker-dir"] ?? mkdtempSync(join(tmpdir(), "voxedge-voices-"));
+  const speakerDir = options.flags?.["speaker-dir"] ?? mkdtempSync(join(SCRATCH_ROOT, "voices-"));
   const config: Config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, ...options.flags }, {});
   const host = ModelHost.load(async () => adapter);
   await host.loaded;
