@@ -19,7 +19,7 @@
  * `await`, so calls never interleave on it.
  */
 import type { StreamMetadata } from "libflacjs/dist/libflac.js";
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "./concat.ts";
 import { floatToInt16 } from "./wav.ts";
 
 /** libFLAC's default preset: nearly all of level 8's compression at a fraction of its CPU. */

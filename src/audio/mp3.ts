@@ -18,7 +18,7 @@
  *
  * Concurrency: each call has its own encoder and encodes without an `await`, so calls cannot interleave.
  */
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "./concat.ts";
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
 

@@ -21,6 +21,7 @@
  * push() plus flush() is sample-identical to resample() of the whole signal, so chunk borders
  * cannot introduce seams. The total length is round(inputLength × toHz / fromHz).
  */
+import { concatFloat32 } from "./concat.ts";
 
 /** Speex quality 0–10. 10 has the widest passband (96.6% of Nyquist, like SRC_SINC_BEST), and even
  *  44.1 kHz output costs only about 1% of one core for real-time 24 kHz input (see bench/resampler.ts). */
@@ -258,17 +259,4 @@ export async function resample(samples: Float32Array, fromHz: number, toHz: numb
   } finally {
     resampler.close();
   }
-}
-
-function concatFloat32(parts: Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0]!;
-  let total = 0;
-  for (const part of parts) total += part.length;
-  const joined = new Float32Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
 }

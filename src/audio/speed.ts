@@ -15,6 +15,7 @@
  * - Sonic is 6–25× faster (3–30 ms against 46–380 ms for 6 s of audio).
  * - Sonic is Apache-2.0. Rubber Band is GPL-2.0-only, which would bind the whole server.
  */
+import { concatFloat32 } from "./concat.ts";
 
 export const MIN_SPEED = 0.25;
 export const MAX_SPEED = 4;
@@ -116,17 +117,4 @@ export async function changeSpeed(samples: Float32Array, sampleRateHz: number, s
     if (buffer !== 0) sonic._free(buffer);
     if (stream !== 0) sonic._sonicDestroyStream(stream);
   }
-}
-
-function concatFloat32(parts: Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0]!;
-  let total = 0;
-  for (const part of parts) total += part.length;
-  const joined = new Float32Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
 }

@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
+import { concatBytes } from "../audio/concat.ts";
 
 export async function readJsonBody(c: Context, maxBytes: number): Promise<unknown> {
   const contentType = c.req.header("content-type") ?? "";
@@ -40,13 +41,7 @@ async function readCapped(request: Request, maxBytes: number): Promise<Uint8Arra
     }
     parts.push(value);
   }
-  const joined = new Uint8Array(received);
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.byteLength;
-  }
-  return joined;
+  return concatBytes(parts);
 }
 
 export function parseWith<Schema extends z.ZodType>(schema: Schema, body: unknown, pathPrefix = ""): z.output<Schema> {

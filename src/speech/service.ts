@@ -13,6 +13,7 @@ import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
+import { concatFloat32 } from "../audio/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
@@ -285,16 +286,6 @@ function encodeVoice(adapter: SpeechModelAdapter, reference: Parameters<NonNulla
   return adapter.encodeVoice(reference, signal);
 }
 
-export function concatFloat32(chunks: readonly Float32Array[]): Float32Array {
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const joined = new Float32Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return joined;
-}
 
 export function usageHeaders(usage: SpeechUsage): Record<string, string> {
   return {

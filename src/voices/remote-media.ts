@@ -17,6 +17,7 @@ import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { ApiError } from "../api/errors.ts";
 import { addressFamily, classifyAddress, describeRefusal } from "./address-policy.ts";
+import { concatBytes } from "../audio/concat.ts";
 
 const MEBIBYTE_BYTES = 1024 * 1024;
 const DEFAULT_MAX_BYTES = 32 * MEBIBYTE_BYTES;
@@ -197,13 +198,7 @@ async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: num
   } finally {
     signal.removeEventListener("abort", cancelOnAbort);
   }
-  const bytes = new Uint8Array(receivedBytes);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }
 
 /**
