@@ -30,6 +30,13 @@ const OPTIONS = {
     schema: z.enum(["auto", "classic"]).default("auto"),
     description: "speech engine: auto picks the best available (the offline classic engine when no neural bundle is present)",
   },
+  modelCacheDir: {
+    flag: "model-cache-dir",
+    env: "VOXEDGE_MODEL_CACHE_DIR",
+    schema: z.string().min(1).default(join(homedir(), ".cache", "voxedge", "models")),
+    description: "where `models pull` stores bundles",
+  },
+  hubUrl: { flag: "hub-url", env: "VOXEDGE_HUB_URL", schema: z.url().default("https://huggingface.co"), description: "model hub that `models pull` downloads from" },
   device: { flag: "device", env: "VOXEDGE_DEVICE", schema: z.enum(["auto", "gpu", "cpu"]).default("auto"), description: "compute device for neural stages" },
   speakerDir: {
     flag: "speaker-dir",
@@ -95,6 +102,8 @@ export function parseCommandLine(argv: string[]) {
       format: { type: "string" },
       seed: { type: "string" },
       speed: { type: "string" },
+      language: { type: "string" },
+      precision: { type: "string" },
     },
   });
 }

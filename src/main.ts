@@ -13,6 +13,8 @@ import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStore } from "./voices/store.ts";
 import type { Logger } from "./log/logger.ts";
+import { createProgressRenderer, pullBundle, PullError } from "./models/pocket/pull.ts";
+import { CatalogError, type Precision } from "./models/pocket/catalog.ts";
 
 function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
   return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
@@ -21,6 +23,8 @@ function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
 const USAGE = `Usage:
   voxedge [serve] [options]                         serve the speech API
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
+  voxedge models pull [name] [--language L] [--precision int8|fp32]
+                                                    download a Pocket TTS bundle into the model cache
   voxedge --help`;
 
 async function main(argv: string[]): Promise<number> {
@@ -49,6 +53,7 @@ async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = positionals;
   if (command === "serve") return runServe(config);
   if (command === "say") return runSay(config, rest.join(" "), values);
+  if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   console.error(`unknown command '${command}'\n\n${USAGE}`);
   return 2;
 }
@@ -113,6 +118,28 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     return 1;
   } finally {
     await host.close();
+  }
+}
+
+async function runPull(config: Config, name: string | undefined, values: ReturnType<typeof parseCommandLine>["values"]): Promise<number> {
+  const abort = new AbortController();
+  process.once("SIGINT", () => abort.abort(new Error("interrupted")));
+  try {
+    const dir = await pullBundle({
+      name,
+      language: values.language,
+      precision: values.precision as Precision | undefined,
+      hubUrl: config.hubUrl,
+      cacheDir: config.modelCacheDir,
+      signal: abort.signal,
+      onProgress: createProgressRenderer({ write: (text) => process.stderr.write(text), isTTY: Boolean(process.stderr.isTTY), columns: process.stderr.columns }),
+    });
+    console.log(dir);
+    return 0;
+  } catch (error) {
+    if (process.stderr.isTTY) process.stderr.write("\n");
+    console.error(`models pull failed: ${error instanceof PullError || error instanceof CatalogError ? error.message : String(error)}`);
+    return 1;
   }
 }
 
