@@ -27,9 +27,10 @@ const OPTIONS = {
   engine: {
     flag: "engine",
     env: "VOXEDGE_ENGINE",
-    schema: z.enum(["auto", "classic"]).default("auto"),
-    description: "speech engine: auto picks the best available (the offline classic engine when no neural bundle is present)",
+    schema: z.enum(["auto", "pocket", "classic"]).default("auto"),
+    description: "speech engine: auto serves Pocket TTS when --model is set or a pulled bundle is cached, else the offline classic engine",
   },
+  model: { flag: "model", env: "VOXEDGE_MODEL", schema: z.string().min(1).optional(), description: "Pocket TTS bundle folder (KevinAHM bundle.json, January, or sherpa-onnx layout)" },
   modelCacheDir: {
     flag: "model-cache-dir",
     env: "VOXEDGE_MODEL_CACHE_DIR",
@@ -104,6 +105,7 @@ export function parseCommandLine(argv: string[]) {
       speed: { type: "string" },
       language: { type: "string" },
       precision: { type: "string" },
+      decoder: { type: "string" },
     },
   });
 }

@@ -25,6 +25,8 @@ const USAGE = `Usage:
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
   voxedge models pull [name] [--language L] [--precision int8|fp32]
                                                     download a Pocket TTS bundle into the model cache
+  voxedge conformance <fixture-dir> [--decoder onnx]
+                                                    run every golden case of a Pocket TTS fixture; prints JSON
   voxedge --help`;
 
 async function main(argv: string[]): Promise<number> {
@@ -54,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === "serve") return runServe(config);
   if (command === "say") return runSay(config, rest.join(" "), values);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
+  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder);
   console.error(`unknown command '${command}'\n\n${USAGE}`);
   return 2;
 }
@@ -119,6 +122,22 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   } finally {
     await host.close();
   }
+}
+
+async function runConformanceCommand(fixtureDir: string | undefined, decoder = "onnx"): Promise<number> {
+  if (!fixtureDir) {
+    console.error(`conformance needs a fixture folder\n\n${USAGE}`);
+    return 2;
+  }
+  if (decoder !== "onnx") {
+    console.error(`--decoder ${decoder} is not available: this build decodes with the ONNX Mimi decoder only`);
+    return 2;
+  }
+  // Loaded here only: onnxruntime-web is not needed to serve with the offline engine.
+  const { runConformance } = await import("./models/pocket/conformance.ts");
+  const report = await runConformance(fixtureDir, decoder);
+  console.log(JSON.stringify(report));
+  return report.pass ? 0 : 1;
 }
 
 async function runPull(config: Config, name: string | undefined, values: ReturnType<typeof parseCommandLine>["values"]): Promise<number> {

@@ -1,0 +1,166 @@
+/**
+ * Pocket TTS behind the model-adapter seam: bundle → onnxruntime-web sessions → stages, the tokenizer,
+ * predefined voices from the bundle's voices folder, cloning through the Mimi encoder, and generation that
+ * streams each decoded 80 ms frame as soon as it exists.
+ *
+ * onnxruntime-web runs one inference at a time per session, so every stage call goes through one queue
+ * per engine: concurrent requests interleave step by step instead of failing.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { badRequest } from "../../api/errors.ts";
+import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../../engine/adapter.ts";
+import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
+import { generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "./onnx.ts";
+import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
+import { SentencePieceTokenizer } from "./tokenizer.ts";
+import { prepareTextPrompt } from "./text-prompt.ts";
+
+const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+
+/** Serialises calls into the shared sessions. */
+class SessionQueue {
+  #tail: Promise<unknown> = Promise.resolve();
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(task);
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+}
+
+export class PocketEngine implements SpeechModelAdapter {
+  readonly capabilities: AdapterCapabilities;
+  readonly #queue = new SessionQueue();
+  readonly #stages: GenerationStages;
+  readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
+
+  private constructor(
+    private readonly bundle: PocketBundle,
+    private readonly sessions: PocketSessions,
+    private readonly stages: PocketStages,
+    private readonly tokenizer: SentencePieceTokenizer,
+    /** Voice name (lower-case) → its state file in the bundle's voices folder. */
+    private readonly voiceFiles: ReadonlyMap<string, string>,
+  ) {
+    const voices = [...voiceFiles.keys()];
+    this.capabilities = {
+      modelId: "pocket-tts",
+      kind: "neural",
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on onnxruntime-web (CPU)`,
+      voices,
+      defaultVoice: voices[0] ?? "",
+      nativeSampleRateHz: bundle.dims.sampleRateHz,
+      supportedSampleRatesHz: OUTPUT_SAMPLE_RATES_HZ,
+      supportsCloning: bundle.graphs.voiceEncoder !== null,
+      supportsInstructions: false,
+      supportsWordTimestamps: false,
+      maxInputChars: 4096,
+      framesPerSecond: bundle.dims.frameRateHz,
+      speakerEmbeddingDims: [],
+    };
+    // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
+    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[]): T =>
+      new Proxy(stage, {
+        get: (target, property, receiver) => {
+          const value = Reflect.get(target, property, receiver);
+          if (typeof value !== "function") return value;
+          if (!sessionMethods.includes(property as keyof T & string)) return value.bind(target);
+          return (...args: unknown[]) => this.#queue.run(async () => value.apply(target, args));
+        },
+      });
+    this.#stages = {
+      textConditioner: queued(stages.textConditioner, ["embed"]),
+      flowLm: queued(stages.flowLm, ["prefill", "step"]),
+      flowHead: queued(stages.flowHead, ["sample"]),
+      mimiDecoder: queued(stages.mimiDecoder, ["decode"]),
+    };
+  }
+
+  /** Loads a bundle directory (any supported layout) and opens its sessions. */
+  static async load(bundleDir: string): Promise<PocketEngine> {
+    const bundle = await loadPocketBundle(bundleDir);
+    const sessions = await openPocketSessions(bundle);
+    const stages = await createPocketStages(bundle, sessions);
+    const tokenizer =
+      bundle.tokenizer.format === "sentencepiece"
+        ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
+        : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
+    return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle));
+  }
+
+  countInputTokens(text: string): number {
+    const options = { padWithSpacesForShortInputs: this.bundle.flags.padWithSpacesForShortInputs, removeSemicolons: this.bundle.flags.removeSemicolons };
+    return this.tokenizer.encode(prepareTextPrompt(text, options).text).length;
+  }
+
+  async encodeVoice(reference: ReferenceAudio, _signal: AbortSignal): Promise<VoicePrompt> {
+    const { samplesPerFrame } = this.bundle.dims;
+    const state = await this.#queue.run(() => voiceStateFromAudio(this.stages, reference.samples));
+    // ref_text is accepted by the API but Pocket TTS conditions on the audio alone.
+    return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
+  }
+
+  async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
+    const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
+    const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags);
+    let frames = 0;
+    for await (const frame of generateSpeech(this.#stages, { voice, chunks, params: generationParams(job.extraParams), seed: job.seed, signal: job.signal })) {
+      yield { samples: frame.samples, sampleRateHz: this.bundle.dims.sampleRateHz, frameCount: 1 };
+      if (job.maxNewTokens !== undefined && ++frames >= job.maxNewTokens) return;
+    }
+  }
+
+  #predefinedVoice(name: string): Promise<FlowLmState> {
+    const path = this.voiceFiles.get(name);
+    if (!path) throw badRequest(`this Pocket TTS bundle has no built-in voice '${name}'; upload a voice or pass ref_audio`, "voice");
+    let state = this.#voiceStates.get(name);
+    if (!state) {
+      state = readFile(path).then((bytes) => this.#queue.run(() => voiceStateFromSafetensors(new Uint8Array(bytes), this.stages.flowLm)));
+      this.#voiceStates.set(name, state);
+      state.catch(() => this.#voiceStates.delete(name));
+    }
+    return state;
+  }
+
+  async close(): Promise<void> {
+    await closePocketSessions(this.sessions);
+  }
+}
+
+/**
+ * Predefined voices are the state files actually present in the bundle's voices folder (upstream's three
+ * formats, §2.1), whether or not bundle.json lists them: a listed voice without its file cannot speak.
+ */
+async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  if (!bundle.voicesDirectory) return files;
+  for (const file of (await readdir(bundle.voicesDirectory)).sort()) {
+    if (file.endsWith(".safetensors")) files.set(file.slice(0, -".safetensors".length).toLowerCase(), join(bundle.voicesDirectory, file));
+  }
+  return files;
+}
+
+/** extra_params the model understands, checked like request fields (400 naming the key). */
+function generationParams(extra: Record<string, unknown>): Partial<GenerationParams> {
+  const params: Partial<GenerationParams> = {};
+  const number = (key: string, check: (value: number) => boolean, rule: string): number | undefined => {
+    const value = extra[key];
+    if (value === undefined) return undefined;
+    if (typeof value !== "number" || !Number.isFinite(value) || !check(value)) throw badRequest(`extra_params.${key} must be ${rule}`, `extra_params.${key}`);
+    return value;
+  };
+  const temperature = number("temperature", (value) => value >= 0 && value <= 5, "a number in 0..5");
+  const lsdSteps = number("lsd_steps", (value) => Number.isInteger(value) && value >= 1 && value <= 64, "an integer in 1..64");
+  const eosThreshold = number("eos_threshold", () => true, "a number");
+  const framesAfterEos = number("frames_after_eos", (value) => Number.isInteger(value) && value >= 0 && value <= 100, "an integer in 0..100");
+  if (temperature !== undefined) params.temperature = temperature;
+  if (lsdSteps !== undefined) params.lsdSteps = lsdSteps;
+  if (eosThreshold !== undefined) params.eosThreshold = eosThreshold;
+  if (framesAfterEos !== undefined) params.framesAfterEos = framesAfterEos;
+  return params;
+}
+
+function stateBytes(state: FlowLmState): number {
+  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
+}

@@ -1,0 +1,274 @@
+/**
+ * onnxruntime-web on the CPU (wasm execution provider) under Bun and Deno, plus a reader for the declared
+ * inputs of an .onnx file that needs no session.
+ *
+ * Nothing happens on import: `configureOnnxRuntime` fixes the process-wide wasm settings once, before
+ * the first session, and `openPocketSessions` creates the sessions of a bundle explicitly.
+ *
+ * Threads (measured on a 2-core machine, onnxruntime-web 1.30.0, Bun 1.4.5 and Deno 2.9.6): with
+ * `numThreads` 2 both runtimes spawn one worker and produce identical results, but 16 one-latent calls
+ * of the full-size Mimi decoder took 0.75–0.79 s with 1 thread vs 0.87–0.88 s with 2 under Bun, and
+ * 1.27 s vs 1.17 s under Deno; the tiny graphs are dominated by call overhead. One thread is the default
+ * (KR1 also caps intra-op threads at 4 because the small sequential matmuls do not scale, §3.7).
+ */
+import { open, readFile, type FileHandle } from "node:fs/promises";
+import * as ort from "onnxruntime-web";
+import type { PocketBundle } from "./bundle.ts";
+
+export interface OnnxRuntimeOptions {
+  /** Intra-op threads of the wasm backend; more than 1 runs workers (needs SharedArrayBuffer). Default 1. */
+  threads?: number;
+}
+
+let configuredThreads: number | undefined;
+
+/**
+ * Sets the wasm backend's process-wide options. The backend reads them once, when the first session
+ * initialises it, so a later call with a different thread count is an error rather than silently ignored.
+ */
+export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
+  const threads = options.threads ?? 1;
+  if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`onnxruntime threads must be a positive integer, got ${threads}`);
+  if (configuredThreads !== undefined) {
+    if (configuredThreads !== threads) throw new Error(`onnxruntime-web is already configured with ${configuredThreads} thread(s); it cannot switch to ${threads}`);
+    return;
+  }
+  ort.env.wasm.numThreads = threads;
+  // The .wasm and its loader .mjs sit beside the package entry point; pointing there keeps every load
+  // local (no CDN fetch) in any runtime.
+  ort.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
+  configuredThreads = threads;
+}
+
+/** Creates a CPU session from a file's bytes. */
+export async function createOnnxSession(path: string): Promise<ort.InferenceSession> {
+  if (configuredThreads === undefined) configureOnnxRuntime();
+  const bytes = await readFile(path);
+  try {
+    return await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+  } catch (error) {
+    throw new Error(`onnxruntime-web could not load ${path}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** One session per graph of a bundle; shared by all requests (sessions hold no per-request state). */
+export interface PocketSessions {
+  textConditioner: ort.InferenceSession;
+  voiceEncoder: ort.InferenceSession | null;
+  flowLmMain: ort.InferenceSession;
+  flowLmFlow: ort.InferenceSession;
+  mimiDecoder: ort.InferenceSession;
+}
+
+export async function openPocketSessions(bundle: PocketBundle): Promise<PocketSessions> {
+  const { graphs } = bundle;
+  const [textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder] = await Promise.all([
+    createOnnxSession(graphs.textConditioner.path),
+    graphs.voiceEncoder ? createOnnxSession(graphs.voiceEncoder.path) : Promise.resolve(null),
+    createOnnxSession(graphs.flowLmMain.path),
+    createOnnxSession(graphs.flowLmFlow.path),
+    createOnnxSession(graphs.mimiDecoder.path),
+  ]);
+  return { textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder };
+}
+
+export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
+  await Promise.all(Object.values(sessions).map((session: ort.InferenceSession | null) => session?.release()));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Declared graph inputs, read from the protobuf without loading the weights
+
+export interface OnnxGraphInput {
+  name: string;
+  /** ONNX TensorProto.DataType name in lower case: float, int64, bool, … */
+  elementType: string;
+  /** A number for a fixed dimension, the symbol's name for a symbolic one. */
+  dims: (number | string)[];
+}
+
+/** onnx.proto TensorProto.DataType values. */
+const ELEMENT_TYPES: Readonly<Record<number, string>> = {
+  1: "float",
+  2: "uint8",
+  3: "int8",
+  4: "uint16",
+  5: "int16",
+  6: "int32",
+  7: "int64",
+  8: "string",
+  9: "bool",
+  10: "float16",
+  11: "double",
+  12: "uint32",
+  13: "uint64",
+  16: "bfloat16",
+};
+
+/** Field numbers in onnx.proto. */
+const MODEL_GRAPH_FIELD = 7;
+const GRAPH_INPUT_FIELD = 11;
+const VALUE_INFO_NAME_FIELD = 1;
+const VALUE_INFO_TYPE_FIELD = 2;
+const TYPE_TENSOR_FIELD = 1;
+const TENSOR_TYPE_ELEMENT_FIELD = 1;
+const TENSOR_TYPE_SHAPE_FIELD = 2;
+const SHAPE_DIM_FIELD = 1;
+const DIM_VALUE_FIELD = 1;
+const DIM_PARAM_FIELD = 2;
+
+const WIRE_VARINT = 0;
+const WIRE_FIXED64 = 1;
+const WIRE_LENGTH_DELIMITED = 2;
+const WIRE_FIXED32 = 5;
+const READ_WINDOW_BYTES = 1 << 16;
+
+/**
+ * The graph's declared inputs (`ModelProto.graph.input`). Initializers (the weights) are skipped by
+ * length, so a 1.2 GB graph costs a few small reads per node and weight rather than a full read. The
+ * January and sherpa layouts have no manifest, so this is where their state shapes come from (§3.2, §3.4).
+ */
+export async function readOnnxGraphInputs(path: string): Promise<OnnxGraphInput[]> {
+  const handle = await open(path, "r");
+  try {
+    const reader = new PositionedReader(handle, (await handle.stat()).size);
+    const inputs: OnnxGraphInput[] = [];
+    for await (const field of reader.fields(0, reader.sizeBytes)) {
+      if (field.number !== MODEL_GRAPH_FIELD || field.wireType !== WIRE_LENGTH_DELIMITED) continue;
+      for await (const graphField of reader.fields(field.payloadStart, field.next)) {
+        if (graphField.number !== GRAPH_INPUT_FIELD || graphField.wireType !== WIRE_LENGTH_DELIMITED) continue;
+        inputs.push(parseValueInfo(await reader.bytes(graphField.payloadStart, graphField.next - graphField.payloadStart)));
+      }
+    }
+    if (inputs.length === 0) throw new Error("no graph inputs found");
+    return inputs;
+  } catch (error) {
+    throw new Error(`${path} is not a readable ONNX model: ${(error as Error).message}`, { cause: error });
+  } finally {
+    await handle.close();
+  }
+}
+
+/** One protobuf field header: for length-delimited fields the payload is bytes [payloadStart, next). */
+interface ProtoField {
+  number: number;
+  wireType: number;
+  /** The value of a varint field. */
+  value: number;
+  payloadStart: number;
+  /** Offset just past the field. */
+  next: number;
+}
+
+/** Parses the field starting at `offset` of `bytes`; the payload of a length-delimited field may lie beyond `bytes`. */
+function readFieldHeader(bytes: Uint8Array, offset: number): ProtoField {
+  const tag = readVarint(bytes, offset);
+  const field: ProtoField = { number: Math.floor(tag.value / 8), wireType: tag.value % 8, value: 0, payloadStart: tag.next, next: tag.next };
+  if (field.wireType === WIRE_VARINT) {
+    const varint = readVarint(bytes, tag.next);
+    field.value = varint.value;
+    field.next = varint.next;
+  } else if (field.wireType === WIRE_LENGTH_DELIMITED) {
+    const length = readVarint(bytes, tag.next);
+    field.payloadStart = length.next;
+    field.next = length.next + length.value;
+  } else if (field.wireType === WIRE_FIXED64) {
+    field.next = tag.next + 8;
+  } else if (field.wireType === WIRE_FIXED32) {
+    field.next = tag.next + 4;
+  } else {
+    throw new Error(`unsupported protobuf wire type ${field.wireType}`);
+  }
+  return field;
+}
+
+/** Decodes a varint as a JS number (exact below 2^53, which covers every length and dim here). */
+function readVarint(bytes: Uint8Array, offset: number): { value: number; next: number } {
+  let value = 0;
+  let scale = 1;
+  for (let index = offset; index < bytes.length && index < offset + 10; index++) {
+    const byte = bytes[index]!;
+    value += (byte & 0x7f) * scale;
+    scale *= 128;
+    if ((byte & 0x80) === 0) return { value, next: index + 1 };
+  }
+  throw new Error("truncated varint");
+}
+
+/** Walks the fields of a message stored in a file, reading only field headers and what the caller asks for. */
+class PositionedReader {
+  private window = new Uint8Array(0);
+  private windowStart = 0;
+
+  constructor(
+    private readonly handle: FileHandle,
+    readonly sizeBytes: number,
+  ) {}
+
+  async bytes(position: number, length: number): Promise<Uint8Array> {
+    if (position < this.windowStart || position + length > this.windowStart + this.window.length) {
+      const windowBytes = Math.min(Math.max(length, READ_WINDOW_BYTES), this.sizeBytes - position);
+      const buffer = new Uint8Array(windowBytes);
+      let filled = 0;
+      while (filled < windowBytes) {
+        const { bytesRead } = await this.handle.read(buffer, filled, windowBytes - filled, position + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      this.window = buffer.subarray(0, filled);
+      this.windowStart = position;
+      if (filled < length) throw new Error(`file ends at byte ${position + filled}, needed ${position + length}`);
+    }
+    return this.window.subarray(position - this.windowStart, position - this.windowStart + length);
+  }
+
+  /** Fields of the message occupying [start, end) of the file, with absolute offsets. */
+  async *fields(start: number, end: number): AsyncGenerator<ProtoField> {
+    let position = start;
+    while (position < end) {
+      // A tag and a length are at most 10 bytes each.
+      const field = readFieldHeader(await this.bytes(position, Math.min(20, end - position)), 0);
+      const absolute = { ...field, payloadStart: position + field.payloadStart, next: position + field.next };
+      if (absolute.next > end) throw new Error(`field ${field.number} at byte ${position} runs past its parent's end ${end}`);
+      position = absolute.next;
+      yield absolute;
+    }
+  }
+}
+
+/** Fields of a small message held in memory, each with its payload. */
+function* messageFields(bytes: Uint8Array): Generator<ProtoField & { payload: Uint8Array }> {
+  let position = 0;
+  while (position < bytes.length) {
+    const field = readFieldHeader(bytes, position);
+    if (field.next > bytes.length) throw new Error(`field ${field.number} runs past the end of its message`);
+    yield { ...field, payload: bytes.subarray(field.payloadStart, field.next) };
+    position = field.next;
+  }
+}
+
+function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
+  const input: OnnxGraphInput = { name: "", elementType: "undefined", dims: [] };
+  const text = new TextDecoder();
+  for (const field of messageFields(bytes)) {
+    if (field.number === VALUE_INFO_NAME_FIELD) input.name = text.decode(field.payload);
+    if (field.number !== VALUE_INFO_TYPE_FIELD) continue;
+    for (const typeField of messageFields(field.payload)) {
+      if (typeField.number !== TYPE_TENSOR_FIELD) continue;
+      for (const tensorField of messageFields(typeField.payload)) {
+        if (tensorField.number === TENSOR_TYPE_ELEMENT_FIELD) input.elementType = ELEMENT_TYPES[tensorField.value] ?? `type${tensorField.value}`;
+        if (tensorField.number !== TENSOR_TYPE_SHAPE_FIELD) continue;
+        for (const dimField of messageFields(tensorField.payload)) {
+          if (dimField.number !== SHAPE_DIM_FIELD) continue;
+          let dim: number | string = "?";
+          for (const valueField of messageFields(dimField.payload)) {
+            if (valueField.number === DIM_VALUE_FIELD) dim = valueField.value;
+            if (valueField.number === DIM_PARAM_FIELD) dim = text.decode(valueField.payload);
+          }
+          input.dims.push(dim);
+        }
+      }
+    }
+  }
+  return input;
+}

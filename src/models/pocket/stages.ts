@@ -1,0 +1,428 @@
+/**
+ * The Pocket TTS model stages over onnxruntime-web sessions (docs/pocket-tts.md §2, §3.1):
+ *
+ *   token ids ─ TextConditioner ─▶ text conditioning [1, n, D]
+ *   24 kHz audio ─ VoiceEncoder ─▶ voice conditioning [1, T(+1), D] ─ FlowLm.prefill ─▶ voice state
+ *   FlowLm.step (state, latent | BOS) ─▶ c [D], EOS logit ─ FlowHead.sample (LSD) ─▶ latent [32]
+ *   MimiDecoder (state, latents [1, n, 32]) ─▶ 1920·n samples
+ *
+ * D is the FlowLM width (1024 released). Stage objects hold only their session and constants, so one set
+ * serves every request. Model states (`FlowLmState`, `MimiState`) are immutable values owned by the
+ * request: each call returns a new state and never changes its input (onnxruntime copies feeds into wasm
+ * memory and returns fresh outputs), so a cached voice state is reused by every chunk without a copy.
+ */
+import * as ort from "onnxruntime-web";
+import { decodeSafetensorsWithInt64, type DecodedTensor, type PocketBundle, type StateEntry } from "./bundle.ts";
+import type { PocketSessions } from "./onnx.ts";
+
+/** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
+export interface Float32Tensor {
+  data: Float32Array;
+  dims: readonly number[];
+}
+
+/** The state tensors of a stateful graph, in manifest order. */
+interface StateTensors {
+  readonly tensors: readonly ort.Tensor[];
+}
+
+/** FlowLM KV caches and step counters after `positions` conditioning and latent positions (§2.2 table). */
+export interface FlowLmState extends StateTensors {
+  readonly positions: number;
+}
+
+/** Mimi decoder streaming state (§1.3); fresh for every text chunk (§6.13). */
+export interface MimiState extends StateTensors {
+  /** Latent frames decoded since the state was fresh. */
+  readonly frames: number;
+}
+
+/** Builds the initial state of a manifest. */
+function initialStateTensors(manifest: readonly StateEntry[]): ort.Tensor[] {
+  return manifest.map((entry) => {
+    const elementCount = entry.shape.reduce((product, dim) => product * dim, 1);
+    const shape = [...entry.shape];
+    // `mixed` (a tensor whose exporter-time values were not uniform) starts at zeros: zeros are
+    // equivalent to every documented fill (NaN caches, `first` = true flags) for these graphs (§3.1 [RUN]).
+    const one = entry.fill === "ones";
+    switch (entry.dtype) {
+      case "float32":
+        return new ort.Tensor("float32", new Float32Array(elementCount).fill(entry.fill === "nan" ? NaN : one ? 1 : 0), shape);
+      case "int64":
+        return new ort.Tensor("int64", new BigInt64Array(elementCount).fill(one ? 1n : 0n), shape);
+      case "bool":
+        return new ort.Tensor("bool", new Uint8Array(elementCount).fill(one ? 1 : 0), shape);
+    }
+  });
+}
+
+function stateFeeds(manifest: readonly StateEntry[], state: StateTensors, feeds: Record<string, ort.Tensor>): Record<string, ort.Tensor> {
+  manifest.forEach((entry, index) => {
+    feeds[entry.inputName] = state.tensors[index]!;
+  });
+  return feeds;
+}
+
+function stateOutputs(manifest: readonly StateEntry[], outputs: ort.InferenceSession.ReturnType, graph: string): ort.Tensor[] {
+  return manifest.map((entry) => {
+    const tensor = outputs[entry.outputName];
+    if (!tensor) throw new Error(`${graph} returned no ${entry.outputName}`);
+    return tensor;
+  });
+}
+
+function float32Output(outputs: ort.InferenceSession.ReturnType, name: string, graph: string): Float32Tensor {
+  const tensor = outputs[name];
+  if (!tensor || tensor.type !== "float32") throw new Error(`${graph} returned no float32 '${name}'`);
+  return { data: tensor.data as Float32Array, dims: tensor.dims };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Text conditioner (§1.8, §3.1)
+
+export class TextConditioner {
+  constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly conditioningDim: number,
+  ) {}
+
+  /** Token ids (no BOS/EOS, §1.8) → conditioning rows [1, n, D]: raw embedding rows, no projection. */
+  async embed(tokenIds: readonly number[]): Promise<Float32Tensor> {
+    const ids = BigInt64Array.from(tokenIds, (id) => BigInt(id));
+    const outputs = await this.session.run({ token_ids: new ort.Tensor("int64", ids, [1, ids.length]) });
+    const embeddings = float32Output(outputs, "embeddings", "text_conditioner");
+    if (embeddings.data.length !== tokenIds.length * this.conditioningDim) throw new Error(`text_conditioner returned [${embeddings.dims.join(", ")}], expected [1, ${tokenIds.length}, ${this.conditioningDim}]`);
+    return embeddings;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Voice encoder (§1.2, §2.1, §3.1)
+
+export interface VoiceEncoderConfig {
+  samplesPerFrame: number;
+  conditioningDim: number;
+  /** `flow_lm.bos_before_voice` [D] for v2 models, null for v1. */
+  bosBeforeVoice: Float32Array | null;
+}
+
+/** Largest |Δ| at which the encoder's row 0 counts as the stored BOS: it is a copy, so only rounding may differ. */
+const BOS_MATCH_TOLERANCE = 1e-6;
+
+export class VoiceEncoder {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly config: VoiceEncoderConfig,
+    /** Whether the graph emits `bos_before_voice` as row 0 itself (the LM v2 wrapper) or not (KR2 prepends it). */
+    readonly bosBakedIn: boolean,
+  ) {}
+
+  /**
+   * Probes the graph once with one silent frame (fixture README "BOS detection recipe", §3.1): k+1 rows
+   * with row 0 equal to `bos_before_voice` mean the BOS is baked in; k rows mean it must be prepended.
+   */
+  static async create(session: ort.InferenceSession, config: VoiceEncoderConfig): Promise<VoiceEncoder> {
+    const probe = await runEncoder(session, new Float32Array(config.samplesPerFrame), config.conditioningDim);
+    const rows = probe.dims[1]!;
+    if (rows === 1) return new VoiceEncoder(session, config, false);
+    const bos = config.bosBeforeVoice;
+    if (rows === 2 && bos) {
+      let maxAbsDifference = 0;
+      for (let index = 0; index < bos.length; index++) maxAbsDifference = Math.max(maxAbsDifference, Math.abs(probe.data[index]! - bos[index]!));
+      if (maxAbsDifference <= BOS_MATCH_TOLERANCE) return new VoiceEncoder(session, config, true);
+      throw new Error(`mimi_encoder emits 2 rows for 1 frame, but row 0 differs from bos_before_voice by up to ${maxAbsDifference}`);
+    }
+    throw new Error(`mimi_encoder emits ${rows} rows for 1 frame${bos ? "" : " and the bundle has no bos_before_voice"}; expected 1${bos ? " or 2" : ""}`);
+  }
+
+  /**
+   * 24 kHz mono samples → voice conditioning [1, T (+1 with the v2 BOS), D], T = ceil(N / 1920), ready
+   * for `FlowLm.prefill`. The audio is zero-padded to a multiple of 1920 here because published encoders
+   * may have the padding frozen to the trace length (§3.1).
+   */
+  async encode(samples: Float32Array): Promise<Float32Tensor> {
+    if (samples.length === 0) throw new RangeError("voice audio is empty");
+    const frames = Math.ceil(samples.length / this.config.samplesPerFrame);
+    const padded = new Float32Array(frames * this.config.samplesPerFrame);
+    padded.set(samples);
+    const encoded = await runEncoder(this.session, padded, this.config.conditioningDim);
+    const expectedRows = this.bosBakedIn ? frames + 1 : frames;
+    if (encoded.dims[1] !== expectedRows) throw new Error(`mimi_encoder returned ${encoded.dims[1]} rows for ${frames} frames, expected ${expectedRows}`);
+    const bos = this.config.bosBeforeVoice;
+    if (this.bosBakedIn || !bos) return encoded;
+    // v2 inserts the learned BOS before the voice tokens only (§2.1 step 4, §6.4).
+    const withBos = new Float32Array(bos.length + encoded.data.length);
+    withBos.set(bos);
+    withBos.set(encoded.data, bos.length);
+    return { data: withBos, dims: [1, frames + 1, this.config.conditioningDim] };
+  }
+}
+
+async function runEncoder(session: ort.InferenceSession, padded: Float32Array, conditioningDim: number): Promise<Float32Tensor> {
+  const outputs = await session.run({ audio: new ort.Tensor("float32", padded, [1, 1, padded.length]) });
+  const name = session.outputNames[0]!;
+  const latents = float32Output(outputs, name, "mimi_encoder");
+  if (latents.dims.length !== 3 || latents.dims[2] !== conditioningDim) throw new Error(`mimi_encoder returned [${latents.dims.join(", ")}], expected [1, T, ${conditioningDim}]`);
+  return latents;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// FlowLM backbone (§1.7, §2.2, §3.1)
+
+export interface FlowLmConfig {
+  latentDim: number;
+  conditioningDim: number;
+  /** Static KV cache length (1000): the slice-assign write is unguarded in the graph (§3.1, §6.10). */
+  cachePositions: number;
+}
+
+export interface FlowLmStepResult {
+  state: FlowLmState;
+  /** out_norm of the new position: the flow head's condition `c` [D]. */
+  conditioning: Float32Array;
+  /** Raw EOS logit; EOS when it exceeds the threshold (−4.0, §1.7). */
+  eosLogit: number;
+}
+
+export class FlowLm {
+  private readonly stepIndex: number;
+
+  constructor(
+    private readonly session: ort.InferenceSession,
+    readonly manifest: readonly StateEntry[],
+    readonly config: FlowLmConfig,
+  ) {
+    const stepIndex = manifest.findIndex((entry) => entry.key === "step");
+    if (stepIndex < 0) throw new Error("FlowLM manifest has no step state");
+    this.stepIndex = stepIndex;
+  }
+
+  /** An empty cache, from the manifest fills (§3.3: cache NaN, current_end empty, step 0). */
+  emptyState(): FlowLmState {
+    return { tensors: initialStateTensors(this.manifest), positions: 0 };
+  }
+
+  /**
+   * Appends conditioning rows [1, n, D] (voice or text) with an empty latent sequence; the graph's
+   * `conditioning`/`eos_logit` outputs of such a call are meaningless and dropped (§3.1).
+   */
+  async prefill(state: FlowLmState, conditioning: Float32Tensor): Promise<FlowLmState> {
+    const rows = conditioning.dims[1]!;
+    if (conditioning.dims.length !== 3 || conditioning.dims[2] !== this.config.conditioningDim) throw new Error(`prefill conditioning is [${conditioning.dims.join(", ")}], expected [1, n, ${this.config.conditioningDim}]`);
+    const sequence = new ort.Tensor("float32", new Float32Array(0), [1, 0, this.config.latentDim]);
+    const text = new ort.Tensor("float32", conditioning.data, [1, rows, this.config.conditioningDim]);
+    return (await this.run(state, sequence, text, rows)).state;
+  }
+
+  /**
+   * One AR step (§2.2 steps 2–3): feeds `inputLatent` [latentDim] (normalised), or null for BOS, which
+   * goes in as an all-NaN row that the graph replaces by `bos_emb` (§6.3: never zeros).
+   */
+  async step(state: FlowLmState, inputLatent: Float32Array | null): Promise<FlowLmStepResult> {
+    const latent = inputLatent ?? new Float32Array(this.config.latentDim).fill(NaN);
+    if (latent.length !== this.config.latentDim) throw new Error(`AR input latent has ${latent.length} values, expected ${this.config.latentDim}`);
+    const sequence = new ort.Tensor("float32", latent, [1, 1, this.config.latentDim]);
+    const text = new ort.Tensor("float32", new Float32Array(0), [1, 0, this.config.conditioningDim]);
+    return this.run(state, sequence, text, 1);
+  }
+
+  private async run(state: FlowLmState, sequence: ort.Tensor, text: ort.Tensor, addedPositions: number): Promise<FlowLmStepResult> {
+    const positions = state.positions + addedPositions;
+    if (positions > this.config.cachePositions) {
+      throw new RangeError(`FlowLM cache overflow: ${state.positions} + ${addedPositions} positions exceed ${this.config.cachePositions} (voice + text + frames must fit, §6.10)`);
+    }
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { sequence, text_embeddings: text }));
+    const tensors = stateOutputs(this.manifest, outputs, "flow_lm_main");
+    const graphStep = Number((tensors[this.stepIndex]!.data as BigInt64Array)[0]);
+    if (graphStep !== positions) throw new Error(`flow_lm_main step counter is ${graphStep}, expected ${positions}`);
+    return {
+      state: { tensors, positions },
+      conditioning: float32Output(outputs, "conditioning", "flow_lm_main").data,
+      eosLogit: float32Output(outputs, "eos_logit", "flow_lm_main").data[0]!,
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Predefined voice states (§2.1)
+
+/**
+ * Loads an upstream predefined-voice safetensors file into a FlowLM state. Formats, newest first (§2.1):
+ * - `<module>/cache` f32 [2, 1, L, H, Dh] with `<module>/offset` int64 [1] (embeddings_v3) or
+ *   `<module>/step`: copied into rows 0..L−1 of the static cache; step = offset;
+ * - `<module>/cache` with `<module>/current_end` [L] (embeddings_v2): the step is the *length* of current_end;
+ * - `audio_prompt` [1, L, D] (the original format): projected voice tokens, run through a FlowLM prefill.
+ * States map onto the graph by manifest module and key, never by position (§3.3).
+ */
+export async function voiceStateFromSafetensors(bytes: Uint8Array, flowLm: FlowLm): Promise<FlowLmState> {
+  const tensors = decodeSafetensorsWithInt64(bytes);
+  const audioPrompt = tensors.audio_prompt;
+  if (audioPrompt) {
+    if (audioPrompt.dtype !== "F32") throw new Error("audio_prompt must be a float tensor");
+    return flowLm.prefill(flowLm.emptyState(), { data: audioPrompt.data, dims: audioPrompt.shape });
+  }
+  const empty = flowLm.emptyState();
+  let positions: number | undefined;
+  const stateTensors = flowLm.manifest.map((entry, index) => {
+    const initial = empty.tensors[index]!;
+    if (entry.key === "current_end") return initial;
+    const source = tensors[`${entry.module}/cache`];
+    if (!source || source.dtype !== "F32") throw new Error(`voice state has no float tensor ${entry.module}/cache`);
+    const step = voiceStateStep(tensors, entry.module);
+    if (positions !== undefined && positions !== step) throw new Error(`voice state layers disagree on the step (${positions} vs ${step})`);
+    positions = step;
+    if (entry.key === "step") return new ort.Tensor("int64", BigInt64Array.of(BigInt(step)), [...entry.shape]);
+    if (entry.key === "cache") return new ort.Tensor("float32", copyCacheRows(source, entry, step), [...entry.shape]);
+    throw new Error(`FlowLM state ${entry.module}/${entry.key} has no counterpart in a voice state`);
+  });
+  if (positions === undefined) throw new Error("voice state holds no layer");
+  return { tensors: stateTensors, positions };
+}
+
+function voiceStateStep(tensors: Record<string, DecodedTensor>, module: string): number {
+  const counter = tensors[`${module}/offset`] ?? tensors[`${module}/step`];
+  if (counter) {
+    if (counter.dtype !== "I64" || counter.data.length !== 1) throw new Error(`${module} offset/step must be int64 [1]`);
+    return Number(counter.data[0]!);
+  }
+  const currentEnd = tensors[`${module}/current_end`];
+  if (currentEnd) return currentEnd.shape[0]!;
+  throw new Error(`voice state has no ${module}/offset, /step or /current_end`);
+}
+
+/** [2, 1, L, H, Dh] → the manifest's [2, 1, T, H, Dh], rows ≥ step left at the manifest fill. */
+function copyCacheRows(source: DecodedTensor & { dtype: "F32" }, entry: StateEntry, step: number): Float32Array {
+  const [kv, batch, capacity, heads, headDim] = entry.shape as [number, number, number, number, number];
+  const [sourceKv, sourceBatch, sourceRows, sourceHeads, sourceHeadDim] = source.shape;
+  if (source.shape.length !== 5 || sourceKv !== kv || sourceBatch !== batch || sourceHeads !== heads || sourceHeadDim !== headDim) {
+    throw new Error(`${entry.module}/cache is [${source.shape.join(", ")}], expected [${kv}, ${batch}, L, ${heads}, ${headDim}]`);
+  }
+  if (step > sourceRows! || step > capacity) throw new Error(`${entry.module}: step ${step} exceeds the ${sourceRows} stored rows or the ${capacity}-row cache`);
+  const rowValues = heads * headDim;
+  const target = new Float32Array(kv * batch * capacity * rowValues).fill(entry.fill === "nan" ? NaN : 0);
+  for (let plane = 0; plane < kv * batch; plane++) {
+    const from = plane * sourceRows! * rowValues;
+    target.set(source.data.subarray(from, from + step * rowValues), plane * capacity * rowValues);
+  }
+  return target;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Flow head and LSD decode (§1.10, §1.11)
+
+export interface FlowHeadConfig {
+  latentDim: number;
+  conditioningDim: number;
+}
+
+/** One Euler sub-step as seen by the flow head, for tracing against golden values. */
+export interface LsdSubstep {
+  /** x fed to the flow head [latentDim]. */
+  xIn: Float32Array;
+  /** flow_dir it returned [latentDim]. */
+  flowDirection: Float32Array;
+}
+
+export class FlowHead {
+  constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly config: FlowHeadConfig,
+  ) {}
+
+  /** flow_dir [B, latentDim] = flow_net(c [B, D], s [B], t [B], x [B, latentDim]). */
+  async velocity(c: Float32Array, s: Float32Array, t: Float32Array, x: Float32Array): Promise<Float32Array> {
+    const batch = s.length;
+    if (c.length !== batch * this.config.conditioningDim || t.length !== batch || x.length !== batch * this.config.latentDim) {
+      throw new Error(`flow head inputs disagree on the batch of ${batch}`);
+    }
+    const outputs = await this.session.run({
+      c: new ort.Tensor("float32", c, [batch, this.config.conditioningDim]),
+      s: new ort.Tensor("float32", s, [batch, 1]),
+      t: new ort.Tensor("float32", t, [batch, 1]),
+      x: new ort.Tensor("float32", x, [batch, this.config.latentDim]),
+    });
+    return float32Output(outputs, "flow_dir", "flow_lm_flow").data;
+  }
+
+  /**
+   * LSD decode (§1.11): from x0 = √temperature · z, for i in 0..N−1 with s = i/N and t = (i+1)/N,
+   * x += flow_net(c, s, t, x) / N. Float32Array stores round each operation to float32 as PyTorch does.
+   * Returns the normalised latent [latentDim]; `x0` is not modified.
+   */
+  async sample(conditioning: Float32Array, x0: Float32Array, lsdSteps: number, onSubstep?: (substep: LsdSubstep) => void): Promise<Float32Array> {
+    if (!Number.isInteger(lsdSteps) || lsdSteps < 1) throw new RangeError(`lsd_steps must be a positive integer, got ${lsdSteps}`);
+    const x = Float32Array.from(x0);
+    for (let index = 0; index < lsdSteps; index++) {
+      const s = Float32Array.of(index / lsdSteps);
+      const t = Float32Array.of((index + 1) / lsdSteps);
+      const xIn = Float32Array.from(x);
+      const direction = await this.velocity(conditioning, s, t, xIn);
+      onSubstep?.({ xIn, flowDirection: direction });
+      for (let channel = 0; channel < x.length; channel++) x[channel] = x[channel]! + Math.fround(direction[channel]! / lsdSteps);
+    }
+    return x;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Mimi decoder, ONNX (§1.3, §3.1)
+
+export interface MimiDecoderConfig {
+  latentDim: number;
+  samplesPerFrame: number;
+}
+
+export class MimiDecoder {
+  constructor(
+    private readonly session: ort.InferenceSession,
+    readonly manifest: readonly StateEntry[],
+    readonly config: MimiDecoderConfig,
+  ) {}
+
+  /** A fresh streaming state (manifest fills: `first` flags true, buffers zero, `[1, C, 0]` tensors empty). */
+  emptyState(): MimiState {
+    return { tensors: initialStateTensors(this.manifest), frames: 0 };
+  }
+
+  /**
+   * Normalised latents [n, latentDim] (the graph denormalises with emb_std/emb_mean itself, §6.2) →
+   * raw float PCM [1920·n], unclamped (§6.17). Any split of a sequence into calls gives the same audio.
+   */
+  async decode(state: MimiState, latents: Float32Array): Promise<{ state: MimiState; audio: Float32Array }> {
+    const frames = latents.length / this.config.latentDim;
+    if (!Number.isInteger(frames) || frames < 1) throw new Error(`Mimi decoder input has ${latents.length} values, not a positive multiple of ${this.config.latentDim}`);
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new ort.Tensor("float32", latents, [1, frames, this.config.latentDim]) }));
+    const audio = float32Output(outputs, "audio_frame", "mimi_decoder").data;
+    if (audio.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${audio.length} samples for ${frames} latents`);
+    return { state: { tensors: stateOutputs(this.manifest, outputs, "mimi_decoder"), frames: state.frames + frames }, audio };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+/** All stages of a bundle, built from its sessions. */
+export interface PocketStages {
+  textConditioner: TextConditioner;
+  voiceEncoder: VoiceEncoder | null;
+  flowLm: FlowLm;
+  flowHead: FlowHead;
+  mimiDecoder: MimiDecoder;
+}
+
+export async function createPocketStages(bundle: PocketBundle, sessions: PocketSessions): Promise<PocketStages> {
+  const { latentDim, conditioningDim, samplesPerFrame, flowLmCachePositions } = bundle.dims;
+  return {
+    textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
+    voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
+    flowLm: new FlowLm(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }),
+    flowHead: new FlowHead(sessions.flowLmFlow, { latentDim, conditioningDim }),
+    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
+  };
+}
+
+/** The voice state for cloning (§2.1 steps 2–6): encode, then prefill an empty FlowLM cache with it. */
+export async function voiceStateFromAudio(stages: PocketStages, samples24kHz: Float32Array): Promise<FlowLmState> {
+  if (!stages.voiceEncoder) throw new Error("this bundle has no mimi_encoder.onnx, so it cannot clone voices");
+  const conditioning = await stages.voiceEncoder.encode(samples24kHz);
+  return stages.flowLm.prefill(stages.flowLm.emptyState(), conditioning);
+}

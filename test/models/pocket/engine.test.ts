@@ -1,0 +1,92 @@
+/** Pocket TTS served end to end on the tiny golden fixture (random weights: structured noise, not speech). */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PocketEngine } from "../../../src/models/pocket/engine.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
+import { parseSse } from "../../support/sse.ts";
+import { encodeWav } from "../../../src/audio/wav.ts";
+import { sine } from "../../support/uploads.ts";
+
+const FIXTURE = join(import.meta.dir, "..", "..", "..", "..", "shared", "fixtures", "pocket-tiny");
+
+/** The fixture as a served bundle: its files plus a voices/ folder holding its voice state as "alba". */
+export function fixtureBundle(): string {
+  if (!existsSync(FIXTURE)) throw new Error(`the Pocket TTS fixture is missing at ${FIXTURE} (it comes with ../shared)`);
+  const dir = mkdtempSync(join(tmpdir(), "voxedge-pocket-bundle-"));
+  for (const file of readdirSync(FIXTURE)) if (file.endsWith(".onnx") || ["bundle.json", "tokenizer.model", "bos_before_voice.npy"].includes(file)) copyFileSync(join(FIXTURE, file), join(dir, file));
+  mkdirSync(join(dir, "voices"));
+  copyFileSync(join(FIXTURE, "voice_state.safetensors"), join(dir, "voices", "alba.safetensors"));
+  return dir;
+}
+
+let server: TestServer;
+let engine: PocketEngine;
+beforeAll(async () => {
+  engine = await PocketEngine.load(fixtureBundle());
+  server = await startTestServer(engine);
+});
+afterAll(async () => {
+  await server.stop();
+  await engine.close();
+});
+
+const speak = (body: Record<string, unknown>, init: RequestInit = {}) =>
+  fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "Hello there, how are you?", response_format: "pcm", ...body }), ...init });
+
+describe("Pocket TTS through the speech API", () => {
+  test("models and voices name the neural model", async () => {
+    const models = (await (await fetch(`${server.url}/v1/models`)).json()) as any;
+    expect(models.data[0]).toMatchObject({ id: "pocket-tts", engine: "neural", sample_rate: 24000, supports_cloning: true });
+    const voices = (await (await fetch(`${server.url}/v1/audio/voices`)).json()) as any;
+    expect(voices.voices).toContain("alba");
+  });
+
+  test("a seed reproduces the audio; another seed changes it; frames are 1920 samples", async () => {
+    const first = new Uint8Array(await (await speak({ seed: 11 })).arrayBuffer());
+    const again = new Uint8Array(await (await speak({ seed: 11 })).arrayBuffer());
+    const other = new Uint8Array(await (await speak({ seed: 12 })).arrayBuffer());
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length % (1920 * 2)).toBe(0);
+    expect(again).toEqual(first);
+    expect(other).not.toEqual(first);
+  });
+
+  test("SSE streams frame by frame and the usage counts frames", async () => {
+    const events = parseSse(await (await speak({ seed: 3, stream: true })).text());
+    const deltas = events.filter((event) => event.event === "speech.audio.delta");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(Buffer.from(deltas[0]!.data.audio, "base64").length).toBe(1920 * 2);
+    expect(events.at(-1)!.data.usage.output_tokens).toBe(deltas.length);
+  });
+
+  test("extra_params steer generation and are validated", async () => {
+    const capped = new Uint8Array(await (await speak({ seed: 5, max_new_tokens: 3 })).arrayBuffer());
+    expect(capped.length).toBe(3 * 1920 * 2);
+    const bad = await speak({ extra_params: { lsd_steps: 0 } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.param).toBe("extra_params.lsd_steps");
+    const hotter = new Uint8Array(await (await speak({ seed: 5, extra_params: { temperature: 0.1, lsd_steps: 2 } })).arrayBuffer());
+    const base = new Uint8Array(await (await speak({ seed: 5 })).arrayBuffer());
+    expect(hotter).not.toEqual(base);
+  });
+
+  test("cloning from ref_audio: audio frames are counted as input audio tokens", async () => {
+    const wav = encodeWav(sine(2, 220, 24000), 24000);
+    const response = await speak({ seed: 1, ref_audio: `data:audio/wav;base64,${Buffer.from(wav).toString("base64")}`, ref_text: "ignored by this model" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-input-audio-tokens")).toBe(String(Math.ceil(48000 / 1920)));
+  });
+
+  test("a client that leaves mid-stream stops generation", async () => {
+    const abort = new AbortController();
+    const response = await speak({ seed: 2, stream_format: "audio", input: "This is a much longer sentence that takes many frames to finish speaking." }, { signal: abort.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    abort.abort();
+    // The next request is served promptly: the aborted one no longer holds the sessions.
+    const next = await speak({ seed: 2, max_new_tokens: 2 });
+    expect(next.status).toBe(200);
+  });
+});
