@@ -85,3 +85,30 @@ test("deno task serve serves speech and the WebSocket route (Deno smoke test)", 
   expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
   expect(decodeWithFfmpeg(bytes).samples.length).toBeGreaterThan(10000);
 }, 120_000);
+
+const FIXTURES = join(ROOT, "..", "shared", "fixtures");
+
+test("conformance is green on both golden fixtures and prints one JSON report", () => {
+  for (const fixture of ["pocket-tiny", "mimi-full"]) {
+    const result = spawnSync(BUN, ["src/main.ts", "conformance", join(FIXTURES, fixture)], { cwd: ROOT, maxBuffer: 1 << 24 });
+    expect(result.status).toBe(0);
+    const report = JSON.parse(result.stdout.toString());
+    expect(report).toMatchObject({ fixture, decoder: "onnx", pass: true });
+    expect(report.cases.length).toBeGreaterThan(0);
+    expect(report.cases.every((entry: { pass: boolean }) => entry.pass)).toBe(true);
+  }
+  const stages = new Set(JSON.parse(spawnSync(BUN, ["src/main.ts", "conformance", join(FIXTURES, "pocket-tiny")], { cwd: ROOT, maxBuffer: 1 << 24 }).stdout.toString()).cases.map((entry: { stage: string }) => entry.stage));
+  expect([...stages].sort()).toEqual(["decoder", "encoder", "end_to_end", "flow_head", "flow_lm", "text_conditioner", "tokenizer"]);
+}, 180_000);
+
+test("serve --model <bundle> serves Pocket TTS and says so", async () => {
+  const { fixtureBundle } = await import("./models/pocket/bundle-fixture.ts");
+  const port = 21000 + Math.floor(Math.random() * 1000);
+  const { status, bytes, log } = await serveAndSpeak(BUN, ["src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--model", fixtureBundle()], port, async (base) => {
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as any;
+    expect(models.data[0]).toMatchObject({ id: "pocket-tts", engine: "neural" });
+  });
+  expect(status).toBe(200);
+  expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
+  expect(log).toContain("model ready: neural model");
+}, 120_000);

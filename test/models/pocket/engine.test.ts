@@ -1,25 +1,11 @@
 /** Pocket TTS served end to end on the tiny golden fixture (random weights: structured noise, not speech). */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { PocketEngine } from "../../../src/models/pocket/engine.ts";
+import { fixtureBundle } from "./bundle-fixture.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { sine } from "../../support/uploads.ts";
-
-const FIXTURE = join(import.meta.dir, "..", "..", "..", "..", "shared", "fixtures", "pocket-tiny");
-
-/** The fixture as a served bundle: its files plus a voices/ folder holding its voice state as "alba". */
-export function fixtureBundle(): string {
-  if (!existsSync(FIXTURE)) throw new Error(`the Pocket TTS fixture is missing at ${FIXTURE} (it comes with ../shared)`);
-  const dir = mkdtempSync(join(tmpdir(), "voxedge-pocket-bundle-"));
-  for (const file of readdirSync(FIXTURE)) if (file.endsWith(".onnx") || ["bundle.json", "tokenizer.model", "bos_before_voice.npy"].includes(file)) copyFileSync(join(FIXTURE, file), join(dir, file));
-  mkdirSync(join(dir, "voices"));
-  copyFileSync(join(FIXTURE, "voice_state.safetensors"), join(dir, "voices", "alba.safetensors"));
-  return dir;
-}
 
 let server: TestServer;
 let engine: PocketEngine;
