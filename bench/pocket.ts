@@ -1,0 +1,89 @@
+/**
+ * Pocket TTS on a bundle: per-stage milliseconds per frame, real-time factor and time to first audio for a
+ * 30-word sentence with EOS disabled (every run reaches its frame cap, so cost per frame is what is
+ * measured, as in ../shared/docs/anchors.md).
+ *   bun bench/pocket.ts [--model <bundle-dir>] [--voice-seconds 5] [--runs 3]
+ * Without --model it runs the tiny golden fixture, whose numbers only show the harness works.
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
+import { generateSpeech, planTextChunks, type GenerationStages } from "../src/models/pocket/generation.ts";
+import { closePocketSessions, openPocketSessions } from "../src/models/pocket/onnx.ts";
+import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
+import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
+import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
+
+const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" } } });
+const bundleDir = values.model ?? fixtureBundle();
+const runs = Number(values.runs);
+const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below.";
+
+const bundle = await loadPocketBundle(bundleDir);
+const loadStart = performance.now();
+const sessions = await openPocketSessions(bundle);
+const stages = await createPocketStages(bundle, sessions);
+const loadMs = performance.now() - loadStart;
+if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
+const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));
+
+const stageMs: Record<string, number[]> = { text: [], main: [], flow: [], decoder: [] };
+function timed<T extends object>(stage: T, method: keyof T & string, bucket: string): T {
+  const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);
+  return new Proxy(stage, {
+    get: (target, property, receiver) => {
+      if (property !== method) {
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return async (...args: unknown[]) => {
+        const start = performance.now();
+        const result = await original(...args);
+        stageMs[bucket]!.push(performance.now() - start);
+        return result;
+      };
+    },
+  });
+}
+const timedStages: GenerationStages = {
+  textConditioner: timed(stages.textConditioner, "embed", "text"),
+  flowLm: timed(stages.flowLm, "step", "main"),
+  flowHead: timed(stages.flowHead, "sample", "flow"),
+  mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
+};
+
+const voiceSamples = Math.round(Number(values["voice-seconds"]) * bundle.dims.sampleRateHz);
+const voiceAudio = Float32Array.from({ length: voiceSamples }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 180 * i) / bundle.dims.sampleRateHz) + 0.05 * Math.sin(i * 0.37));
+const encodeStart = performance.now();
+const voice = await voiceStateFromAudio(stages, voiceAudio);
+const encodeMs = performance.now() - encodeStart;
+const chunks = planTextChunks(SENTENCE, tokenizer, bundle.flags);
+
+const results: { rtf: number; firstAudioMs: number; frames: number }[] = [];
+for (let run = 0; run < runs; run++) {
+  for (const list of Object.values(stageMs)) list.length = 0;
+  const start = performance.now();
+  let firstAudioMs = Number.NaN;
+  let frames = 0;
+  // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap.
+  for await (const _frame of generateSpeech(timedStages, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
+    if (frames++ === 0) firstAudioMs = performance.now() - start;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  results.push({ rtf: seconds / ((frames * bundle.dims.samplesPerFrame) / bundle.dims.sampleRateHz), firstAudioMs, frames });
+}
+
+const perFrame = (bucket: string) => {
+  const list = stageMs[bucket]!;
+  const total = list.reduce((sum, value) => sum + value, 0);
+  return (total / results.at(-1)!.frames).toFixed(2);
+};
+const sorted = (list: number[]) => [...list].sort((a, b) => a - b);
+const rtfs = sorted(results.map((result) => result.rtf));
+const firsts = sorted(results.map((result) => result.firstAudioMs));
+console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMain.precision}); onnxruntime-web wasm; ${typeof (globalThis as { Bun?: unknown }).Bun === "object" ? "bun" : "deno"}`);
+console.log(`sentence: ${SENTENCE.split(/\s+/).length} words, ${chunks.reduce((sum, chunk) => sum + chunk.tokenIds.length, 0)} tokens, ${results[0]!.frames} frames; voice ${values["voice-seconds"]} s encoded in ${encodeMs.toFixed(0)} ms; sessions opened in ${loadMs.toFixed(0)} ms`);
+console.log("| main ms/frame | flow ms/frame | decoder ms/frame | RTF (min / median) | first audio ms (min / median) |");
+console.log("|---|---|---|---|---|");
+console.log(`| ${perFrame("main")} | ${perFrame("flow")} | ${perFrame("decoder")} | ${rtfs[0]!.toFixed(3)} / ${rtfs[Math.floor(rtfs.length / 2)]!.toFixed(3)} | ${firsts[0]!.toFixed(1)} / ${firsts[Math.floor(firsts.length / 2)]!.toFixed(1)} |`);
+await closePocketSessions(sessions);
