@@ -79,7 +79,8 @@ export class PocketEngine implements SpeechModelAdapter {
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
   static async load(bundleDir: string): Promise<PocketEngine> {
-    const bundle = await loadPocketBundle(bundleDir);
+    // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 otherwise.
+    const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
     const sessions = await openPocketSessions(bundle);
     const stages = await createPocketStages(bundle, sessions);
     const tokenizer =

@@ -5,7 +5,7 @@ import { fixtureBundle } from "./bundle-fixture.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
-import { sine } from "../../support/uploads.ts";
+import { multipartBody, sine } from "../../support/uploads.ts";
 
 let server: TestServer;
 let engine: PocketEngine;
@@ -74,5 +74,22 @@ describe("Pocket TTS through the speech API", () => {
     // The next request is served promptly: the aborted one no longer holds the sessions.
     const next = await speak({ seed: 2, max_new_tokens: 2 });
     expect(next.status).toBe(200);
+  });
+
+  test("an uploaded voice clones; its state is cached per (name, created_at) and replaced on re-upload", async () => {
+    const uploadTone = async (frequencyHz: number) => {
+      const audio = new File([encodeWav(sine(2, frequencyHz, 24000), 24000) as Uint8Array<ArrayBuffer>], "me.wav", { type: "audio/wav" });
+      const { body, contentType } = await multipartBody({ name: "Me", consent: "c", audio_sample: audio });
+      expect((await fetch(`${server.url}/v1/audio/voices`, { method: "POST", headers: { "content-type": contentType }, body })).status).toBe(200);
+    };
+    await uploadTone(200);
+    const first = new Uint8Array(await (await speak({ voice: "me", seed: 4, max_new_tokens: 4 })).arrayBuffer());
+    const cachedAfterFirst = server.service.cachedVoicePrompts;
+    const again = new Uint8Array(await (await speak({ voice: "me", seed: 4, max_new_tokens: 4 })).arrayBuffer());
+    expect(again).toEqual(first);
+    expect(server.service.cachedVoicePrompts).toBe(cachedAfterFirst);
+    await uploadTone(600);
+    const replaced = new Uint8Array(await (await speak({ voice: "me", seed: 4, max_new_tokens: 4 })).arrayBuffer());
+    expect(replaced).not.toEqual(first);
   });
 });
