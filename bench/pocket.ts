@@ -81,7 +81,7 @@ const perFrame = (bucket: string) => {
 const sorted = (list: number[]) => [...list].sort((a, b) => a - b);
 const rtfs = sorted(results.map((result) => result.rtf));
 const firsts = sorted(results.map((result) => result.firstAudioMs));
-console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMain.precision}); onnxruntime-web wasm; ${typeof (globalThis as { Bun?: unknown }).Bun === "object" ? "bun" : "deno"}`);
+console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMain.precision}); ${sessions.provider}; ${typeof (globalThis as { Bun?: unknown }).Bun === "object" ? "bun" : "deno"}`);
 console.log(`sentence: ${SENTENCE.split(/\s+/).length} words, ${chunks.reduce((sum, chunk) => sum + chunk.tokenIds.length, 0)} tokens, ${results[0]!.frames} frames; voice ${values["voice-seconds"]} s encoded in ${encodeMs.toFixed(0)} ms; sessions opened in ${loadMs.toFixed(0)} ms`);
 console.log("| main ms/frame | flow ms/frame | decoder ms/frame | RTF (min / median) | first audio ms (min / median) |");
 console.log("|---|---|---|---|---|");

@@ -12,10 +12,9 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "./generation.ts";
-import { closePocketSessions, createOnnxSession, openPocketSessions, type PocketSessions } from "./onnx.ts";
+import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
@@ -38,6 +37,8 @@ export interface ConformanceCase {
 export interface ConformanceReport {
   fixture: string;
   decoder: ConformanceDecoder;
+  /** The onnxruntime package that ran the graphs; absent when no case needed a session. */
+  provider?: CpuProvider;
   pass: boolean;
   cases: ConformanceCase[];
 }
@@ -64,8 +65,8 @@ export function compareTensors(actual: ArrayLike<number>, expected: ArrayLike<nu
   return { maxAbs, relRms };
 }
 
-export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder): Promise<ConformanceReport> {
-  const fixture = new Fixture(fixtureDir);
+export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}): Promise<ConformanceReport> {
+  const fixture = new Fixture(fixtureDir, options);
   const cases: ConformanceCase[] = [];
   try {
     for (const caseName of Object.keys(fixture.golden.cases)) {
@@ -83,7 +84,8 @@ export async function runConformance(fixtureDir: string, decoder: ConformanceDec
   } finally {
     await fixture.close();
   }
-  return { fixture: fixture.golden.fixture, decoder, pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
+  const provider = await fixture.provider();
+  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -103,9 +105,13 @@ class Fixture {
   readonly golden: GoldenJson;
   private readonly tensors: Record<string, DecodedTensor>;
   private stagesPromise: Promise<{ bundle: PocketBundle; stages: PocketStages; sessions: PocketSessions }> | undefined;
-  private readonly extraSessions: Promise<ort.InferenceSession>[] = [];
+  private readonly extraSessions: Promise<OnnxSession>[] = [];
+  private runtimePromise: Promise<OnnxRuntime> | undefined;
 
-  constructor(readonly directory: string) {
+  constructor(
+    readonly directory: string,
+    private readonly providerOptions: OnnxProviderOptions,
+  ) {
     this.golden = JSON.parse(readFileSync(join(directory, "golden.json"), "utf8")) as GoldenJson;
     this.tensors = decodeSafetensorsWithInt64(readFileSync(join(directory, "golden.safetensors")));
   }
@@ -132,7 +138,7 @@ class Fixture {
   async pipeline(): Promise<{ bundle: PocketBundle; stages: PocketStages }> {
     this.stagesPromise ??= (async () => {
       const bundle = await loadPocketBundle(this.directory);
-      const sessions = await openPocketSessions(bundle);
+      const sessions = await openPocketSessions(bundle, { ...this.providerOptions, provider: (await this.runtime()).provider });
       return { bundle, stages: await createPocketStages(bundle, sessions), sessions };
     })();
     return this.stagesPromise;
@@ -152,8 +158,18 @@ class Fixture {
     return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
   }
 
-  session(path: string): Promise<ort.InferenceSession> {
-    const session = createOnnxSession(path);
+  /** The provider is resolved once, so every session of the run (bundle, variants, decoder) shares it. */
+  private runtime(): Promise<OnnxRuntime> {
+    this.runtimePromise ??= loadOnnxRuntime(this.providerOptions);
+    return this.runtimePromise;
+  }
+
+  async provider(): Promise<CpuProvider | undefined> {
+    return (await this.runtimePromise?.catch(() => undefined))?.provider;
+  }
+
+  session(path: string): Promise<OnnxSession> {
+    const session = this.runtime().then((runtime) => runtime.createSession(path));
     this.extraSessions.push(session);
     return session;
   }

@@ -1,10 +1,11 @@
 /**
- * Pocket TTS behind the model-adapter seam: bundle → onnxruntime-web sessions → stages, the tokenizer,
- * predefined voices from the bundle's voices folder, cloning through the Mimi encoder, and generation that
- * streams each decoded 80 ms frame as soon as it exists.
+ * Pocket TTS behind the model-adapter seam: bundle → onnxruntime sessions (CPU provider picked in onnx.ts)
+ * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
+ * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
- * onnxruntime-web runs one inference at a time per session, so every stage call goes through one queue
- * per engine: concurrent requests interleave step by step instead of failing.
+ * Every stage call goes through one queue per engine: concurrent requests interleave step by step, each
+ * step running alone on the machine's cores, instead of several runs contending for the same two cores
+ * and the wasm heap (which only raises every stream's per-frame latency).
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { badRequest } from "../../api/errors.ts";
 import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../../engine/adapter.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
-import { closePocketSessions, openPocketSessions, type PocketSessions } from "./onnx.ts";
+import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type PocketSessions } from "./onnx.ts";
 import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
@@ -47,7 +48,7 @@ export class PocketEngine implements SpeechModelAdapter {
     this.capabilities = {
       modelId: "pocket-tts",
       kind: "neural",
-      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on onnxruntime-web (CPU)`,
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU)`,
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
@@ -78,10 +79,10 @@ export class PocketEngine implements SpeechModelAdapter {
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
-  static async load(bundleDir: string): Promise<PocketEngine> {
+  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}): Promise<PocketEngine> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 otherwise.
     const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
-    const sessions = await openPocketSessions(bundle);
+    const sessions = await openPocketSessions(bundle, providerOptions);
     const stages = await createPocketStages(bundle, sessions);
     const tokenizer =
       bundle.tokenizer.format === "sentencepiece"

@@ -1,5 +1,6 @@
 /**
- * The Pocket TTS model stages over onnxruntime-web sessions (docs/pocket-tts.md §2, §3.1):
+ * The Pocket TTS model stages over onnxruntime sessions of either CPU provider (onnx.ts), docs/pocket-tts.md
+ * §2, §3.1:
  *
  *   token ids ─ TextConditioner ─▶ text conditioning [1, n, D]
  *   24 kHz audio ─ VoiceEncoder ─▶ voice conditioning [1, T(+1), D] ─ FlowLm.prefill ─▶ voice state
@@ -8,12 +9,13 @@
  *
  * D is the FlowLM width (1024 released). Stage objects hold only their session and constants, so one set
  * serves every request. Model states (`FlowLmState`, `MimiState`) are immutable values owned by the
- * request: each call returns a new state and never changes its input (onnxruntime copies feeds into wasm
- * memory and returns fresh outputs), so a cached voice state is reused by every chunk without a copy.
+ * request: each call returns a new state and never changes its input (onnxruntime never writes into feeds
+ * and returns fresh outputs), so a cached voice state is reused by every chunk without a copy. Tensors are
+ * built with the session's own `Tensor` class, never a statically imported one (see onnx.ts).
  */
-import * as ort from "onnxruntime-web";
+import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, type DecodedTensor, type PocketBundle, type StateEntry } from "./bundle.ts";
-import type { PocketSessions } from "./onnx.ts";
+import type { OnnxSession, PocketSessions } from "./onnx.ts";
 
 /** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
 export interface Float32Tensor {
@@ -38,7 +40,7 @@ export interface MimiState extends StateTensors {
 }
 
 /** Builds the initial state of a manifest. */
-function initialStateTensors(manifest: readonly StateEntry[]): ort.Tensor[] {
+function initialStateTensors(manifest: readonly StateEntry[], Tensor: typeof ort.Tensor): ort.Tensor[] {
   return manifest.map((entry) => {
     const elementCount = entry.shape.reduce((product, dim) => product * dim, 1);
     const shape = [...entry.shape];
@@ -47,11 +49,11 @@ function initialStateTensors(manifest: readonly StateEntry[]): ort.Tensor[] {
     const one = entry.fill === "ones";
     switch (entry.dtype) {
       case "float32":
-        return new ort.Tensor("float32", new Float32Array(elementCount).fill(entry.fill === "nan" ? NaN : one ? 1 : 0), shape);
+        return new Tensor("float32", new Float32Array(elementCount).fill(entry.fill === "nan" ? NaN : one ? 1 : 0), shape);
       case "int64":
-        return new ort.Tensor("int64", new BigInt64Array(elementCount).fill(one ? 1n : 0n), shape);
+        return new Tensor("int64", new BigInt64Array(elementCount).fill(one ? 1n : 0n), shape);
       case "bool":
-        return new ort.Tensor("bool", new Uint8Array(elementCount).fill(one ? 1 : 0), shape);
+        return new Tensor("bool", new Uint8Array(elementCount).fill(one ? 1 : 0), shape);
     }
   });
 }
@@ -82,14 +84,14 @@ function float32Output(outputs: ort.InferenceSession.ReturnType, name: string, g
 
 export class TextConditioner {
   constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: OnnxSession,
     private readonly conditioningDim: number,
   ) {}
 
   /** Token ids (no BOS/EOS, §1.8) → conditioning rows [1, n, D]: raw embedding rows, no projection. */
   async embed(tokenIds: readonly number[]): Promise<Float32Tensor> {
     const ids = BigInt64Array.from(tokenIds, (id) => BigInt(id));
-    const outputs = await this.session.run({ token_ids: new ort.Tensor("int64", ids, [1, ids.length]) });
+    const outputs = await this.session.run({ token_ids: new this.session.Tensor("int64", ids, [1, ids.length]) });
     const embeddings = float32Output(outputs, "embeddings", "text_conditioner");
     if (embeddings.data.length !== tokenIds.length * this.conditioningDim) throw new Error(`text_conditioner returned [${embeddings.dims.join(", ")}], expected [1, ${tokenIds.length}, ${this.conditioningDim}]`);
     return embeddings;
@@ -111,7 +113,7 @@ const BOS_MATCH_TOLERANCE = 1e-6;
 
 export class VoiceEncoder {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: OnnxSession,
     private readonly config: VoiceEncoderConfig,
     /** Whether the graph emits `bos_before_voice` as row 0 itself (the LM v2 wrapper) or not (KR2 prepends it). */
     readonly bosBakedIn: boolean,
@@ -121,7 +123,7 @@ export class VoiceEncoder {
    * Probes the graph once with one silent frame (fixture README "BOS detection recipe", §3.1): k+1 rows
    * with row 0 equal to `bos_before_voice` mean the BOS is baked in; k rows mean it must be prepended.
    */
-  static async create(session: ort.InferenceSession, config: VoiceEncoderConfig): Promise<VoiceEncoder> {
+  static async create(session: OnnxSession, config: VoiceEncoderConfig): Promise<VoiceEncoder> {
     const probe = await runEncoder(session, new Float32Array(config.samplesPerFrame), config.conditioningDim);
     const rows = probe.dims[1]!;
     if (rows === 1) return new VoiceEncoder(session, config, false);
@@ -158,8 +160,8 @@ export class VoiceEncoder {
   }
 }
 
-async function runEncoder(session: ort.InferenceSession, padded: Float32Array, conditioningDim: number): Promise<Float32Tensor> {
-  const outputs = await session.run({ audio: new ort.Tensor("float32", padded, [1, 1, padded.length]) });
+async function runEncoder(session: OnnxSession, padded: Float32Array, conditioningDim: number): Promise<Float32Tensor> {
+  const outputs = await session.run({ audio: new session.Tensor("float32", padded, [1, 1, padded.length]) });
   const name = session.outputNames[0]!;
   const latents = float32Output(outputs, name, "mimi_encoder");
   if (latents.dims.length !== 3 || latents.dims[2] !== conditioningDim) throw new Error(`mimi_encoder returned [${latents.dims.join(", ")}], expected [1, T, ${conditioningDim}]`);
@@ -188,7 +190,7 @@ export class FlowLm {
   private readonly stepIndex: number;
 
   constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: FlowLmConfig,
   ) {
@@ -197,9 +199,14 @@ export class FlowLm {
     this.stepIndex = stepIndex;
   }
 
+  /** The Tensor class of this stage's provider, for states built outside a run (voice files). */
+  get Tensor(): typeof ort.Tensor {
+    return this.session.Tensor;
+  }
+
   /** An empty cache, from the manifest fills (§3.3: cache NaN, current_end empty, step 0). */
   emptyState(): FlowLmState {
-    return { tensors: initialStateTensors(this.manifest), positions: 0 };
+    return { tensors: initialStateTensors(this.manifest, this.session.Tensor), positions: 0 };
   }
 
   /**
@@ -209,8 +216,8 @@ export class FlowLm {
   async prefill(state: FlowLmState, conditioning: Float32Tensor): Promise<FlowLmState> {
     const rows = conditioning.dims[1]!;
     if (conditioning.dims.length !== 3 || conditioning.dims[2] !== this.config.conditioningDim) throw new Error(`prefill conditioning is [${conditioning.dims.join(", ")}], expected [1, n, ${this.config.conditioningDim}]`);
-    const sequence = new ort.Tensor("float32", new Float32Array(0), [1, 0, this.config.latentDim]);
-    const text = new ort.Tensor("float32", conditioning.data, [1, rows, this.config.conditioningDim]);
+    const sequence = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.latentDim]);
+    const text = new this.session.Tensor("float32", conditioning.data, [1, rows, this.config.conditioningDim]);
     return (await this.run(state, sequence, text, rows)).state;
   }
 
@@ -221,8 +228,8 @@ export class FlowLm {
   async step(state: FlowLmState, inputLatent: Float32Array | null): Promise<FlowLmStepResult> {
     const latent = inputLatent ?? new Float32Array(this.config.latentDim).fill(NaN);
     if (latent.length !== this.config.latentDim) throw new Error(`AR input latent has ${latent.length} values, expected ${this.config.latentDim}`);
-    const sequence = new ort.Tensor("float32", latent, [1, 1, this.config.latentDim]);
-    const text = new ort.Tensor("float32", new Float32Array(0), [1, 0, this.config.conditioningDim]);
+    const sequence = new this.session.Tensor("float32", latent, [1, 1, this.config.latentDim]);
+    const text = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.conditioningDim]);
     return this.run(state, sequence, text, 1);
   }
 
@@ -271,8 +278,8 @@ export async function voiceStateFromSafetensors(bytes: Uint8Array, flowLm: FlowL
     const step = voiceStateStep(tensors, entry.module);
     if (positions !== undefined && positions !== step) throw new Error(`voice state layers disagree on the step (${positions} vs ${step})`);
     positions = step;
-    if (entry.key === "step") return new ort.Tensor("int64", BigInt64Array.of(BigInt(step)), [...entry.shape]);
-    if (entry.key === "cache") return new ort.Tensor("float32", copyCacheRows(source, entry, step), [...entry.shape]);
+    if (entry.key === "step") return new flowLm.Tensor("int64", BigInt64Array.of(BigInt(step)), [...entry.shape]);
+    if (entry.key === "cache") return new flowLm.Tensor("float32", copyCacheRows(source, entry, step), [...entry.shape]);
     throw new Error(`FlowLM state ${entry.module}/${entry.key} has no counterpart in a voice state`);
   });
   if (positions === undefined) throw new Error("voice state holds no layer");
@@ -325,7 +332,7 @@ export interface LsdSubstep {
 
 export class FlowHead {
   constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: OnnxSession,
     private readonly config: FlowHeadConfig,
   ) {}
 
@@ -336,10 +343,10 @@ export class FlowHead {
       throw new Error(`flow head inputs disagree on the batch of ${batch}`);
     }
     const outputs = await this.session.run({
-      c: new ort.Tensor("float32", c, [batch, this.config.conditioningDim]),
-      s: new ort.Tensor("float32", s, [batch, 1]),
-      t: new ort.Tensor("float32", t, [batch, 1]),
-      x: new ort.Tensor("float32", x, [batch, this.config.latentDim]),
+      c: new this.session.Tensor("float32", c, [batch, this.config.conditioningDim]),
+      s: new this.session.Tensor("float32", s, [batch, 1]),
+      t: new this.session.Tensor("float32", t, [batch, 1]),
+      x: new this.session.Tensor("float32", x, [batch, this.config.latentDim]),
     });
     return float32Output(outputs, "flow_dir", "flow_lm_flow").data;
   }
@@ -374,14 +381,14 @@ export interface MimiDecoderConfig {
 
 export class MimiDecoder {
   constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: MimiDecoderConfig,
   ) {}
 
   /** A fresh streaming state (manifest fills: `first` flags true, buffers zero, `[1, C, 0]` tensors empty). */
   emptyState(): MimiState {
-    return { tensors: initialStateTensors(this.manifest), frames: 0 };
+    return { tensors: initialStateTensors(this.manifest, this.session.Tensor), frames: 0 };
   }
 
   /**
@@ -391,7 +398,7 @@ export class MimiDecoder {
   async decode(state: MimiState, latents: Float32Array): Promise<{ state: MimiState; audio: Float32Array }> {
     const frames = latents.length / this.config.latentDim;
     if (!Number.isInteger(frames) || frames < 1) throw new Error(`Mimi decoder input has ${latents.length} values, not a positive multiple of ${this.config.latentDim}`);
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new ort.Tensor("float32", latents, [1, frames, this.config.latentDim]) }));
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new this.session.Tensor("float32", latents, [1, frames, this.config.latentDim]) }));
     const audio = float32Output(outputs, "audio_frame", "mimi_decoder").data;
     if (audio.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${audio.length} samples for ${frames} latents`);
     return { state: { tensors: stateOutputs(this.manifest, outputs, "mimi_decoder"), frames: state.frames + frames }, audio };

@@ -20,11 +20,12 @@ function caseKeys(fixture: string): string[] {
   return Object.keys(JSON.parse(readFileSync(join(FIXTURES_DIR, fixture, "golden.json"), "utf8")).cases);
 }
 
-describe("conformance with the ONNX decoder", () => {
+// Both CPU providers, pinned: "auto" would test only the one preferred on this runtime.
+describe.each(["onnxruntime-web", "onnxruntime-node"] as const)("conformance with the ONNX decoder on %s", (provider) => {
   test("pocket-tiny: every golden case runs and passes", async () => {
-    const report = await runConformance(join(FIXTURES_DIR, "pocket-tiny"), "onnx");
+    const report = await runConformance(join(FIXTURES_DIR, "pocket-tiny"), "onnx", { provider });
     expect(failures(report)).toEqual([]);
-    expect(report).toMatchObject({ fixture: "pocket-tiny", decoder: "onnx", pass: true });
+    expect(report).toMatchObject({ fixture: "pocket-tiny", decoder: "onnx", provider, pass: true });
     for (const key of caseKeys("pocket-tiny")) expect(report.cases.some((entry) => entry.case.startsWith(key))).toBe(true);
     const stages = new Set(report.cases.filter((entry) => entry.observable !== false).map((entry) => entry.stage));
     expect([...stages].sort()).toEqual(["decoder", "encoder", "end_to_end", "flow_head", "flow_lm", "text_conditioner", "tokenizer"]);
@@ -34,14 +35,16 @@ describe("conformance with the ONNX decoder", () => {
   });
 
   test("mimi-full: the full-size decoder matches in single, chunked and whole-sequence calls", async () => {
-    const report = await runConformance(join(FIXTURES_DIR, "mimi-full"), "onnx");
+    const report = await runConformance(join(FIXTURES_DIR, "mimi-full"), "onnx", { provider });
     expect(failures(report)).toEqual([]);
-    expect(report.pass).toBe(true);
+    expect(report).toMatchObject({ provider, pass: true });
     const audio = report.cases.filter((entry) => /^mimi_decoder\.audio_/.test(entry.case));
     expect(audio.map((entry) => entry.case)).toEqual(["mimi_decoder.audio_single", "mimi_decoder.audio_chunked", "mimi_decoder.audio_whole"]);
     for (const entry of audio) expect(entry.maxAbs!).toBeLessThan(2e-5);
   });
+});
 
+describe("conformance reports", () => {
   test("a golden case without a runner fails the report instead of being skipped", async () => {
     const dir = mkdtempSync(join(tmpdir(), "voxedge-conformance-"));
     scratchDirs.push(dir);
