@@ -15,10 +15,11 @@ import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { loadPocketBundle, parseStateManifest, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { compareTensors } from "../src/models/pocket/conformance.ts";
-import { generateSpeech, planTextChunks, type GenerationStages } from "../src/models/pocket/generation.ts";
+import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
 import { closePocketSessions, configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, openPocketSessions, type CpuProvider } from "../src/models/pocket/onnx.ts";
 import { createPocketStages, MimiDecoder, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
+import { syntheticVoice, timeStages } from "./pocket-timing.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared");
@@ -104,34 +105,10 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
   const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(readFileSync(bundle.tokenizer.modelPath)));
 
-  const stageMs: Record<string, number[]> = { text: [], main: [], flow: [], decoder: [] };
-  const timed = <T extends object>(stage: T, method: keyof T & string, bucket: string): T => {
-    const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);
-    return new Proxy(stage, {
-      get: (target, property, receiver) => {
-        if (property !== method) {
-          const value = Reflect.get(target, property, receiver);
-          return typeof value === "function" ? value.bind(target) : value;
-        }
-        return async (...args: unknown[]) => {
-          const start = performance.now();
-          const result = await original(...args);
-          stageMs[bucket]!.push(performance.now() - start);
-          return result;
-        };
-      },
-    });
-  };
-  const timedStages: GenerationStages = {
-    textConditioner: timed(stages.textConditioner, "embed", "text"),
-    flowLm: timed(stages.flowLm, "step", "main"),
-    flowHead: timed(stages.flowHead, "sample", "flow"),
-    mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
-  };
+  const { timedStages, stageMs } = timeStages(stages);
 
-  const voiceSamples = Math.round(spec.voiceSeconds * bundle.dims.sampleRateHz);
-  const voiceAudio = Float32Array.from({ length: voiceSamples }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 180 * i) / bundle.dims.sampleRateHz) + 0.05 * Math.sin(i * 0.37));
-  const encodeStart = performance.now();
+  const voiceAudio = syntheticVoice(bundle, spec.voiceSeconds);
+    const encodeStart = performance.now();
   const voice = await voiceStateFromAudio(stages, voiceAudio);
   const encodeMs = performance.now() - encodeStart;
   const chunks = planTextChunks(SENTENCE, tokenizer, bundle.flags);

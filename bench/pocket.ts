@@ -8,11 +8,12 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
-import { generateSpeech, planTextChunks, type GenerationStages } from "../src/models/pocket/generation.ts";
+import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/onnx.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
+import { syntheticVoice, timeStages } from "./pocket-timing.ts";
 
 const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" } } });
 const bundleDir = values.model ?? fixtureBundle();
@@ -27,33 +28,9 @@ const loadMs = performance.now() - loadStart;
 if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
 const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));
 
-const stageMs: Record<string, number[]> = { text: [], main: [], flow: [], decoder: [] };
-function timed<T extends object>(stage: T, method: keyof T & string, bucket: string): T {
-  const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);
-  return new Proxy(stage, {
-    get: (target, property, receiver) => {
-      if (property !== method) {
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return async (...args: unknown[]) => {
-        const start = performance.now();
-        const result = await original(...args);
-        stageMs[bucket]!.push(performance.now() - start);
-        return result;
-      };
-    },
-  });
-}
-const timedStages: GenerationStages = {
-  textConditioner: timed(stages.textConditioner, "embed", "text"),
-  flowLm: timed(stages.flowLm, "step", "main"),
-  flowHead: timed(stages.flowHead, "sample", "flow"),
-  mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
-};
+const { timedStages, stageMs } = timeStages(stages);
 
-const voiceSamples = Math.round(Number(values["voice-seconds"]) * bundle.dims.sampleRateHz);
-const voiceAudio = Float32Array.from({ length: voiceSamples }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 180 * i) / bundle.dims.sampleRateHz) + 0.05 * Math.sin(i * 0.37));
+const voiceAudio = syntheticVoice(bundle, Number(values["voice-seconds"]));
 const encodeStart = performance.now();
 const voice = await voiceStateFromAudio(stages, voiceAudio);
 const encodeMs = performance.now() - encodeStart;

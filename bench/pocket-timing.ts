@@ -1,0 +1,41 @@
+/** Shared by the Pocket TTS benches: per-stage timing of the generation stages and a synthetic voice. */
+import type { PocketBundle } from "../src/models/pocket/bundle.ts";
+import type { GenerationStages } from "../src/models/pocket/generation.ts";
+import type { PocketStages } from "../src/models/pocket/stages.ts";
+
+export type StageTimings = Record<"text" | "main" | "flow" | "decoder", number[]>;
+
+/** Wraps each stage's session-running method to record its wall time in milliseconds. */
+export function timeStages(stages: PocketStages): { timedStages: GenerationStages; stageMs: StageTimings } {
+  const stageMs: StageTimings = { text: [], main: [], flow: [], decoder: [] };
+  const timed = <T extends object>(stage: T, method: keyof T & string, bucket: keyof StageTimings): T => {
+    const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);
+    return new Proxy(stage, {
+      get: (target, property, receiver) => {
+        if (property !== method) {
+          const value = Reflect.get(target, property, receiver);
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return async (...args: unknown[]) => {
+          const start = performance.now();
+          const result = await original(...args);
+          stageMs[bucket].push(performance.now() - start);
+          return result;
+        };
+      },
+    });
+  };
+  const timedStages: GenerationStages = {
+    textConditioner: timed(stages.textConditioner, "embed", "text"),
+    flowLm: timed(stages.flowLm, "step", "main"),
+    flowHead: timed(stages.flowHead, "sample", "flow"),
+    mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
+  };
+  return { timedStages, stageMs };
+}
+
+/** A voice-like test signal of the given length at the bundle's rate (the weights are random anyway). */
+export function syntheticVoice(bundle: PocketBundle, seconds: number): Float32Array {
+  const rateHz = bundle.dims.sampleRateHz;
+  return Float32Array.from({ length: Math.round(seconds * rateHz) }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 180 * i) / rateHz) + 0.05 * Math.sin(i * 0.37));
+}
