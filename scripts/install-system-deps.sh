@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the test suite needs: ffmpeg (independent decoder of every output format),
 # pocketsphinx with its English model (intelligibility checks of the offline engine), and Debian's
-# PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden fixture).
+# PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden fixture), and
+# Chromium (the playground page tested in a real browser).
 set -euo pipefail
 missing=()
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
@@ -9,6 +10,7 @@ command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
 [ -d /usr/share/pocketsphinx/model/en-us ] || missing+=(pocketsphinx-en-us)
 /usr/bin/python3 -c "import torch" >/dev/null 2>&1 || missing+=(python3-torch)
 /usr/bin/python3 -c "import onnx, numpy" >/dev/null 2>&1 || missing+=(python3-onnx python3-numpy)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2

@@ -16,6 +16,8 @@ const PLAYGROUND_PATH = new URL("../../public/index.html", import.meta.url);
 
 export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRouteDeps): void {
   app.get("/", async (c) => c.html(await readFile(PLAYGROUND_PATH, "utf-8")));
+  // Browsers ask for it on every page; an empty answer keeps their consoles and our 404 counts clean.
+  app.get("/favicon.ico", (c) => c.body(null, 204));
 
   app.get("/health", (c) => {
     const adapter = host.adapter;
