@@ -19,7 +19,7 @@ import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.
 import { closePocketSessions, configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, openPocketSessions, type CpuProvider } from "../src/models/pocket/onnx.ts";
 import { createPocketStages, MimiDecoder, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
-import { syntheticVoice, timeStages } from "./pocket-timing.ts";
+import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared");
@@ -107,7 +107,7 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
 
   const { timedStages, stageMs } = timeStages(stages);
 
-  const voiceAudio = syntheticVoice(bundle, spec.voiceSeconds);
+  const voiceAudio = syntheticVoice(spec.voiceSeconds, bundle.dims.sampleRateHz);
     const encodeStart = performance.now();
   const voice = await voiceStateFromAudio(stages, voiceAudio);
   const encodeMs = performance.now() - encodeStart;
@@ -133,7 +133,7 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   }
   await closePocketSessions(sessions);
   // Stage times of the last (warmest) run.
-  const perFrame = (bucket: string) => stageMs[bucket]!.reduce((sum, value) => sum + value, 0) / frames;
+  const perFrame = (bucket: keyof StageTimings) => stageMs[bucket]!.reduce((sum, value) => sum + value, 0) / frames;
   const graphs = bundle.graphs;
   return {
     kind: "pipeline",

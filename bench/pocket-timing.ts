@@ -1,5 +1,4 @@
 /** Shared by the Pocket TTS benches: per-stage timing of the generation stages and a synthetic voice. */
-import type { PocketBundle } from "../src/models/pocket/bundle.ts";
 import type { GenerationStages } from "../src/models/pocket/generation.ts";
 import type { PocketStages } from "../src/models/pocket/stages.ts";
 
@@ -34,8 +33,7 @@ export function timeStages(stages: PocketStages): { timedStages: GenerationStage
   return { timedStages, stageMs };
 }
 
-/** A voice-like test signal of the given length at the bundle's rate (the weights are random anyway). */
-export function syntheticVoice(bundle: PocketBundle, seconds: number): Float32Array {
-  const rateHz = bundle.dims.sampleRateHz;
+/** The benches' reference voice: a 180 Hz tone plus a slow ripple, the same for every runtime compared. */
+export function syntheticVoice(seconds: number, rateHz: number): Float32Array {
   return Float32Array.from({ length: Math.round(seconds * rateHz) }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 180 * i) / rateHz) + 0.05 * Math.sin(i * 0.37));
 }

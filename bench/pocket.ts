@@ -13,7 +13,7 @@ import { closePocketSessions, openPocketSessions } from "../src/models/pocket/on
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
-import { syntheticVoice, timeStages } from "./pocket-timing.ts";
+import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
 const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" } } });
 const bundleDir = values.model ?? fixtureBundle();
@@ -30,7 +30,7 @@ const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await rea
 
 const { timedStages, stageMs } = timeStages(stages);
 
-const voiceAudio = syntheticVoice(bundle, Number(values["voice-seconds"]));
+const voiceAudio = syntheticVoice(Number(values["voice-seconds"]), bundle.dims.sampleRateHz);
 const encodeStart = performance.now();
 const voice = await voiceStateFromAudio(stages, voiceAudio);
 const encodeMs = performance.now() - encodeStart;
@@ -50,7 +50,7 @@ for (let run = 0; run < runs; run++) {
   results.push({ rtf: seconds / ((frames * bundle.dims.samplesPerFrame) / bundle.dims.sampleRateHz), firstAudioMs, frames });
 }
 
-const perFrame = (bucket: string) => {
+const perFrame = (bucket: keyof StageTimings) => {
   const list = stageMs[bucket]!;
   const total = list.reduce((sum, value) => sum + value, 0);
   return (total / results.at(-1)!.frames).toFixed(2);
