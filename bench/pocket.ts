@@ -2,7 +2,7 @@
  * Pocket TTS on a bundle: per-stage milliseconds per frame, real-time factor and time to first audio for a
  * 30-word sentence with EOS disabled (every run reaches its frame cap, so cost per frame is what is
  * measured, as in ../shared/docs/anchors.md).
- *   bun bench/pocket.ts [--model <bundle-dir>] [--voice-seconds 5] [--runs 3]
+ *   bun bench/pocket.ts [--model <bundle-dir>] [--precision int8|fp32] [--voice-seconds 5] [--runs 3]
  * Without --model it runs the tiny golden fixture, whose numbers only show the harness works.
  */
 import { readFile } from "node:fs/promises";
@@ -15,12 +15,13 @@ import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
-const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" } } });
+const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" }, precision: { type: "string", default: "int8" } } });
 const bundleDir = values.model ?? fixtureBundle();
 const runs = Number(values.runs);
 const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below.";
 
-const bundle = await loadPocketBundle(bundleDir);
+// int8 where the bundle has it, as the server runs on the CPU.
+const bundle = await loadPocketBundle(bundleDir, { precision: values.precision === "fp32" ? "fp32" : "int8" });
 const loadStart = performance.now();
 const sessions = await openPocketSessions(bundle);
 const stages = await createPocketStages(bundle, sessions);

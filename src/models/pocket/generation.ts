@@ -30,10 +30,12 @@ export interface GenerationParams {
   framesAfterEos?: number;
   /** Lowers the per-chunk frame cap below the upstream ceil((n_tokens/3 + 2)·12.5). */
   maxFramesPerChunk?: number;
+  /** Most latents per decoder call once a chunk's first frame is out (1 = frame by frame). */
+  decodeBatchFrames: number;
 }
 
 /** Upstream defaults at HEAD (§1.12). */
-export const DEFAULT_GENERATION_PARAMS: Readonly<GenerationParams> = Object.freeze({ temperature: 0.7, lsdSteps: 1, eosThreshold: -4.0 });
+export const DEFAULT_GENERATION_PARAMS: Readonly<GenerationParams> = Object.freeze({ temperature: 0.7, lsdSteps: 1, eosThreshold: -4.0, decodeBatchFrames: 4 });
 
 /** One independently generated piece of text (§1.13 step 6). */
 export interface TextChunk {
@@ -281,11 +283,28 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
       chunkIndex,
       onStep: request.onStep,
     });
+    // The first frame of a chunk is decoded alone, so first audio leaves at once; later frames are
+    // decoded in growing batches (1, 2, 3, … up to decodeBatchFrames), since one decoder call on k
+    // latents costs far less than k calls (anchors: 18.9 → 6.2 ms/frame from 1 to 15 per call).
+    // Any split of the latents into calls gives the same audio (§1.3 streaming state).
+    const pending: Float32Array[] = [];
+    const decodePending = async function* () {
+      const batch = new Float32Array(pending.length * latentDim);
+      pending.forEach((latent, index) => batch.set(latent, index * latentDim));
+      pending.length = 0;
+      const decoded = await stages.mimiDecoder.decode(decoderState, batch);
+      decoderState = decoded.state;
+      const samplesPerFrame = decoded.audio.length / (batch.length / latentDim);
+      for (let offset = 0; offset < decoded.audio.length; offset += samplesPerFrame) {
+        if (signal?.aborted) return;
+        yield { samples: decoded.audio.subarray(offset, offset + samplesPerFrame), chunkIndex, frameIndex: frameIndex++ };
+      }
+    };
     for await (const latent of latents) {
       if (signal?.aborted) return;
-      const decoded = await stages.mimiDecoder.decode(decoderState, latent);
-      decoderState = decoded.state;
-      yield { samples: decoded.audio, chunkIndex, frameIndex: frameIndex++ };
+      pending.push(latent);
+      if (pending.length >= Math.min(params.decodeBatchFrames, frameIndex + 1)) yield* decodePending();
     }
+    if (pending.length > 0 && !signal?.aborted) yield* decodePending();
   }
 }

@@ -202,13 +202,41 @@ describe("speech generation on pocket-tiny", () => {
     const frames: GeneratedFrame[] = [];
     const traces: StepTrace[] = [];
     // Never EOS, so only the abort can stop it before 50 frames.
-    const request: SpeechRequest = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100 }, signal: controller.signal, onStep: (trace) => traces.push(trace) };
+    const request: SpeechRequest = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 1 }, signal: controller.signal, onStep: (trace) => traces.push(trace) };
     for await (const frame of generateSpeech(stages, request)) {
       frames.push(frame);
       if (frames.length === 2) controller.abort();
     }
     expect(frames).toHaveLength(2);
     expect(traces).toHaveLength(2);
+  });
+
+  test("batched decoding gives the frame-by-frame audio; an abort stops it within one batch of steps", async () => {
+    const run = async (decodeBatchFrames: number) => {
+      const samples: number[] = [];
+      const frames: GeneratedFrame[] = [];
+      for await (const frame of generateSpeech(stages, { voice, chunks: [HELLO], seed: 8, params: { eosThreshold: 100, decodeBatchFrames } })) {
+        frames.push(frame);
+        samples.push(...frame.samples);
+      }
+      return { samples: Float32Array.from(samples), frames };
+    };
+    const single = await run(1);
+    const batched = await run(4);
+    expect(batched.frames.map((frame) => frame.frameIndex)).toEqual(single.frames.map((frame) => frame.frameIndex));
+    expect(batched.frames.every((frame) => frame.samples.length === 1920)).toBe(true);
+    const relRms = Math.sqrt(batched.samples.reduce((sum, value, i) => sum + (value - single.samples[i]!) ** 2, 0) / single.samples.reduce((sum, value) => sum + value ** 2, 0));
+    expect(relRms).toBeLessThan(1e-4);
+
+    const controller = new AbortController();
+    const traces: StepTrace[] = [];
+    const frames: GeneratedFrame[] = [];
+    for await (const frame of generateSpeech(stages, { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 4 }, signal: controller.signal, onStep: (trace) => traces.push(trace) })) {
+      frames.push(frame);
+      if (frames.length === 2) controller.abort();
+    }
+    expect(frames).toHaveLength(2);
+    expect(traces.length).toBeLessThanOrEqual(2 + 3);
   });
 
   test("every chunk restarts from the voice state with a fresh decoder: identical chunks and noise give identical audio", async () => {
