@@ -5,9 +5,17 @@ import { join } from "node:path";
 
 export const POCKET_TINY_FIXTURE = join(import.meta.dir, "..", "..", "..", "..", "shared", "fixtures", "pocket-tiny");
 
+/** The fixture folder, or an error saying where it should be (it comes with ../shared). */
+export function requirePocketTinyFixture(): string {
+  if (!existsSync(join(POCKET_TINY_FIXTURE, "golden.json"))) {
+    throw new Error(`Pocket TTS fixture not found at ${POCKET_TINY_FIXTURE}: these tests need the shared/ folder checked out beside the repository (../shared/fixtures/pocket-tiny).`);
+  }
+  return POCKET_TINY_FIXTURE;
+}
+
 /** The fixture as a served bundle: its files plus a voices/ folder holding its voice state as "alba". */
 export function fixtureBundle(): string {
-  if (!existsSync(POCKET_TINY_FIXTURE)) throw new Error(`the Pocket TTS fixture is missing at ${POCKET_TINY_FIXTURE} (it comes with ../shared)`);
+  requirePocketTinyFixture();
   const dir = mkdtempSync(join(tmpdir(), "voxedge-pocket-bundle-"));
   for (const file of readdirSync(POCKET_TINY_FIXTURE)) if (file.endsWith(".onnx") || ["bundle.json", "tokenizer.model", "bos_before_voice.npy"].includes(file)) copyFileSync(join(POCKET_TINY_FIXTURE, file), join(dir, file));
   mkdirSync(join(dir, "voices"));

@@ -18,6 +18,7 @@ import {
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/onnx.ts";
 import { createPocketStages, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
+import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/models/pocket/conformance.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
 const GOLDEN = JSON.parse(readFileSync(join(TINY_DIR, "golden.json"), "utf8"));
@@ -225,8 +226,7 @@ describe("speech generation on pocket-tiny", () => {
     const batched = await run(4);
     expect(batched.frames.map((frame) => frame.frameIndex)).toEqual(single.frames.map((frame) => frame.frameIndex));
     expect(batched.frames.every((frame) => frame.samples.length === 1920)).toBe(true);
-    const relRms = Math.sqrt(batched.samples.reduce((sum, value, i) => sum + (value - single.samples[i]!) ** 2, 0) / single.samples.reduce((sum, value) => sum + value ** 2, 0));
-    expect(relRms).toBeLessThan(1e-4);
+    expect(compareTensors(batched.samples, single.samples).relRms).toBeLessThan(RELATIVE_RMS_TOLERANCE);
 
     const controller = new AbortController();
     const traces: StepTrace[] = [];

@@ -1,14 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EmptyTextPromptError, prepareTextPrompt, splitIntoBestSentences, type TextPromptOptions } from "../../../src/models/pocket/text-prompt.ts";
 import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
+import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
 /** The shared fixtures live beside the repository (`../shared`), never inside it. */
-const FIXTURE_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
-if (!existsSync(join(FIXTURE_DIR, "golden.json"))) {
-  throw new Error(`Pocket TTS fixture not found at ${FIXTURE_DIR}: these tests need the shared/ folder checked out beside the repository (../shared/fixtures/pocket-tiny).`);
-}
+const FIXTURE_DIR = requirePocketTinyFixture();
 
 interface GoldenPrepareCase {
   input: string;

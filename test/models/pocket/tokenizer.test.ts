@@ -1,16 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { concatBytes } from "../../../src/audio/concat.ts";
 import { InvalidTokenizerModelError, SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
 import { readSafetensorsHeader } from "../../../src/voices/safetensors.ts";
+import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
 /** The shared fixtures live beside the repository (`../shared`), never inside it. */
-const FIXTURE_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
-if (!existsSync(join(FIXTURE_DIR, "golden.json"))) {
-  throw new Error(`Pocket TTS fixture not found at ${FIXTURE_DIR}: these tests need the shared/ folder checked out beside the repository (../shared/fixtures/pocket-tiny).`);
-}
+const FIXTURE_DIR = requirePocketTinyFixture();
 
 interface GoldenTokenizerCase {
   text: string;
