@@ -20,6 +20,7 @@ import { closePocketSessions, configureOnnxRuntime, createOnnxSession, loadOnnxR
 import { createPocketStages, MimiDecoder, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
+import { concatFloat32 } from "../src/audio/concat.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared");
@@ -171,15 +172,6 @@ async function measureMimiFull(spec: CellSpec): Promise<MimiFullResult> {
   return { kind: "mimi-full", msPerCall, peakRssMiB: peakRssMiB() };
 }
 
-function concatFloat32(parts: readonly Float32Array[]): Float32Array {
-  const joined = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
-}
 
 /** The process's peak resident set (maxRSS is in KiB); Deno 2 refuses /proc/self reads without --allow-all. */
 function peakRssMiB(): number {

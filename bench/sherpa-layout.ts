@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadPocketBundle, type GraphFile, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { syntheticVoice } from "./pocket-timing.ts";
+import { concatBytes } from "../src/audio/concat.ts";
 
 /** The width sherpa-onnx 1.13.x assumes for FlowLM conditioning rows (its empty AR text tensor). */
 export const SHERPA_HARD_CODED_CONDITIONING_DIM = 1024;
@@ -217,15 +218,6 @@ function lengthDelimited(field: number, payload: Uint8Array): Uint8Array {
   return out;
 }
 
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
 
 /** Re-encodes `message` with each length-delimited field `field` replaced by `rewrite(payload)`. */
 function rewriteSubmessages(message: Uint8Array, field: number, rewrite: (payload: Uint8Array) => Uint8Array): Uint8Array {

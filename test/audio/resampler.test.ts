@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createStreamingResampler, resample, type StreamingResampler } from "../../src/audio/resampler.ts";
 import { dominantFrequencyHz, frequencyResolutionHz } from "../support/spectrum.ts";
+import { concatFloat32 } from "../../src/audio/concat.ts";
 
 const SOURCE_RATE_HZ = 24000;
 const TONE_HZ = 1000;
@@ -31,18 +32,9 @@ function pushInChunks(resampler: StreamingResampler, samples: Float32Array, patt
     offset += size;
   }
   parts.push(resampler.flush());
-  return concat(parts);
+  return concatFloat32(parts);
 }
 
-function concat(parts: Float32Array[]): Float32Array {
-  const joined = new Float32Array(parts.reduce((total, part) => total + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
-}
 
 function maxAbsDifference(a: Float32Array, b: Float32Array): number {
   let max = 0;
@@ -156,7 +148,7 @@ describe("createStreamingResampler", () => {
       resampler.close();
     });
     for (const [index, toHz] of toHzs.entries()) {
-      expect(concat(parts[index]!)).toEqual(await resample(input, SOURCE_RATE_HZ, toHz));
+      expect(concatFloat32(parts[index]!)).toEqual(await resample(input, SOURCE_RATE_HZ, toHz));
     }
   });
 

@@ -18,6 +18,7 @@ import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvi
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
+import { concatFloat32 } from "../../audio/concat.ts";
 
 export type ConformanceDecoder = "onnx";
 export type ConformanceStage = "tokenizer" | "text_conditioner" | "encoder" | "flow_lm" | "flow_head" | "decoder" | "end_to_end";
@@ -516,7 +517,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       const latentDim = stages.flowLm.config.latentDim;
       const latents = new Float32Array(traces.length * latentDim);
       traces.forEach((trace, index) => latents.set(trace.latent, index * latentDim));
-      const joined = concatenate(audio);
+      const joined = concatFloat32(audio);
       cases.push(
         tensorCase(`${prefix}.eos_logit`, "end_to_end", traces.map((trace) => trace.eosLogit), fixture.float(golden.outputs.eos_logit)),
         tensorCase(`${prefix}.latent`, "end_to_end", latents, fixture.float(golden.outputs.latent)),
@@ -557,18 +558,9 @@ async function decodeInCalls(decoder: MimiDecoder, latents: Float32Array, calls:
     frame += count;
   }
   if (frame * latentDim !== latents.length) throw new Error(`call pattern [${calls.join(", ")}] covers ${frame} of ${latents.length / latentDim} latents`);
-  return concatenate(pieces);
+  return concatFloat32(pieces);
 }
 
-function concatenate(pieces: readonly Float32Array[]): Float32Array {
-  const joined = new Float32Array(pieces.reduce((total, piece) => total + piece.length, 0));
-  let offset = 0;
-  for (const piece of pieces) {
-    joined.set(piece, offset);
-    offset += piece.length;
-  }
-  return joined;
-}
 
 /** The filled cache rows [0, positions) of every layer, K and V, concatenated. */
 function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array {
@@ -580,5 +572,5 @@ function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array
     const rowValues = heads * headDim;
     for (let plane = 0; plane < kv * batch; plane++) pieces.push(data.subarray(plane * capacity * rowValues, (plane * capacity + state.positions) * rowValues));
   });
-  return concatenate(pieces);
+  return concatFloat32(pieces);
 }

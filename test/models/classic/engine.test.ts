@@ -4,6 +4,7 @@ import { createClassicEngine, splitSentences } from "../../../src/models/classic
 import { INTELLIGIBILITY_SENTENCES } from "../../../src/models/classic/test-sentences.ts";
 import { transcribe } from "../../support/asr.ts";
 import { corpusWordErrorRate, wordErrorRate } from "../../support/wer.ts";
+import { concatFloat32 } from "../../../src/audio/concat.ts";
 
 /**
  * Corpus WER ceiling for the default voice on INTELLIGIBILITY_SENTENCES, transcribed by pocketsphinx.
@@ -36,21 +37,14 @@ function job(text: string, over: Partial<SynthesisJob> = {}): SynthesisJob {
   };
 }
 
+const samplesOf = (chunks: readonly AudioChunk[]) => concatFloat32(chunks.map((chunk) => chunk.samples));
+
 async function collect(j: SynthesisJob): Promise<AudioChunk[]> {
   const out: AudioChunk[] = [];
   for await (const c of engine.synthesize(j)) out.push(c);
   return out;
 }
 
-function concat(chunks: AudioChunk[]): Float32Array {
-  const out = new Float32Array(chunks.reduce((a, c) => a + c.samples.length, 0));
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c.samples, o);
-    o += c.samples.length;
-  }
-  return out;
-}
 
 const TWO_SENTENCES = "The quick brown fox jumps over the lazy dog. It was a sunny day in the valley.";
 const LONG_TEXT = Array.from({ length: 8 }, (_, i) => `This is sentence number ${i + 1} of a fairly long passage.`).join(" ");
@@ -77,7 +71,7 @@ describe("classic engine (flite)", () => {
 
   test("every listed voice speaks", async () => {
     for (const voice of engine.capabilities.voices) {
-      const pcm = concat(await collect(job("Good morning.", { voice })));
+      const pcm = samplesOf(await collect(job("Good morning.", { voice })));
       expect(pcm.length).toBeGreaterThan(16000 * 0.3);
       let peak = 0;
       for (const x of pcm) peak = Math.max(peak, Math.abs(x));
@@ -91,12 +85,12 @@ describe("classic engine (flite)", () => {
   });
 
   test("deterministic, also under concurrent requests", async () => {
-    const a = concat(await collect(job(TWO_SENTENCES, { seed: 1 })));
-    const b = concat(await collect(job(TWO_SENTENCES, { seed: 2 })));
+    const a = samplesOf(await collect(job(TWO_SENTENCES, { seed: 1 })));
+    const b = samplesOf(await collect(job(TWO_SENTENCES, { seed: 2 })));
     expect(b).toEqual(a);
     const [c, d] = await Promise.all([collect(job(TWO_SENTENCES)), collect(job(TWO_SENTENCES, { voice: "slt" }))]);
-    expect(concat(c)).toEqual(a);
-    expect(concat(d)).toEqual(concat(await collect(job(TWO_SENTENCES, { voice: "slt" }))));
+    expect(samplesOf(c)).toEqual(a);
+    expect(samplesOf(d)).toEqual(samplesOf(await collect(job(TWO_SENTENCES, { voice: "slt" }))));
   });
 
   test("chunks are 80 ms frames; only the last may be shorter", async () => {
@@ -148,7 +142,7 @@ describe("classic engine (flite)", () => {
       const chunks = await collect(job(LONG_TEXT, { maxNewTokens: cap }));
       expect(chunks).toHaveLength(cap);
       expect(chunks.reduce((a, c) => a + c.frameCount, 0)).toBe(cap);
-      expect(concat(chunks)).toEqual(concat(full.slice(0, cap)));
+      expect(samplesOf(chunks)).toEqual(samplesOf(full.slice(0, cap)));
     }
     const big = await collect(job("Short.", { maxNewTokens: 10_000 }));
     expect(big.length).toBeGreaterThan(0);
@@ -179,7 +173,7 @@ describe("classic engine (flite)", () => {
 
   test(`intelligible: pocketsphinx corpus WER < ${MAX_CORPUS_WER * 100}% on the default voice`, async () => {
     const pcms: Float32Array[] = [];
-    for (const s of INTELLIGIBILITY_SENTENCES) pcms.push(concat(await collect(job(s))));
+    for (const s of INTELLIGIBILITY_SENTENCES) pcms.push(samplesOf(await collect(job(s))));
     // Two recognizers at a time (2-core machines); each takes ~1-2 s.
     const hyps: string[] = new Array(pcms.length);
     let next = 0;
