@@ -1,0 +1,163 @@
+/**
+ * WGSL kernel plumbing shared by every kernel host module: source loading from `kernels/<name>.wgsl`, one
+ * compiled pipeline per (device, kernel, entry point), and the few buffer helpers the hosts and tests use.
+ *
+ * Host modules turn a shape and a set of buffers into a `KernelDispatch` once (uniforms packed, bind group
+ * built) and encode it into a caller's compute pass as often as they like, so a whole decoder step is one
+ * command submission with no per-step allocation.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+// WebGPU's GPUBufferUsage / GPUMapMode flag values (spec §"GPUBufferUsage"): not every runtime's WebGPU
+// binding installs those globals, and the values are fixed by the spec.
+export const BufferUsage = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
+const MAP_MODE_READ = 0x1;
+
+const kernelSources = new Map<string, string>();
+const pipelineCaches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+/** The WGSL text of `kernels/<name>.wgsl`, resolved from this module so it works from any working directory. */
+export function loadKernel(name: string): string {
+  const cached = kernelSources.get(name);
+  if (cached !== undefined) return cached;
+  if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`kernel name ${JSON.stringify(name)} is not a plain file stem`);
+  const path = fileURLToPath(new URL(`../../kernels/${name}.wgsl`, import.meta.url));
+  const source = readFileSync(path, "utf8");
+  kernelSources.set(name, source);
+  return source;
+}
+
+/**
+ * The compute pipeline of a kernel's entry point, compiled on first use and cached per device. The layout is
+ * `auto`, so each entry point's bind group 0 holds exactly the bindings that entry point reads.
+ */
+export function computePipeline(device: GPUDevice, name: string, entryPoint = "main"): GPUComputePipeline {
+  let pipelines = pipelineCaches.get(device);
+  if (!pipelines) {
+    pipelines = new Map();
+    pipelineCaches.set(device, pipelines);
+  }
+  const key = `${name}#${entryPoint}`;
+  const cached = pipelines.get(key);
+  if (cached) return cached;
+  const module = device.createShaderModule({ label: name, code: loadKernel(name) });
+  const pipeline = device.createComputePipeline({ label: key, layout: "auto", compute: { module, entryPoint } });
+  pipelines.set(key, pipeline);
+  return pipeline;
+}
+
+// Zero-sized bindings are invalid in WebGPU and storage bindings must be 4-byte multiples.
+function bufferByteSize(byteLength: number): number {
+  return Math.max(16, Math.ceil(byteLength / 16) * 16);
+}
+
+function bytesOf(data: ArrayBufferView | ArrayBuffer): Uint8Array {
+  return data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * A storage buffer (also a copy source and destination) holding `data`, or `byteLength` zero bytes. The size
+ * is rounded up to 16 bytes; readers must use the logical length.
+ */
+export function storageBuffer(device: GPUDevice, dataOrByteLength: ArrayBufferView | ArrayBuffer | number, label?: string): GPUBuffer {
+  const byteLength = typeof dataOrByteLength === "number" ? dataOrByteLength : dataOrByteLength.byteLength;
+  const buffer = device.createBuffer({
+    label,
+    size: bufferByteSize(byteLength),
+    usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST,
+    mappedAtCreation: typeof dataOrByteLength !== "number",
+  });
+  if (typeof dataOrByteLength !== "number") {
+    new Uint8Array(buffer.getMappedRange()).set(bytesOf(dataOrByteLength));
+    buffer.unmap();
+  }
+  return buffer;
+}
+
+/** A uniform buffer holding the packed words of a kernel's uniform struct (rounded up to 16 bytes). */
+export function uniformBuffer(device: GPUDevice, words: Uint32Array | ArrayBuffer): GPUBuffer {
+  const bytes = bytesOf(words);
+  const buffer = device.createBuffer({ size: bufferByteSize(bytes.byteLength), usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, mappedAtCreation: true });
+  new Uint8Array(buffer.getMappedRange()).set(bytes);
+  buffer.unmap();
+  return buffer;
+}
+
+/**
+ * Packs a uniform struct made only of 4-byte scalars (`u32` and `f32`, in declaration order) — the only kind
+ * of uniform struct the kernels declare, so no member ever needs alignment padding.
+ */
+export function packUniforms(fields: ReadonlyArray<readonly ["u32" | "f32", number]>): Uint32Array {
+  const words = new Uint32Array(Math.max(4, Math.ceil(fields.length / 4) * 4));
+  const floats = new Float32Array(words.buffer);
+  fields.forEach(([type, value], index) => {
+    if (type === "f32") floats[index] = value;
+    else {
+      if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new Error(`uniform field ${index} = ${value} is not a u32`);
+      words[index] = value;
+    }
+  });
+  return words;
+}
+
+/** Copies the first `length` floats of a storage buffer back to the CPU (waits for all submitted work). */
+export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: number): Promise<Float32Array> {
+  const byteLength = length * 4;
+  if (byteLength > buffer.size) throw new Error(`cannot read ${length} floats from a ${buffer.size}-byte buffer`);
+  if (length === 0) return new Float32Array(0);
+  const staging = device.createBuffer({ size: byteLength, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  encoder.copyBufferToBuffer(buffer, 0, staging, 0, byteLength);
+  device.queue.submit([encoder.finish()]);
+  await staging.mapAsync(MAP_MODE_READ);
+  const result = new Float32Array(staging.getMappedRange().slice(0));
+  staging.unmap();
+  staging.destroy();
+  return result;
+}
+
+/** One prepared kernel launch: pipeline, bound buffers and workgroup counts, encodable any number of times. */
+export interface KernelDispatch {
+  readonly label: string;
+  readonly pipeline: GPUComputePipeline;
+  readonly bindGroup: GPUBindGroup;
+  readonly workgroups: readonly [number, number, number];
+}
+
+/** Builds a dispatch whose bind group 0 binds `buffers[i]` at binding i (the uniform struct first, by convention). */
+export function kernelDispatch(
+  device: GPUDevice,
+  kernel: { name: string; entryPoint?: string },
+  buffers: readonly GPUBuffer[],
+  workgroups: readonly [number, number, number],
+): KernelDispatch {
+  const pipeline = computePipeline(device, kernel.name, kernel.entryPoint);
+  const limit = device.limits.maxComputeWorkgroupsPerDimension;
+  if (workgroups.some((count) => count > limit)) throw new Error(`${kernel.name}: ${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`);
+  const bindGroup = device.createBindGroup({
+    label: kernel.name,
+    layout: pipeline.getBindGroupLayout(0),
+    entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+  });
+  return { label: kernel.name, pipeline, bindGroup, workgroups };
+}
+
+/** Encodes dispatches in order into one compute pass; WebGPU orders storage writes between dispatches. */
+export function encodeDispatches(pass: GPUComputePassEncoder, dispatches: readonly KernelDispatch[]): void {
+  for (const dispatch of dispatches) {
+    if (dispatch.workgroups.some((count) => count === 0)) continue;
+    pass.setPipeline(dispatch.pipeline);
+    pass.setBindGroup(0, dispatch.bindGroup);
+    pass.dispatchWorkgroups(...dispatch.workgroups);
+  }
+}
+
+/** Runs dispatches as one submission in a pass of their own (tests and one-off work). */
+export function submitDispatches(device: GPUDevice, dispatches: readonly KernelDispatch[]): void {
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  encodeDispatches(pass, dispatches);
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+}

@@ -1,0 +1,74 @@
+/**
+ * Helpers for the WGSL kernel tests: reproducible random inputs and an element-wise closeness check that
+ * names the worst element, so a failing kernel says where and by how much it is off.
+ */
+import { loadKernel } from "../../src/gpu/kernel.ts";
+
+/** mulberry32: a tiny seeded generator of uniform floats in [0, 1), identical on every runtime. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = state;
+    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `n` floats drawn uniformly from [-scale, scale). */
+export function randomArray(rand: () => number, n: number, scale = 1): Float32Array {
+  const values = new Float32Array(n);
+  for (let i = 0; i < n; i++) values[i] = (2 * rand() - 1) * scale;
+  return values;
+}
+
+export interface Tolerance {
+  atol: number;
+  rtol: number;
+  label: string;
+}
+
+/**
+ * Throws unless |actual − expected| ≤ atol + rtol·|expected| everywhere (NaN never passes). The message names
+ * the element that exceeds its bound the most, with both values and the difference.
+ */
+export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, { atol, rtol, label }: Tolerance): void {
+  if (actual.length !== expected.length) throw new Error(`${label}: got ${actual.length} values, expected ${expected.length}`);
+  let worstIndex = -1;
+  let worstExcess = 0;
+  let maxDifference = 0;
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i]!;
+    const b = expected[i]!;
+    const difference = Math.abs(a - b);
+    const excess = Number.isNaN(difference) ? Infinity : difference - (atol + rtol * Math.abs(b));
+    if (difference > maxDifference) maxDifference = difference;
+    if (excess > worstExcess) {
+      worstExcess = excess;
+      worstIndex = i;
+    }
+  }
+  if (worstIndex >= 0) {
+    const a = actual[worstIndex]!;
+    const b = expected[worstIndex]!;
+    throw new Error(
+      `${label}: element ${worstIndex} of ${expected.length} is ${a}, expected ${b} (|a-b| = ${Math.abs(a - b)} > atol ${atol} + rtol ${rtol}·|b|); max |a-b| over all elements ${maxDifference}`,
+    );
+  }
+}
+
+/**
+ * The byte size of a WGSL struct of 4-byte scalars in a kernel file, rounded up to the 16 bytes a uniform
+ * binding occupies: lets each host module's test pin its packed uniform size to the shader's declaration.
+ */
+export function wgslStructByteSize(kernelName: string, structName: string): number {
+  const source = loadKernel(kernelName);
+  const match = new RegExp(`struct\\s+${structName}\\s*\\{([^}]*)\\}`).exec(source);
+  if (!match) throw new Error(`struct ${structName} not found in kernels/${kernelName}.wgsl`);
+  const fields = match[1]!.split(",").map((field) => field.trim()).filter((field) => field.length > 0);
+  for (const field of fields) {
+    if (!/:\s*(u32|f32|i32)$/.test(field)) throw new Error(`kernels/${kernelName}.wgsl ${structName}.${field} is not a 4-byte scalar`);
+  }
+  return Math.max(16, Math.ceil((fields.length * 4) / 16) * 16);
+}
