@@ -2,7 +2,8 @@
 # System packages the test suite needs: ffmpeg (independent decoder of every output format),
 # pocketsphinx with its English model (intelligibility checks of the offline engine), and Debian's
 # PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden fixture), and
-# Chromium (the playground page tested in a real browser).
+# Chromium (the playground page tested in a real browser), and Mesa's software GPU drivers (the WGSL
+# kernel tests run on them: lavapipe on Vulkan for Deno, llvmpipe through EGL/OpenGL ES for bun-webgpu).
 set -euo pipefail
 missing=()
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
@@ -11,6 +12,10 @@ command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
 /usr/bin/python3 -c "import torch" >/dev/null 2>&1 || missing+=(python3-torch)
 /usr/bin/python3 -c "import onnx, numpy" >/dev/null 2>&1 || missing+=(python3-onnx python3-numpy)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -e /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so ] || missing+=(mesa-vulkan-drivers)
+[ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || missing+=(libgl1-mesa-dri)
+[ -e /usr/share/glvnd/egl_vendor.d/50_mesa.json ] || missing+=(libegl-mesa0)
+[ -e /usr/lib/x86_64-linux-gnu/libEGL.so.1 ] || missing+=(libegl1)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2

@@ -1,0 +1,293 @@
+/**
+ * WebGPU device acquisition for every runtime we serve from: `navigator.gpu` where the runtime has it
+ * (Deno, browsers), the `bun-webgpu` package (Dawn through bun:ffi) under Bun. One device per process,
+ * shared by every kernel (and meant to be handed to onnxruntime-web's WebGPU EP so tensors stay on it).
+ *
+ * Software adapters need care (docs/architecture.md "Runtimes and devices"), all seen on Debian 12 with
+ * Mesa 22.3 (llvmpipe / lavapipe):
+ * - Dawn's default adapter there is its Null backend (`info.device === "null-backend"`): it accepts every
+ *   call and computes nothing. Dawn skips lavapipe on Vulkan ("Vulkan shaderUniform*ArrayDynamicIndexing
+ *   required"), and its OpenGL ES discovery fails with EGL_NOT_INITIALIZED unless EGL_PLATFORM=surfaceless
+ *   is in the C environment before EGL starts. With it, `{ featureLevel: "compatibility", backendType:
+ *   "OpenGLES" }` yields llvmpipe ("OpenGL ES 3.2 Mesa 22.3.6"), which computes correctly.
+ * - bun-webgpu packs every limit of a device descriptor, filling the unnamed ones with WebGPU's core
+ *   defaults, and rejects the request when a default exceeds a compatibility adapter's limit. So the device
+ *   is requested with all of the adapter's own limits, which also lifts maxStorageBuffersPerShaderStage from
+ *   the default 8 (kernels with many tensors need more).
+ * - Deno's built-in WebGPU (wgpu) takes lavapipe on Vulkan directly and reports it as a fallback adapter.
+ *
+ * Every new device runs a self-test kernel before anyone gets it, so a backend that silently computes
+ * zeros (or garbage) is refused with a clear Error instead of producing silent audio.
+ */
+
+export interface GpuContext {
+  device: GPUDevice;
+  /** Human-readable adapter name, for logs and error messages. */
+  adapterDescription: string;
+  /** A CPU rasteriser (llvmpipe, lavapipe, SwiftShader) rather than a real GPU. */
+  isSoftware: boolean;
+  backend: "navigator.gpu" | "bun-webgpu" | "webgpu-dawn";
+}
+
+/** Raised (as a rejection) by work on a device that was lost or destroyed, instead of waiting forever. */
+export class GpuDeviceLostError extends Error {
+  constructor(
+    readonly reason: string,
+    detail: string,
+  ) {
+    super(`WebGPU device lost (${reason})${detail ? `: ${detail}` : ""}`);
+    this.name = "GpuDeviceLostError";
+  }
+}
+
+/** What `gpuForTests` tells a machine without any usable adapter to install (CI installs it too). */
+export const SOFTWARE_ADAPTER_INSTALL_HINT = "apt-get install -y mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 libegl1 (Mesa lavapipe for Vulkan, llvmpipe for EGL/OpenGL ES)";
+
+type Backend = GpuContext["backend"];
+
+interface AdapterChoice {
+  adapter: GPUAdapter;
+  backend: Backend;
+}
+
+/** Adapter info fields as the runtimes report them; bun-webgpu adds Dawn's numeric `backendType`/`adapterType`. */
+interface AdapterInfoFields {
+  vendor?: string;
+  architecture?: string;
+  device?: string;
+  description?: string;
+  isFallbackAdapter?: boolean;
+  backendType?: number;
+}
+
+// WGPUBackendType_Null in webgpu.h.
+const DAWN_NULL_BACKEND = 1;
+const SOFTWARE_ADAPTER_NAMES = /llvmpipe|lavapipe|softpipe|swiftshader|software/i;
+
+function adapterInfo(adapter: GPUAdapter): AdapterInfoFields {
+  return ((adapter as unknown as { info?: AdapterInfoFields }).info ?? {}) as AdapterInfoFields;
+}
+
+function describeAdapter(info: AdapterInfoFields): string {
+  const parts = [info.description, info.device, info.vendor, info.architecture].filter((part): part is string => typeof part === "string" && part.length > 0 && part !== "0");
+  return [...new Set(parts)].join(" / ") || "unnamed adapter";
+}
+
+function isNullBackend(info: AdapterInfoFields): boolean {
+  return info.device === "null-backend" || info.backendType === DAWN_NULL_BACKEND;
+}
+
+function isSoftwareAdapter(adapter: GPUAdapter, info: AdapterInfoFields): boolean {
+  const fallback = info.isFallbackAdapter ?? (adapter as unknown as { isFallbackAdapter?: boolean }).isFallbackAdapter;
+  return fallback === true || SOFTWARE_ADAPTER_NAMES.test(describeAdapter(info));
+}
+
+/** Sets a variable in the C environment (what Mesa's EGL reads), which Bun's `process.env` does not reach. */
+async function setNativeEnvironment(name: string, value: string): Promise<void> {
+  const { dlopen, FFIType } = await import("bun:ffi");
+  const libc = dlopen("libc.so.6", { setenv: { args: [FFIType.cstring, FFIType.cstring, FFIType.i32], returns: FFIType.i32 } });
+  try {
+    const encoder = new TextEncoder();
+    const status = libc.symbols.setenv(encoder.encode(`${name}\0`), encoder.encode(`${value}\0`), 0);
+    if (status !== 0) throw new Error(`setenv(${name}) failed`);
+  } finally {
+    libc.close();
+  }
+}
+
+async function bunWebGpuAdapter(): Promise<AdapterChoice | null> {
+  // Must precede the first EGL initialisation in the process (see the module comment). Only on Linux:
+  // elsewhere Dawn has Metal / D3D and no EGL.
+  if (process.platform === "linux" && !process.env.EGL_PLATFORM) {
+    await setNativeEnvironment("EGL_PLATFORM", "surfaceless");
+    process.env.EGL_PLATFORM = "surfaceless";
+  }
+  const { createGPUInstance, globals } = await import("bun-webgpu");
+  // Installs GPUBufferUsage, GPUMapMode, … which code written against the WebGPU spec expects as globals.
+  globals();
+  const gpu = createGPUInstance() as unknown as GPU;
+  const attempts: Array<GPURequestAdapterOptions & Record<string, unknown>> = [{ powerPreference: "high-performance" }, { featureLevel: "compatibility", backendType: "OpenGLES" }];
+  for (const options of attempts) {
+    const adapter = await gpu.requestAdapter(options);
+    if (adapter && !isNullBackend(adapterInfo(adapter))) return { adapter, backend: "bun-webgpu" };
+  }
+  return null;
+}
+
+async function navigatorAdapter(): Promise<AdapterChoice | null> {
+  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  if (!gpu) return null;
+  const adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });
+  if (!adapter || isNullBackend(adapterInfo(adapter))) return null;
+  return { adapter, backend: "navigator.gpu" };
+}
+
+async function chooseAdapter(): Promise<AdapterChoice | null> {
+  if ("Bun" in globalThis) return bunWebGpuAdapter();
+  if ("Deno" in globalThis || (globalThis.navigator as Navigator | undefined)?.gpu) return navigatorAdapter();
+  throw new Error("no WebGPU binding for this runtime: run under Bun (bun-webgpu) or Deno (navigator.gpu)");
+}
+
+/** Every numeric limit the adapter reports, whether as own fields (bun-webgpu) or prototype getters (Deno). */
+function adapterLimits(adapter: GPUAdapter): Record<string, number> {
+  const limits = adapter.limits as unknown as Record<string, unknown>;
+  const names = new Set<string>();
+  for (let object: object | null = limits; object && object !== Object.prototype; object = Object.getPrototypeOf(object)) {
+    for (const name of Object.getOwnPropertyNames(object)) names.add(name);
+  }
+  const required: Record<string, number> = {};
+  for (const name of names) {
+    const value = limits[name];
+    if (typeof value === "number" && /^(max|min)[A-Z]/.test(name)) required[name] = value;
+  }
+  return required;
+}
+
+// out[i] = a[i] · scale + f32(i) · offset: exercises a storage read, a uniform read, the invocation id and
+// bounds checking over a non-multiple of the workgroup size.
+const SELF_TEST_KERNEL = /* wgsl */ `
+struct Params { count: u32, scale: f32, offset: f32, pad: u32 }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  if (id.x >= params.count) { return; }
+  out[id.x] = a[id.x] * params.scale + f32(id.x) * params.offset;
+}`;
+const SELF_TEST_COUNT = 100;
+
+// GPUBufferUsage / GPUMapMode values fixed by the WebGPU spec (not every binding installs the globals).
+const USAGE_MAP_READ = 0x1;
+const USAGE_COPY_SRC = 0x4;
+const USAGE_COPY_DST = 0x8;
+const USAGE_UNIFORM = 0x40;
+const USAGE_STORAGE = 0x80;
+const MAP_MODE_READ = 0x1;
+
+/** Runs the self-test kernel; throws when the device reports an error or computes anything else. */
+async function selfTest(device: GPUDevice, adapterDescription: string): Promise<void> {
+  const count = SELF_TEST_COUNT;
+  const scale = 2;
+  const offset = 0.5;
+  const input = Float32Array.from({ length: count }, (_, index) => index - 37);
+  const params = new ArrayBuffer(16);
+  new Uint32Array(params, 0, 1)[0] = count;
+  new Float32Array(params, 4, 2).set([scale, offset]);
+
+  device.pushErrorScope("validation");
+  const module = device.createShaderModule({ label: "self-test", code: SELF_TEST_KERNEL });
+  const pipeline = device.createComputePipeline({ label: "self-test", layout: "auto", compute: { module, entryPoint: "main" } });
+  const uniform = device.createBuffer({ size: 16, usage: USAGE_UNIFORM | USAGE_COPY_DST });
+  const source = device.createBuffer({ size: count * 4, usage: USAGE_STORAGE | USAGE_COPY_DST });
+  const result = device.createBuffer({ size: count * 4, usage: USAGE_STORAGE | USAGE_COPY_SRC });
+  const staging = device.createBuffer({ size: count * 4, usage: USAGE_MAP_READ | USAGE_COPY_DST });
+  device.queue.writeBuffer(uniform, 0, params);
+  device.queue.writeBuffer(source, 0, input);
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(
+    0,
+    device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [uniform, source, result].map((buffer, binding) => ({ binding, resource: { buffer } })),
+    }),
+  );
+  pass.dispatchWorkgroups(Math.ceil(count / 64));
+  pass.end();
+  encoder.copyBufferToBuffer(result, 0, staging, 0, count * 4);
+  device.queue.submit([encoder.finish()]);
+  const validationError = await device.popErrorScope();
+  if (validationError) throw new Error(`WebGPU self-test on ${adapterDescription} failed validation: ${validationError.message}`);
+  await staging.mapAsync(MAP_MODE_READ);
+  const output = new Float32Array(staging.getMappedRange().slice(0));
+  staging.unmap();
+  for (const buffer of [uniform, source, result, staging]) buffer.destroy();
+  for (let index = 0; index < count; index++) {
+    const expected = input[index]! * scale + index * offset;
+    if (output[index] !== expected) {
+      throw new Error(`WebGPU self-test on ${adapterDescription} computed out[${index}] = ${output[index]}, expected ${expected}: the adapter does not compute correctly`);
+    }
+  }
+}
+
+/**
+ * A new device on the best adapter of this runtime, self-tested. Prefer `acquireGpu`, which shares one
+ * device per process; this exists for callers that must not share (tests of device loss).
+ */
+export async function openGpuContext(): Promise<GpuContext> {
+  const choice = await chooseAdapter();
+  if (!choice) throw new Error("no WebGPU adapter found (only Dawn's Null backend, which computes nothing, or none at all)");
+  const { adapter, backend } = choice;
+  const info = adapterInfo(adapter);
+  const adapterDescription = describeAdapter(info);
+  const device = await adapter.requestDevice({ label: "voxedge", requiredLimits: adapterLimits(adapter) });
+  const context: GpuContext = { device, adapterDescription, isSoftware: isSoftwareAdapter(adapter, info), backend };
+  try {
+    await selfTest(device, adapterDescription);
+  } catch (error) {
+    device.destroy();
+    throw error;
+  }
+  return context;
+}
+
+let shared: Promise<GpuContext> | undefined;
+
+function sharedContext(): Promise<GpuContext> {
+  if (!shared) {
+    const opening = openGpuContext();
+    shared = opening;
+    opening.then(
+      (context) => {
+        // A lost device is never handed out again: the next caller gets a fresh one.
+        void context.device.lost.then(() => {
+          if (shared === opening) shared = undefined;
+        });
+      },
+      () => {
+        if (shared === opening) shared = undefined;
+      },
+    );
+  }
+  return shared;
+}
+
+/**
+ * The process's shared WebGPU device. Rejects when there is no adapter, only a Null backend, a device that
+ * fails the self-test, or (unless `allowSoftware`) only a software adapter, which is slower than the CPU path.
+ */
+export async function acquireGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext> {
+  const context = await sharedContext();
+  if (context.isSoftware && !options.allowSoftware) {
+    throw new Error(`the only WebGPU adapter is a software one (${context.adapterDescription}); pass allowSoftware to use it anyway`);
+  }
+  return context;
+}
+
+/**
+ * The device the kernel tests run on: software adapters welcome. Fails (never skips) with the package to
+ * install when the machine has no usable adapter.
+ */
+export async function gpuForTests(): Promise<GpuContext> {
+  try {
+    return await acquireGpu({ allowSoftware: true });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`no usable WebGPU device for the kernel tests (${reason}); install a software adapter: ${SOFTWARE_ADAPTER_INSTALL_HINT}`);
+  }
+}
+
+/**
+ * Settles like `work`, unless the device is lost first: then rejects with GpuDeviceLostError. Wrap every
+ * wait on the GPU (buffer maps, `onSubmittedWorkDone`) so a lost device is an error, not a hang.
+ */
+export function whileDeviceAlive<T>(device: GPUDevice, work: Promise<T>): Promise<T> {
+  const lost = device.lost.then((info) => {
+    throw new GpuDeviceLostError(info.reason ?? "unknown", info.message ?? "");
+  });
+  // The loss branch must not surface as an unhandled rejection when `work` wins the race.
+  lost.catch(() => undefined);
+  return Promise.race([work, lost]);
+}
