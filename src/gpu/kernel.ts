@@ -21,7 +21,7 @@ const pipelineCaches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>()
 export function loadKernel(name: string): string {
   const cached = kernelSources.get(name);
   if (cached !== undefined) return cached;
-  if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`kernel name ${JSON.stringify(name)} is not a plain file stem`);
+  if (!/^[a-z0-9_-]+$/.test(name)) throw new Error(`kernel name ${JSON.stringify(name)} is not a plain file stem`);
   const path = fileURLToPath(new URL(`../../kernels/${name}.wgsl`, import.meta.url));
   const source = readFileSync(path, "utf8");
   kernelSources.set(name, source);
@@ -88,7 +88,9 @@ export function uniformBuffer(device: GPUDevice, words: Uint32Array | ArrayBuffe
  * Packs a uniform struct made only of 4-byte scalars (`u32` and `f32`, in declaration order) — the only kind
  * of uniform struct the kernels declare, so no member ever needs alignment padding.
  */
-export function packUniforms(fields: ReadonlyArray<readonly ["u32" | "f32", number]>): Uint32Array {
+export type UniformFields = ReadonlyArray<readonly ["u32" | "f32", number]>;
+
+export function packUniforms(fields: UniformFields): Uint32Array {
   const words = new Uint32Array(Math.max(4, Math.ceil(fields.length / 4) * 4));
   const floats = new Float32Array(words.buffer);
   fields.forEach(([type, value], index) => {
@@ -117,6 +119,29 @@ export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: 
   return result;
 }
 
+/**
+ * Workgroup grid for one-thread-per-element kernels that index x + y · (groups.x · workgroupSize), so
+ * element counts past 65535 workgroups spill into a second dimension.
+ */
+export function elementwiseGrid(device: GPUDevice, count: number, workgroupSize: number): [number, number, number] {
+  const groups = Math.ceil(count / workgroupSize);
+  const limit = device.limits.maxComputeWorkgroupsPerDimension;
+  if (groups <= limit) return [groups, 1, 1];
+  return [limit, Math.ceil(groups / limit), 1];
+}
+
+/** Throws unless every named shape number is a positive integer (zero-sized dispatches are never meant). */
+export function requireShape(op: string, shape: Record<string, number>): void {
+  for (const [name, value] of Object.entries(shape)) {
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${op}: ${name} must be a positive integer, got ${value}`);
+  }
+}
+
+/** Throws unless `buffer` holds at least `floats` 4-byte elements: a short binding would read out of range. */
+export function requireFloats(buffer: GPUBuffer, floats: number, what: string): void {
+  if (buffer.size < floats * 4) throw new Error(`${what}: buffer of ${buffer.size} bytes is smaller than the ${floats} floats it must hold`);
+}
+
 /** One prepared kernel launch: pipeline, bound buffers and workgroup counts, encodable any number of times. */
 export interface KernelDispatch {
   readonly label: string;
@@ -125,10 +150,14 @@ export interface KernelDispatch {
   readonly workgroups: readonly [number, number, number];
 }
 
-/** Builds a dispatch whose bind group 0 binds `buffers[i]` at binding i (the uniform struct first, by convention). */
+/**
+ * Builds a dispatch whose bind group 0 binds the packed `uniforms` at binding 0 and `buffers[i]` at
+ * binding i + 1 (the layout every kernel declares).
+ */
 export function kernelDispatch(
   device: GPUDevice,
   kernel: { name: string; entryPoint?: string },
+  uniforms: UniformFields,
   buffers: readonly GPUBuffer[],
   workgroups: readonly [number, number, number],
 ): KernelDispatch {
@@ -138,7 +167,7 @@ export function kernelDispatch(
   const bindGroup = device.createBindGroup({
     label: kernel.name,
     layout: pipeline.getBindGroupLayout(0),
-    entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+    entries: [uniformBuffer(device, packUniforms(uniforms)), ...buffers].map((buffer, binding) => ({ binding, resource: { buffer } })),
   });
   return { label: kernel.name, pipeline, bindGroup, workgroups };
 }

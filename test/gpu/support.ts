@@ -59,8 +59,8 @@ export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
 }
 
 /**
- * The byte size of a WGSL struct of 4-byte scalars in a kernel file, rounded up to the 16 bytes a uniform
- * binding occupies: lets each host module's test pin its packed uniform size to the shader's declaration.
+ * The byte size of a WGSL uniform struct made of 4-byte scalars in a kernel file (members only, before the
+ * uniform binding's 16-byte rounding): each host module's test pins its packed field list to it.
  */
 export function wgslStructByteSize(kernelName: string, structName: string): number {
   const source = loadKernel(kernelName);
@@ -70,5 +70,5 @@ export function wgslStructByteSize(kernelName: string, structName: string): numb
   for (const field of fields) {
     if (!/:\s*(u32|f32|i32)$/.test(field)) throw new Error(`kernels/${kernelName}.wgsl ${structName}.${field} is not a 4-byte scalar`);
   }
-  return Math.max(16, Math.ceil((fields.length * 4) / 16) * 16);
+  return fields.length * 4;
 }
