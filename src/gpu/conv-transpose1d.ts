@@ -1,0 +1,98 @@
+/**
+ * Host side of kernels/conv-transpose1d.wgsl: streaming ConvTranspose1d over N streams with an
+ * overlap-add `partial` per stream, the bias subtracted from it (docs/pocket-tts.md §1.3). Shapes: input
+ * [N, Cin, T], weight [Cin, Cout/groups, K], bias [Cout], partial [N, Cout, K − S], output [N, Cout, T·S].
+ * The Mimi upsample (§1.5) is the depthwise case, groups = Cin = Cout, without bias.
+ */
+import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
+import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+export interface ConvTranspose1dShape {
+  batch: number;
+  inChannels: number;
+  outChannels: number;
+  /** Input frames per stream in this call. */
+  inLength: number;
+  kernelSize: number;
+  stride: number;
+  groups: number;
+  hasBias: boolean;
+}
+
+export interface ConvTranspose1dBuffers {
+  input: GPUBuffer;
+  /** The streams' overlap-add tails, updated in place. */
+  partial: GPUBuffer;
+  /** At least N·Cout·(K − S) floats of scratch; may be shared by layers that run one after another. */
+  scratch: GPUBuffer;
+  weight: GPUBuffer;
+  bias?: GPUBuffer;
+  output: GPUBuffer;
+}
+
+export function convTranspose1dPartialLength(shape: Pick<ConvTranspose1dShape, "kernelSize" | "stride">): number {
+  return shape.kernelSize - shape.stride;
+}
+
+export function convTranspose1dOutputLength(shape: Pick<ConvTranspose1dShape, "inLength" | "stride">): number {
+  return shape.inLength * shape.stride;
+}
+
+export function checkConvTranspose1dShape(shape: ConvTranspose1dShape): void {
+  const { batch, inChannels, outChannels, inLength, kernelSize, stride, groups } = shape;
+  for (const [name, value] of Object.entries({ batch, inChannels, outChannels, inLength, kernelSize, stride, groups })) {
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv-transpose1d: ${name} = ${value} must be a positive integer`);
+  }
+  if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv-transpose1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
+  // Upstream's StreamingConvTranspose1d asserts K ≥ S: with a gap between kernels there is nothing to carry.
+  if (kernelSize < stride) throw new RangeError(`conv-transpose1d: kernel ${kernelSize} is shorter than the stride ${stride}`);
+}
+
+/** ConvTranspose1dParams of kernels/conv-transpose1d.wgsl, in declaration order. */
+export function convTranspose1dUniforms(shape: ConvTranspose1dShape): UniformFields {
+  return [
+    ["u32", shape.batch],
+    ["u32", shape.inChannels],
+    ["u32", shape.outChannels],
+    ["u32", shape.inLength],
+    ["u32", shape.kernelSize],
+    ["u32", shape.stride],
+    ["u32", shape.groups],
+    ["u32", convTranspose1dPartialLength(shape)],
+    ["u32", shape.hasBias ? 1 : 0],
+  ];
+}
+
+/** The call's dispatches in order: output and new partial (to scratch), then scratch into `partial`. */
+export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspose1dShape, buffers: ConvTranspose1dBuffers): KernelDispatch[] {
+  checkConvTranspose1dShape(shape);
+  const { batch, inChannels, outChannels, inLength, kernelSize, groups } = shape;
+  const partialLength = convTranspose1dPartialLength(shape);
+  const outLength = convTranspose1dOutputLength(shape);
+  const partialFloats = batch * outChannels * partialLength;
+  requireFloats(buffers.input, batch * inChannels * inLength, "conv-transpose1d input");
+  requireFloats(buffers.partial, partialFloats, "conv-transpose1d partial");
+  requireFloats(buffers.scratch, partialFloats, "conv-transpose1d scratch");
+  requireFloats(buffers.weight, inChannels * (outChannels / groups) * kernelSize, "conv-transpose1d weight");
+  requireFloats(buffers.output, batch * outChannels * outLength, "conv-transpose1d output");
+  if (shape.hasBias !== (buffers.bias !== undefined)) throw new Error(`conv-transpose1d: hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`);
+  if (buffers.bias) requireFloats(buffers.bias, outChannels, "conv-transpose1d bias");
+  const uniforms = convTranspose1dUniforms(shape);
+  const main = boundDispatch(
+    device,
+    { name: "conv-transpose1d", entryPoint: "main" },
+    uniforms,
+    [
+      [1, buffers.input],
+      [2, buffers.partial],
+      [3, buffers.scratch],
+      [4, buffers.weight],
+      // Without a bias the binding still needs a buffer (the flag is a runtime value): alias the weight.
+      [5, buffers.bias ?? buffers.weight],
+      [6, buffers.output],
+    ],
+    [Math.ceil((outLength + partialLength) / 64), outChannels, batch],
+  );
+  if (partialFloats === 0) return [main];
+  return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch]], linearWorkgroups(partialFloats))];
+}

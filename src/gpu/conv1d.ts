@@ -1,0 +1,111 @@
+/**
+ * Host side of kernels/conv1d.wgsl: causal streaming Conv1d over N streams with a carried `previous` tail
+ * per stream (docs/pocket-tts.md §1.3). Shapes: input [N, Cin, T], weight [Cout, Cin/groups, K], bias
+ * [Cout], previous [N, Cin, (K − 1)·dilation + 1 − stride], residual and output [N, Cout, T / stride].
+ * The 1×1 output projection of the Mimi quantizer is the K = 1 case (no tail).
+ */
+import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
+import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+export interface Conv1dShape {
+  batch: number;
+  inChannels: number;
+  outChannels: number;
+  /** Input frames per stream in this call; a multiple of the stride. */
+  inLength: number;
+  kernelSize: number;
+  stride: number;
+  dilation: number;
+  groups: number;
+  hasBias: boolean;
+  /** Adds a residual tensor shaped like the output (a ResBlock's skip connection). */
+  hasResidual: boolean;
+}
+
+export interface Conv1dBuffers {
+  input: GPUBuffer;
+  /** The streams' carried tails, updated in place. */
+  previous: GPUBuffer;
+  /** At least N·Cin·tailLength floats of scratch; may be shared by layers that run one after another. */
+  scratch: GPUBuffer;
+  weight: GPUBuffer;
+  bias?: GPUBuffer;
+  residual?: GPUBuffer;
+  output: GPUBuffer;
+}
+
+/** Frames of input the next call needs from this one: k_eff − stride (§1.3). */
+export function conv1dTailLength(shape: Pick<Conv1dShape, "kernelSize" | "dilation" | "stride">): number {
+  return (shape.kernelSize - 1) * shape.dilation + 1 - shape.stride;
+}
+
+export function conv1dOutputLength(shape: Pick<Conv1dShape, "inLength" | "stride">): number {
+  return shape.inLength / shape.stride;
+}
+
+export function checkConv1dShape(shape: Conv1dShape): void {
+  const { batch, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
+  for (const [name, value] of Object.entries({ batch, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups })) {
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv1d: ${name} = ${value} must be a positive integer`);
+  }
+  if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
+  if (inLength % stride !== 0) throw new RangeError(`conv1d: input length ${inLength} is not a multiple of the stride ${stride} (streaming convs take whole strides)`);
+  if (conv1dTailLength(shape) < 0) throw new RangeError(`conv1d: stride ${stride} exceeds the effective kernel ${(kernelSize - 1) * dilation + 1}`);
+}
+
+/** Conv1dParams of kernels/conv1d.wgsl, in declaration order. */
+export function conv1dUniforms(shape: Conv1dShape): UniformFields {
+  return [
+    ["u32", shape.batch],
+    ["u32", shape.inChannels],
+    ["u32", shape.outChannels],
+    ["u32", shape.inLength],
+    ["u32", conv1dOutputLength(shape)],
+    ["u32", shape.kernelSize],
+    ["u32", shape.stride],
+    ["u32", shape.dilation],
+    ["u32", shape.groups],
+    ["u32", conv1dTailLength(shape)],
+    ["u32", shape.hasBias ? 1 : 0],
+    ["u32", shape.hasResidual ? 1 : 0],
+  ];
+}
+
+/** The call's dispatches in order: output, then the new tails (to scratch, then into `previous`). */
+export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers: Conv1dBuffers): KernelDispatch[] {
+  checkConv1dShape(shape);
+  const { batch, inChannels, outChannels, inLength, kernelSize, groups } = shape;
+  const outLength = conv1dOutputLength(shape);
+  const tailFloats = batch * inChannels * conv1dTailLength(shape);
+  requireFloats(buffers.input, batch * inChannels * inLength, "conv1d input");
+  requireFloats(buffers.previous, tailFloats, "conv1d previous");
+  requireFloats(buffers.scratch, tailFloats, "conv1d scratch");
+  requireFloats(buffers.weight, outChannels * (inChannels / groups) * kernelSize, "conv1d weight");
+  requireFloats(buffers.output, batch * outChannels * outLength, "conv1d output");
+  if (shape.hasBias !== (buffers.bias !== undefined)) throw new Error(`conv1d: hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`);
+  if (shape.hasResidual !== (buffers.residual !== undefined)) throw new Error(`conv1d: hasResidual is ${shape.hasResidual} but a residual buffer was${buffers.residual ? "" : " not"} given`);
+  if (buffers.bias) requireFloats(buffers.bias, outChannels, "conv1d bias");
+  if (buffers.residual) requireFloats(buffers.residual, batch * outChannels * outLength, "conv1d residual");
+  const uniforms = conv1dUniforms(shape);
+  // Unused optional inputs still need a binding (the flags are runtime values): read-only aliases of the weight.
+  const main = boundDispatch(
+    device,
+    { name: "conv1d", entryPoint: "main" },
+    uniforms,
+    [
+      [1, buffers.input],
+      [2, buffers.previous],
+      [4, buffers.weight],
+      [5, buffers.bias ?? buffers.weight],
+      [6, buffers.residual ?? buffers.weight],
+      [7, buffers.output],
+    ],
+    [Math.ceil(outLength / 64), outChannels, batch],
+  );
+  if (tailFloats === 0) return [main];
+  return [
+    main,
+    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, [[1, buffers.input], [2, buffers.previous], [3, buffers.scratch]], linearWorkgroups(tailFloats)),
+    boundDispatch(device, { name: "conv1d", entryPoint: "commit_tail" }, uniforms, [[2, buffers.previous], [3, buffers.scratch]], linearWorkgroups(tailFloats)),
+  ];
+}

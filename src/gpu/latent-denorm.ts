@@ -1,0 +1,35 @@
+/**
+ * Host side of kernels/latent-denorm.wgsl: normalised FlowLM latents [N, T, D] → z = latent · emb_std +
+ * emb_mean, channel-major [N, D, T] for the quantizer's 1×1 output projection (docs/pocket-tts.md §1.6).
+ */
+import { kernelDispatch, requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+export interface LatentDenormShape {
+  batch: number;
+  latentDim: number;
+  frames: number;
+}
+
+export function latentDenormUniforms(shape: LatentDenormShape): UniformFields {
+  return [
+    ["u32", shape.batch],
+    ["u32", shape.latentDim],
+    ["u32", shape.frames],
+  ];
+}
+
+export function latentDenormDispatch(
+  device: GPUDevice,
+  shape: LatentDenormShape,
+  buffers: { latents: GPUBuffer; embStd: GPUBuffer; embMean: GPUBuffer; output: GPUBuffer },
+): KernelDispatch {
+  const { batch, latentDim, frames } = shape;
+  for (const [name, value] of Object.entries(shape)) {
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`latent-denorm: ${name} = ${value} must be a positive integer`);
+  }
+  requireFloats(buffers.latents, batch * frames * latentDim, "latent-denorm latents");
+  requireFloats(buffers.embStd, latentDim, "latent-denorm emb_std");
+  requireFloats(buffers.embMean, latentDim, "latent-denorm emb_mean");
+  requireFloats(buffers.output, batch * frames * latentDim, "latent-denorm output");
+  return kernelDispatch(device, { name: "latent-denorm" }, latentDenormUniforms(shape), [buffers.latents, buffers.embStd, buffers.embMean, buffers.output], [Math.ceil(frames / 64), latentDim, batch]);
+}

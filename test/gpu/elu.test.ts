@@ -1,0 +1,30 @@
+import { describe, expect, test } from "bun:test";
+import { gpuForTests } from "../../src/gpu/device.ts";
+import { eluDispatch, eluUniforms, eluWorkgroups } from "../../src/gpu/elu.ts";
+import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { referenceElu } from "../../src/gpu/reference/elu.ts";
+import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+
+// exp(x) − 1 in float32 against expm1 in float64: absolute error near 1 ulp of 1.
+const ELU_TOLERANCE = { atol: 3e-7, rtol: 1e-6 };
+
+describe("elu kernel", () => {
+  test("uniform struct matches the WGSL declaration", () => {
+    expect(wgslStructByteSize("elu", "EluParams")).toBe(eluUniforms(1).length * 4);
+  });
+
+  test("workgroups spill into y beyond the per-dimension limit", () => {
+    expect(eluWorkgroups(64 * 10, 4)).toEqual([4, 3, 1]);
+    expect(eluWorkgroups(1, 65535)).toEqual([1, 1, 1]);
+  });
+
+  for (const count of [1, 63, 64, 1000, 3 * 64 * 1920 + 5]) {
+    test(`${count} values match the CPU reference`, async () => {
+      const { device } = await gpuForTests();
+      const input = randomArray(seededRandom(count), count, 4);
+      const output = storageBuffer(device, count * 4);
+      submitDispatches(device, [eluDispatch(device, count, storageBuffer(device, input), output)]);
+      expectClose(await readFloat32(device, output, count), referenceElu(input), { ...ELU_TOLERANCE, label: `elu ×${count}` });
+    });
+  }
+});
