@@ -1,0 +1,16 @@
+/** Exact (erf) GELU in place over `count` floats (kernels/gelu.wgsl), the Mimi transformers' FFN activation (§1.4). */
+import { elementwiseGrid, kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+// The WGSL WORKGROUP_SIZE.
+const WORKGROUP_SIZE = 256;
+
+/** Mirrors `GeluParams`. */
+export function geluUniforms(count: number): UniformFields {
+  return [["u32", count]];
+}
+
+export function gelu(device: GPUDevice, count: number, values: GPUBuffer): KernelDispatch {
+  requireShape("gelu", { count });
+  requireFloats(values, count, "gelu values");
+  return kernelDispatch(device, { name: "gelu" }, geluUniforms(count), [values], elementwiseGrid(device, count, WORKGROUP_SIZE));
+}

@@ -1,0 +1,44 @@
+/**
+ * Tiled matrix product (kernels/matmul.wgsl): out [rows, cols] = a [rows, inner] · b [inner, cols] + bias,
+ * rows = streams · steps. `b` is an nn.Linear weight transposed to [in, out], as the ONNX export stores it;
+ * safetensors weights ([out, in]) are transposed once at load.
+ */
+import { kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+export interface MatmulShape {
+  rows: number;
+  inner: number;
+  cols: number;
+}
+
+export interface MatmulBuffers {
+  a: GPUBuffer;
+  b: GPUBuffer;
+  /** [cols], or null for the bias-free projections of the Mimi transformer. */
+  bias: GPUBuffer | null;
+  out: GPUBuffer;
+}
+
+const TILE_ROWS = 32;
+const TILE_COLS = 64;
+
+/** Mirrors `MatmulParams`. */
+export function matmulUniforms(shape: MatmulShape, hasBias: boolean): UniformFields {
+  return [["u32", shape.rows], ["u32", shape.inner], ["u32", shape.cols], ["u32", hasBias ? 1 : 0]];
+}
+
+export function matmul(device: GPUDevice, shape: MatmulShape, buffers: MatmulBuffers): KernelDispatch {
+  const { rows, inner, cols } = shape;
+  requireShape("matmul", { rows, inner, cols });
+  requireFloats(buffers.a, rows * inner, "matmul a");
+  requireFloats(buffers.b, inner * cols, "matmul b");
+  requireFloats(buffers.out, rows * cols, "matmul out");
+  if (buffers.bias) requireFloats(buffers.bias, cols, "matmul bias");
+  // With no bias the binding still needs a buffer; `b` is never read through it (has_bias = 0).
+  const bias = buffers.bias ?? buffers.b;
+  return kernelDispatch(device, { name: "matmul" }, matmulUniforms(shape, buffers.bias !== null), [buffers.a, buffers.b, bias, buffers.out], [
+    Math.ceil(cols / TILE_COLS),
+    Math.ceil(rows / TILE_ROWS),
+    1,
+  ]);
+}

@@ -1,0 +1,47 @@
+import { describe, expect, test } from "bun:test";
+import { gpuForTests } from "../../src/gpu/device.ts";
+import { gelu, geluUniforms } from "../../src/gpu/gelu.ts";
+import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { erfc, geluReference } from "../../src/gpu/reference/gelu.ts";
+import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+
+// Relative precision on the range activations reach, the negative tail included down to where |gelu| is
+// 1e-9/5e-7 = 2e-3 (x ≈ −2.9); below that an absolute 1e-9. The erfc fit is good to 1.2e-7 and f32
+// rounding adds a few ulp; measured on llvmpipe/lavapipe: 8.2e-7 relative at worst for x ≥ −5 (the
+// compiler's reassociation, see gelu.wgsl), 2.1e-6 at x ≈ −8 where gelu ≈ −6e-15. (torch's own f32
+// 0.5·x·(1 + erf(x/√2)) is far worse in that tail: the 1 + erf sum cancels.)
+const GELU_TOLERANCE = { atol: 1e-9, rtol: 5e-7 };
+
+describe("gelu kernel (exact erf form)", () => {
+  test("packs exactly the fields of GeluParams", () => {
+    expect(geluUniforms(1).length * 4).toBe(wgslStructByteSize("gelu", "GeluParams"));
+  });
+
+  test("the float64 erfc reference hits tabulated values", () => {
+    // Abramowitz & Stegun table 7.1 and erfc(5) = 1.5374597944280349e-12.
+    expectClose([erfc(0), erfc(0.5), erfc(1), erfc(2), erfc(3), erfc(5), erfc(-1)], [1, 0.4795001221869535, 0.15729920705028513, 0.004677734981047266, 2.209049699858544e-5, 1.5374597944280349e-12, 1.8427007929497148], {
+      atol: 0,
+      rtol: 1e-13,
+      label: "erfc",
+    });
+  });
+
+  test("stays within its relative tolerance on a dense sweep of [-8, 8]", async () => {
+    const { device } = await gpuForTests();
+    const count = 160_001;
+    const input = new Float32Array(count).map((_, index) => -8 + (16 * index) / (count - 1));
+    const values = storageBuffer(device, input);
+    submitDispatches(device, [gelu(device, count, values)]);
+    expectClose(await readFloat32(device, values, count), geluReference(input), { ...GELU_TOLERANCE, label: "gelu sweep" });
+  });
+
+  for (const count of [1, 255, 257, 16 * 2048]) {
+    test(`matches the CPU reference on ${count} random values`, async () => {
+      const { device } = await gpuForTests();
+      const input = randomArray(seededRandom(count), count, 6);
+      const values = storageBuffer(device, input);
+      submitDispatches(device, [gelu(device, count, values)]);
+      expectClose(await readFloat32(device, values, count), geluReference(input), { ...GELU_TOLERANCE, label: `gelu ×${count}` });
+    });
+  }
+});

@@ -1,0 +1,40 @@
+import { describe, expect, test } from "bun:test";
+import { gpuForTests } from "../../src/gpu/device.ts";
+import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { matmul, matmulUniforms } from "../../src/gpu/matmul.ts";
+import { matmulReference } from "../../src/gpu/reference/matmul.ts";
+import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+
+// f32 accumulation over up to 2048 products of O(1/√inner)-scaled weights against float64.
+const MATMUL_TOLERANCE = { atol: 1e-5, rtol: 1e-4 };
+
+describe("matmul kernel", () => {
+  test("packs exactly the fields of MatmulParams", () => {
+    expect(matmulUniforms({ rows: 1, inner: 1, cols: 1 }, false).length * 4).toBe(wgslStructByteSize("matmul", "MatmulParams"));
+  });
+
+  // Mimi's in_proj (16 rows per stream and frame, 512 → 1536), linear2 (2048 → 512), and shapes of 1 and
+  // off the 32 × 64 × 32 tiling.
+  const cases = [
+    { rows: 1, inner: 1, cols: 1, bias: false },
+    { rows: 16, inner: 512, cols: 1536, bias: false },
+    { rows: 64, inner: 2048, cols: 512, bias: false },
+    { rows: 33, inner: 45, cols: 70, bias: true },
+    { rows: 5, inner: 31, cols: 129, bias: true },
+  ];
+  for (const { rows, inner, cols, bias } of cases) {
+    test(`matches the CPU reference for [${rows}, ${inner}] · [${inner}, ${cols}]${bias ? " + bias" : ""}`, async () => {
+      const { device } = await gpuForTests();
+      const rand = seededRandom(rows * 7919 + inner * 31 + cols);
+      const a = randomArray(rand, rows * inner);
+      const b = randomArray(rand, inner * cols, 1.7 / Math.sqrt(inner));
+      const biasValues = bias ? randomArray(rand, cols, 0.1) : null;
+      const shape = { rows, inner, cols };
+      const out = storageBuffer(device, rows * cols * 4);
+      submitDispatches(device, [
+        matmul(device, shape, { a: storageBuffer(device, a), b: storageBuffer(device, b), bias: biasValues ? storageBuffer(device, biasValues) : null, out }),
+      ]);
+      expectClose(await readFloat32(device, out, rows * cols), matmulReference(a, b, biasValues, shape), { ...MATMUL_TOLERANCE, label: `matmul ${rows}×${inner}×${cols}` });
+    });
+  }
+});
