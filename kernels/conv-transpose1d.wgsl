@@ -3,7 +3,8 @@
 // (P = K − S frames) is added to its first P frames, the first T·S frames are emitted, and the last P frames
 // minus the bias become the new partial (so the bias is counted once). Depthwise when groups = channels
 // (the 12.5 → 200 Hz upsample, §1.5). Layouts: input [N, Cin, T]; weight [Cin, Cout/groups, K]; bias [Cout];
-// partial [N, Cout, P]; output [N, Cout, T·S].
+// partial [slots, Cout, P], batch row n keeping its partial in slot streamTable[2n] (src/gpu/stream-table.ts);
+// output [N, Cout, T·S].
 //
 // `main` has one invocation per frame of the full (emitted + carried) output: x = frame in [0, T·S + P),
 // y = output channel, z = stream; carried frames go to scratch, and `commit_partial` copies scratch to
@@ -28,6 +29,7 @@ struct ConvTranspose1dParams {
 @group(0) @binding(4) var<storage, read> weight: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<storage, read_write> output: array<f32>;
+@group(0) @binding(7) var<storage, read> streamTable: array<u32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3u) {
@@ -53,7 +55,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
     }
   }
   let row = n * params.outChannels + co;
-  if (u < params.partialLength) { sum += partial[row * params.partialLength + u]; }
+  if (u < params.partialLength) { sum += partial[(streamTable[2u * n] * params.outChannels + co) * params.partialLength + u]; }
   if (u < emitted) {
     if (params.hasBias != 0u) { sum += bias[co]; }
     output[row * emitted + u] = sum;
@@ -66,5 +68,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
 fn commit_partial(@builtin(global_invocation_id) id: vec3u) {
   let index = id.x;
   if (index >= params.batch * params.outChannels * params.partialLength) { return; }
-  partial[index] = scratch[index];
+  let row = index / params.partialLength;
+  let n = row / params.outChannels;
+  partial[(streamTable[2u * n] * params.outChannels + row % params.outChannels) * params.partialLength + index % params.partialLength] = scratch[index];
 }

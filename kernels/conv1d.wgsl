@@ -3,7 +3,8 @@
 // frames and depends on no future input; `previous` carries the last tailLength = (K − 1)·dilation + 1 −
 // stride input frames of each stream to the next call. Optionally adds a residual (ResBlock skip) to the
 // output. Layouts: input/residual/output [N, C, T] channel-major per stream; weight [Cout, Cin/groups, K];
-// bias [Cout]; previous [N, Cin, tailLength].
+// bias [Cout]; previous [slots, Cin, tailLength], batch row n keeping its tail in slot streamTable[2n]
+// (src/gpu/stream-table.ts), so any mix of streams runs as one batch without moving state.
 //
 // Entry points, dispatched in this order within one pass (WebGPU orders storage writes between
 // dispatches): `main` (one invocation per output frame: x = time, y = output channel, z = stream),
@@ -33,11 +34,16 @@ struct Conv1dParams {
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<storage, read> residual: array<f32>;
 @group(0) @binding(7) var<storage, read_write> output: array<f32>;
+@group(0) @binding(8) var<storage, read> streamTable: array<u32>;
+
+fn tailRow(n: u32, channel: u32) -> u32 {
+  return streamTable[2u * n] * params.inChannels + channel;
+}
 
 // Frame `position` of the stream's [previous, input] concatenation, channel `channel`.
 fn concatenated(n: u32, channel: u32, position: u32) -> f32 {
   if (position < params.tailLength) {
-    return previous[(n * params.inChannels + channel) * params.tailLength + position];
+    return previous[tailRow(n, channel) * params.tailLength + position];
   }
   return input[(n * params.inChannels + channel) * params.inLength + position - params.tailLength];
 }
@@ -79,5 +85,6 @@ fn save_tail(@builtin(global_invocation_id) id: vec3u) {
 fn commit_tail(@builtin(global_invocation_id) id: vec3u) {
   let index = id.x;
   if (index >= params.batch * params.inChannels * params.tailLength) { return; }
-  previous[index] = scratch[index];
+  let row = index / params.tailLength;
+  previous[tailRow(row / params.inChannels, row % params.inChannels) * params.tailLength + index % params.tailLength] = scratch[index];
 }

@@ -1,7 +1,8 @@
 /**
  * Host side of kernels/conv-transpose1d.wgsl: streaming ConvTranspose1d over N streams with an
  * overlap-add `partial` per stream, the bias subtracted from it (docs/pocket-tts.md §1.3). Shapes: input
- * [N, Cin, T], weight [Cin, Cout/groups, K], bias [Cout], partial [N, Cout, K − S], output [N, Cout, T·S].
+ * [N, Cin, T], weight [Cin, Cout/groups, K], bias [Cout], partial [slots, Cout, K − S] (row n's in the slot
+ * the stream table gives it), output [N, Cout, T·S].
  * The Mimi upsample (§1.5) is the depthwise case, groups = Cin = Cout, without bias.
  */
 import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
@@ -9,6 +10,8 @@ import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel
 
 export interface ConvTranspose1dShape {
   batch: number;
+  /** Streams whose partials the `partial` buffer holds (≥ batch). */
+  slots: number;
   inChannels: number;
   outChannels: number;
   /** Input frames per stream in this call. */
@@ -21,6 +24,8 @@ export interface ConvTranspose1dShape {
 
 export interface ConvTranspose1dBuffers {
   input: GPUBuffer;
+  /** Batch row → state slot (src/gpu/stream-table.ts). */
+  streamTable: GPUBuffer;
   /** The streams' overlap-add tails, updated in place. */
   partial: GPUBuffer;
   /** At least N·Cout·(K − S) floats of scratch; may be shared by layers that run one after another. */
@@ -39,10 +44,11 @@ export function convTranspose1dOutputLength(shape: Pick<ConvTranspose1dShape, "i
 }
 
 export function checkConvTranspose1dShape(shape: ConvTranspose1dShape): void {
-  const { batch, inChannels, outChannels, inLength, kernelSize, stride, groups } = shape;
-  for (const [name, value] of Object.entries({ batch, inChannels, outChannels, inLength, kernelSize, stride, groups })) {
+  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups } = shape;
+  for (const [name, value] of Object.entries({ batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups })) {
     if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv-transpose1d: ${name} = ${value} must be a positive integer`);
   }
+  if (slots < batch) throw new RangeError(`conv-transpose1d: ${batch} streams need at least as many state slots, not ${slots}`);
   if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv-transpose1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
   // Upstream's StreamingConvTranspose1d asserts K ≥ S: with a gap between kernels there is nothing to carry.
   if (kernelSize < stride) throw new RangeError(`conv-transpose1d: kernel ${kernelSize} is shorter than the stride ${stride}`);
@@ -71,7 +77,8 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
   const outLength = convTranspose1dOutputLength(shape);
   const partialFloats = batch * outChannels * partialLength;
   requireFloats(buffers.input, batch * inChannels * inLength, "conv-transpose1d input");
-  requireFloats(buffers.partial, partialFloats, "conv-transpose1d partial");
+  requireFloats(buffers.streamTable, batch * 2, "conv-transpose1d stream table");
+  requireFloats(buffers.partial, shape.slots * outChannels * partialLength, "conv-transpose1d partial");
   requireFloats(buffers.scratch, partialFloats, "conv-transpose1d scratch");
   requireFloats(buffers.weight, inChannels * (outChannels / groups) * kernelSize, "conv-transpose1d weight");
   requireFloats(buffers.output, batch * outChannels * outLength, "conv-transpose1d output");
@@ -90,9 +97,10 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
       // Without a bias the binding still needs a buffer (the flag is a runtime value): alias the weight.
       [5, buffers.bias ?? buffers.weight],
       [6, buffers.output],
+      [7, buffers.streamTable],
     ],
     [Math.ceil((outLength + partialLength) / 64), outChannels, batch],
   );
   if (partialFloats === 0) return [main];
-  return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch]], linearWorkgroups(partialFloats))];
+  return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];
 }

@@ -1,7 +1,8 @@
 /**
  * Host side of kernels/conv1d.wgsl: causal streaming Conv1d over N streams with a carried `previous` tail
  * per stream (docs/pocket-tts.md §1.3). Shapes: input [N, Cin, T], weight [Cout, Cin/groups, K], bias
- * [Cout], previous [N, Cin, (K − 1)·dilation + 1 − stride], residual and output [N, Cout, T / stride].
+ * [Cout], previous [slots, Cin, (K − 1)·dilation + 1 − stride] (row n's tail in the slot the stream table
+ * gives it), residual and output [N, Cout, T / stride].
  * The 1×1 output projection of the Mimi quantizer is the K = 1 case (no tail).
  */
 import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
@@ -9,6 +10,8 @@ import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel
 
 export interface Conv1dShape {
   batch: number;
+  /** Streams whose tails the `previous` buffer holds (≥ batch). */
+  slots: number;
   inChannels: number;
   outChannels: number;
   /** Input frames per stream in this call; a multiple of the stride. */
@@ -24,6 +27,8 @@ export interface Conv1dShape {
 
 export interface Conv1dBuffers {
   input: GPUBuffer;
+  /** Batch row → state slot (src/gpu/stream-table.ts). */
+  streamTable: GPUBuffer;
   /** The streams' carried tails, updated in place. */
   previous: GPUBuffer;
   /** At least N·Cin·tailLength floats of scratch; may be shared by layers that run one after another. */
@@ -44,10 +49,11 @@ export function conv1dOutputLength(shape: Pick<Conv1dShape, "inLength" | "stride
 }
 
 export function checkConv1dShape(shape: Conv1dShape): void {
-  const { batch, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
-  for (const [name, value] of Object.entries({ batch, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups })) {
+  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
+  for (const [name, value] of Object.entries({ batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups })) {
     if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv1d: ${name} = ${value} must be a positive integer`);
   }
+  if (slots < batch) throw new RangeError(`conv1d: ${batch} streams need at least as many state slots, not ${slots}`);
   if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
   if (inLength % stride !== 0) throw new RangeError(`conv1d: input length ${inLength} is not a multiple of the stride ${stride} (streaming convs take whole strides)`);
   if (conv1dTailLength(shape) < 0) throw new RangeError(`conv1d: stride ${stride} exceeds the effective kernel ${(kernelSize - 1) * dilation + 1}`);
@@ -78,7 +84,8 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
   const outLength = conv1dOutputLength(shape);
   const tailFloats = batch * inChannels * conv1dTailLength(shape);
   requireFloats(buffers.input, batch * inChannels * inLength, "conv1d input");
-  requireFloats(buffers.previous, tailFloats, "conv1d previous");
+  requireFloats(buffers.streamTable, batch * 2, "conv1d stream table");
+  requireFloats(buffers.previous, shape.slots * inChannels * conv1dTailLength(shape), "conv1d previous");
   requireFloats(buffers.scratch, tailFloats, "conv1d scratch");
   requireFloats(buffers.weight, outChannels * (inChannels / groups) * kernelSize, "conv1d weight");
   requireFloats(buffers.output, batch * outChannels * outLength, "conv1d output");
@@ -99,13 +106,14 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
       [5, buffers.bias ?? buffers.weight],
       [6, buffers.residual ?? buffers.weight],
       [7, buffers.output],
+      [8, buffers.streamTable],
     ],
     [Math.ceil(outLength / 64), outChannels, batch],
   );
   if (tailFloats === 0) return [main];
   return [
     main,
-    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, [[1, buffers.input], [2, buffers.previous], [3, buffers.scratch]], linearWorkgroups(tailFloats)),
-    boundDispatch(device, { name: "conv1d", entryPoint: "commit_tail" }, uniforms, [[2, buffers.previous], [3, buffers.scratch]], linearWorkgroups(tailFloats)),
+    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, [[1, buffers.input], [2, buffers.previous], [3, buffers.scratch], [8, buffers.streamTable]], linearWorkgroups(tailFloats)),
+    boundDispatch(device, { name: "conv1d", entryPoint: "commit_tail" }, uniforms, [[2, buffers.previous], [3, buffers.scratch], [8, buffers.streamTable]], linearWorkgroups(tailFloats)),
   ];
 }

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { convTranspose1dDispatches, convTranspose1dOutputLength, convTranspose1dPartialLength, convTranspose1dUniforms, type ConvTranspose1dShape } from "../../src/gpu/conv-transpose1d.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConvTranspose1d } from "../../src/gpu/reference/conv-transpose1d.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
@@ -10,7 +11,7 @@ const CONV_TRANSPOSE_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };
 
 interface Case {
   name: string;
-  shape: Omit<ConvTranspose1dShape, "inLength">;
+  shape: Omit<ConvTranspose1dShape, "inLength" | "slots">;
   calls: number[];
 }
 
@@ -25,7 +26,7 @@ const CASES: Case[] = [
 
 describe("conv-transpose1d kernel (streaming overlap-add)", () => {
   test("uniform struct matches the WGSL declaration", () => {
-    expect(wgslStructByteSize("conv-transpose1d", "ConvTranspose1dParams")).toBe(convTranspose1dUniforms({ ...CASES[0]!.shape, inLength: 1 }).length * 4);
+    expect(wgslStructByteSize("conv-transpose1d", "ConvTranspose1dParams")).toBe(convTranspose1dUniforms({ ...CASES[0]!.shape, slots: 3, inLength: 1 }).length * 4);
   });
 
   for (const [caseIndex, { name, shape: base, calls }] of CASES.entries()) {
@@ -34,28 +35,36 @@ describe("conv-transpose1d kernel (streaming overlap-add)", () => {
       const rand = seededRandom(2000 + caseIndex);
       const weight = randomArray(rand, base.inChannels * (base.outChannels / base.groups) * base.kernelSize, 0.5);
       const bias = base.hasBias ? randomArray(rand, base.outChannels, 0.1) : undefined;
-      let cpuPartial = new Float32Array(base.batch * base.outChannels * convTranspose1dPartialLength(base));
+      // One spare slot, and rows in reverse slot order: state must follow the stream table, not the row.
+      const slots = base.batch + 1;
+      const slotOf = (row: number) => slots - 1 - row;
+      const rowFloats = base.outChannels * convTranspose1dPartialLength(base);
+      const cpuSlots = new Float32Array(slots * rowFloats);
       const weightBuffer = storageBuffer(device, weight);
       const biasBuffer = bias ? storageBuffer(device, bias) : undefined;
-      const partial = storageBuffer(device, cpuPartial.byteLength);
-      const scratch = storageBuffer(device, cpuPartial.byteLength);
+      const partial = storageBuffer(device, cpuSlots.byteLength);
+      const scratch = storageBuffer(device, base.batch * rowFloats * 4);
+      const streamTable = createStreamTable(device, base.batch);
+      writeStreamTable(device, streamTable, Array.from({ length: base.batch }, (_, row) => ({ slot: slotOf(row), offset: 0 })), slots);
       for (const [callIndex, inLength] of calls.entries()) {
-        const shape = { ...base, inLength };
+        const shape = { ...base, slots, inLength };
+        const cpuPartial = new Float32Array(base.batch * rowFloats);
+        for (let row = 0; row < base.batch; row++) cpuPartial.set(cpuSlots.subarray(slotOf(row) * rowFloats, (slotOf(row) + 1) * rowFloats), row * rowFloats);
         const outFloats = base.batch * base.outChannels * convTranspose1dOutputLength(shape);
         const input = randomArray(rand, base.batch * base.inChannels * inLength);
         const output = storageBuffer(device, outFloats * 4);
-        submitDispatches(device, convTranspose1dDispatches(device, shape, { input: storageBuffer(device, input), partial, scratch, weight: weightBuffer, ...(biasBuffer ? { bias: biasBuffer } : {}), output }));
+        submitDispatches(device, convTranspose1dDispatches(device, shape, { input: storageBuffer(device, input), streamTable, partial, scratch, weight: weightBuffer, ...(biasBuffer ? { bias: biasBuffer } : {}), output }));
         const expected = referenceConvTranspose1d(shape, input, cpuPartial, weight, bias);
         expectClose(await readFloat32(device, output, outFloats), expected.output, { ...CONV_TRANSPOSE_TOLERANCE, label: `${name} call ${callIndex} output` });
-        expectClose(await readFloat32(device, partial, expected.partial.length), expected.partial, { ...CONV_TRANSPOSE_TOLERANCE, label: `${name} call ${callIndex} partial` });
-        cpuPartial = expected.partial;
+        for (let row = 0; row < base.batch; row++) cpuSlots.set(expected.partial.subarray(row * rowFloats, (row + 1) * rowFloats), slotOf(row) * rowFloats);
+        expectClose(await readFloat32(device, partial, cpuSlots.length), cpuSlots, { ...CONV_TRANSPOSE_TOLERANCE, label: `${name} call ${callIndex} partials by slot` });
       }
     });
   }
 
   test("streaming equals the offline transposed conv with the last K − S frames dropped (reference)", () => {
     const rand = seededRandom(11);
-    const shape = { batch: 1, inChannels: 2, outChannels: 3, kernelSize: 6, stride: 3, groups: 1, hasBias: true };
+    const shape = { batch: 1, slots: 1, inChannels: 2, outChannels: 3, kernelSize: 6, stride: 3, groups: 1, hasBias: true };
     const weight = randomArray(rand, 2 * 3 * 6);
     const bias = randomArray(rand, 3);
     const input = randomArray(rand, 2 * 5);

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { conv1dDispatches, conv1dOutputLength, conv1dTailLength, conv1dUniforms, type Conv1dShape } from "../../src/gpu/conv1d.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConv1d } from "../../src/gpu/reference/conv1d.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
@@ -10,7 +11,7 @@ const CONV_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };
 
 interface Case {
   name: string;
-  shape: Omit<Conv1dShape, "inLength">;
+  shape: Omit<Conv1dShape, "inLength" | "slots">;
   /** Input frames of each successive call (the tail must carry state across them). */
   calls: number[];
 }
@@ -28,7 +29,7 @@ const CASES: Case[] = [
 
 describe("conv1d kernel (causal streaming)", () => {
   test("uniform struct matches the WGSL declaration", () => {
-    const shape: Conv1dShape = { ...CASES[0]!.shape, inLength: 1 };
+    const shape: Conv1dShape = { ...CASES[0]!.shape, slots: 3, inLength: 1 };
     expect(wgslStructByteSize("conv1d", "Conv1dParams")).toBe(conv1dUniforms(shape).length * 4);
     expect(conv1dTailLength(shape)).toBe(6);
   });
@@ -40,13 +41,21 @@ describe("conv1d kernel (causal streaming)", () => {
       const weight = randomArray(rand, base.outChannels * (base.inChannels / base.groups) * base.kernelSize, 1 / Math.sqrt((base.inChannels / base.groups) * base.kernelSize));
       const bias = base.hasBias ? randomArray(rand, base.outChannels, 0.1) : undefined;
       const tailLength = conv1dTailLength(base);
-      let cpuPrevious = new Float32Array(base.batch * base.inChannels * tailLength);
+      // One spare slot, and rows in reverse slot order: state must follow the stream table, not the row.
+      const slots = base.batch + 1;
+      const slotOf = (row: number) => slots - 1 - row;
+      const rowFloats = base.inChannels * tailLength;
+      const cpuSlots = new Float32Array(slots * rowFloats);
       const weightBuffer = storageBuffer(device, weight);
       const biasBuffer = bias ? storageBuffer(device, bias) : undefined;
-      const previous = storageBuffer(device, cpuPrevious.byteLength);
-      const scratch = storageBuffer(device, cpuPrevious.byteLength);
+      const previous = storageBuffer(device, cpuSlots.byteLength);
+      const scratch = storageBuffer(device, base.batch * rowFloats * 4);
+      const streamTable = createStreamTable(device, base.batch);
+      writeStreamTable(device, streamTable, Array.from({ length: base.batch }, (_, row) => ({ slot: slotOf(row), offset: 0 })), slots);
       for (const [callIndex, inLength] of calls.entries()) {
-        const shape = { ...base, inLength };
+        const shape = { ...base, slots, inLength };
+        const cpuPrevious = new Float32Array(base.batch * rowFloats);
+        for (let row = 0; row < base.batch; row++) cpuPrevious.set(cpuSlots.subarray(slotOf(row) * rowFloats, (slotOf(row) + 1) * rowFloats), row * rowFloats);
         const outFloats = base.batch * base.outChannels * conv1dOutputLength(shape);
         const input = randomArray(rand, base.batch * base.inChannels * inLength);
         const residual = base.hasResidual ? randomArray(rand, outFloats) : undefined;
@@ -55,6 +64,7 @@ describe("conv1d kernel (causal streaming)", () => {
           device,
           conv1dDispatches(device, shape, {
             input: storageBuffer(device, input),
+            streamTable,
             previous,
             scratch,
             weight: weightBuffer,
@@ -65,15 +75,15 @@ describe("conv1d kernel (causal streaming)", () => {
         );
         const expected = referenceConv1d(shape, input, cpuPrevious, weight, bias, residual);
         expectClose(await readFloat32(device, output, outFloats), expected.output, { ...CONV_TOLERANCE, label: `${name} call ${callIndex} output` });
-        expectClose(await readFloat32(device, previous, expected.previous.length), expected.previous, { atol: 0, rtol: 0, label: `${name} call ${callIndex} tail` });
-        cpuPrevious = expected.previous;
+        for (let row = 0; row < base.batch; row++) cpuSlots.set(expected.previous.subarray(row * rowFloats, (row + 1) * rowFloats), slotOf(row) * rowFloats);
+        expectClose(await readFloat32(device, previous, cpuSlots.length), cpuSlots, { atol: 0, rtol: 0, label: `${name} call ${callIndex} tails by slot` });
       }
     });
   }
 
   test("streaming in pieces equals one call over the whole input (reference)", () => {
     const rand = seededRandom(7);
-    const base = { batch: 2, inChannels: 3, outChannels: 4, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false };
+    const base = { batch: 2, slots: 2, inChannels: 3, outChannels: 4, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false };
     const total = 20;
     const weight = randomArray(rand, 4 * 3 * 7);
     const bias = randomArray(rand, 4);
