@@ -1,0 +1,74 @@
+/**
+ * Streaming self-attention over a ring KV cache (kernels/attention.wgsl, docs/pocket-tts.md §1.4): two
+ * dispatches, `attend` (reads the ring and this call's keys) then `store_kv` (writes this call's keys into
+ * the ring). qkv must already carry RoPE on q and k (rope.ts).
+ *
+ *   qkv     [streams, steps, 3, heads, headDim]
+ *   cache   [slots, 2, context, heads, headDim]   zero-initialised; slot per stream via the stream table
+ *   output  [streams, steps, heads · headDim]
+ */
+import { kernelDispatch, requireFloats, requireShape, storageBuffer, type KernelDispatch, type UniformFields } from "./kernel.ts";
+
+export interface AttentionShape {
+  streams: number;
+  steps: number;
+  heads: number;
+  headDim: number;
+  /** Positions a query sees, itself included: key j is visible to query i iff 0 ≤ i − j < context. */
+  context: number;
+  /** Slots in the cache buffer (streams that can hold a ring at once). */
+  slots: number;
+}
+
+export interface AttentionBuffers {
+  streamTable: GPUBuffer;
+  qkv: GPUBuffer;
+  cache: GPUBuffer;
+  output: GPUBuffer;
+}
+
+// The WGSL MAX_HEAD_DIM: each of the 64 threads accumulates up to 4 output dimensions.
+const MAX_HEAD_DIM = 256;
+const STORE_WORKGROUP_SIZE = 64;
+
+/** Floats in a KV-cache buffer of `slots` rings. */
+export function kvCacheFloats(shape: Pick<AttentionShape, "slots" | "context" | "heads" | "headDim">): number {
+  return shape.slots * 2 * shape.context * shape.heads * shape.headDim;
+}
+
+/** A zeroed KV-cache buffer; a fresh stream needs no clearing, since no key before its offset is read. */
+export function createKvCache(device: GPUDevice, shape: Pick<AttentionShape, "slots" | "context" | "heads" | "headDim">, label = "kv cache"): GPUBuffer {
+  return storageBuffer(device, kvCacheFloats(shape) * 4, label);
+}
+
+/** Mirrors `AttentionParams`. */
+export function attentionUniforms(shape: AttentionShape): UniformFields {
+  return [
+    ["u32", shape.streams],
+    ["u32", shape.steps],
+    ["u32", shape.heads],
+    ["u32", shape.headDim],
+    ["u32", shape.context],
+    ["f32", 1 / Math.sqrt(shape.headDim)],
+  ];
+}
+
+export function attention(device: GPUDevice, shape: AttentionShape, buffers: AttentionBuffers): KernelDispatch[] {
+  const { streams, steps, heads, headDim, context, slots } = shape;
+  requireShape("attention", { streams, steps, heads, headDim, context, slots });
+  if (headDim > MAX_HEAD_DIM) throw new Error(`attention: head_dim ${headDim} exceeds the kernel's ${MAX_HEAD_DIM}`);
+  if (streams > slots) throw new Error(`attention: ${streams} streams need at least as many cache slots, not ${slots}`);
+  requireFloats(buffers.qkv, streams * steps * 3 * heads * headDim, "attention qkv");
+  requireFloats(buffers.output, streams * steps * heads * headDim, "attention output");
+  requireFloats(buffers.cache, kvCacheFloats(shape), "attention cache");
+  requireFloats(buffers.streamTable, streams * 2, "attention stream table");
+  const uniforms = attentionUniforms(shape);
+  return [
+    kernelDispatch(device, { name: "attention", entryPoint: "attend" }, uniforms, [buffers.streamTable, buffers.qkv, buffers.cache, buffers.output], [heads, steps, streams]),
+    kernelDispatch(device, { name: "attention", entryPoint: "store_kv" }, uniforms, [buffers.streamTable, buffers.qkv, buffers.cache], [
+      Math.ceil((heads * headDim) / STORE_WORKGROUP_SIZE),
+      steps,
+      streams,
+    ]),
+  ];
+}
