@@ -21,12 +21,13 @@ struct RopeParams {
 @group(0) @binding(2) var<storage, read> frequencies: array<f32>;
 @group(0) @binding(3) var<storage, read_write> qkv: array<f32>;
 
-// π/2 in three parts; the first has few enough mantissa bits (8) that quadrant · part is exact for
-// quadrants below 2¹⁶, i.e. angles below 102 943 rad: positions (at frequency 1) of 8.5 minutes of
-// audio in one Mimi state, which upstream resets for every text chunk.
-const PIO2_HIGH = 1.5703125;
-const PIO2_MID = 4.837512969970703125e-4;
-const PIO2_LOW = 7.54978995489188216e-8;
+// π/2 in four parts, the first three with 8 significant bits each, so quadrant · part is exact for every
+// quadrant below 2¹⁶, i.e. angles below 102 943 rad: positions (at frequency 1) of 8.5 minutes of audio
+// in one Mimi state, which upstream resets for every text chunk.
+const PIO2_1 = 1.5703125;
+const PIO2_2 = 4.825592041015625e-4;
+const PIO2_3 = 1.2665987014770508e-6;
+const PIO2_4 = 9.920935796805404e-10;
 const TWO_OVER_PI = 0.636619772367581343;
 
 fn sin_reduced(x: f32) -> f32 {
@@ -42,7 +43,7 @@ fn cos_reduced(x: f32) -> f32 {
 // (cos a, sin a) for a ≥ 0.
 fn cos_sin(angle: f32) -> vec2f {
   let quadrant = round(angle * TWO_OVER_PI);
-  let r = ((angle - quadrant * PIO2_HIGH) - quadrant * PIO2_MID) - quadrant * PIO2_LOW;
+  let r = (((angle - quadrant * PIO2_1) - quadrant * PIO2_2) - quadrant * PIO2_3) - quadrant * PIO2_4;
   let s = sin_reduced(r);
   let c = cos_reduced(r);
   switch (u32(quadrant) & 3u) {
