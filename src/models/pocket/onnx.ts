@@ -378,3 +378,160 @@ function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
   }
   return input;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Weights and node wiring, for code that runs a graph's math itself (the WGSL Mimi decoder, §4)
+
+/** An initializer (or Constant node value): `values` decoded to numbers of its element type. */
+export interface OnnxInitializer {
+  name: string;
+  elementType: string;
+  dims: number[];
+  /** float → Float32Array, int8 → Int8Array, uint8/bool → Uint8Array, int32 → Int32Array, int64 → BigInt64Array. */
+  values: Float32Array | Int8Array | Uint8Array | Int32Array | BigInt64Array;
+}
+
+export interface OnnxNode {
+  name: string;
+  opType: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+export interface OnnxGraphWeights {
+  /** Initializers and the tensor values of Constant nodes, by the name of the value they define. */
+  initializers: Map<string, OnnxInitializer>;
+  nodes: OnnxNode[];
+}
+
+/** More onnx.proto field numbers: GraphProto, NodeProto, AttributeProto, TensorProto. */
+const GRAPH_NODE_FIELD = 1;
+const GRAPH_INITIALIZER_FIELD = 5;
+const NODE_INPUT_FIELD = 1;
+const NODE_OUTPUT_FIELD = 2;
+const NODE_NAME_FIELD = 3;
+const NODE_OP_TYPE_FIELD = 4;
+const NODE_ATTRIBUTE_FIELD = 5;
+const ATTRIBUTE_NAME_FIELD = 1;
+const ATTRIBUTE_TENSOR_FIELD = 5;
+const TENSOR_DIMS_FIELD = 1;
+const TENSOR_DATA_TYPE_FIELD = 2;
+const TENSOR_FLOAT_DATA_FIELD = 4;
+const TENSOR_INT32_DATA_FIELD = 5;
+const TENSOR_INT64_DATA_FIELD = 7;
+const TENSOR_NAME_FIELD = 8;
+const TENSOR_RAW_DATA_FIELD = 9;
+const TENSOR_EXTERNAL_DATA_FIELD = 13;
+
+/**
+ * Every initializer and node of a graph whose weights are embedded (the exports of §3 are single files).
+ * Reads the whole file: this is for decoders that upload the weights elsewhere (the WGSL Mimi decoder).
+ */
+export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeights> {
+  const bytes = new Uint8Array(await readFile(path));
+  try {
+    const initializers = new Map<string, OnnxInitializer>();
+    const nodes: OnnxNode[] = [];
+    for (const field of messageFields(bytes)) {
+      if (field.number !== MODEL_GRAPH_FIELD || field.wireType !== WIRE_LENGTH_DELIMITED) continue;
+      for (const graphField of messageFields(field.payload)) {
+        if (graphField.wireType !== WIRE_LENGTH_DELIMITED) continue;
+        if (graphField.number === GRAPH_INITIALIZER_FIELD) {
+          const tensor = parseTensor(graphField.payload);
+          initializers.set(tensor.name, tensor);
+        } else if (graphField.number === GRAPH_NODE_FIELD) {
+          const { node, value } = parseNode(graphField.payload);
+          nodes.push(node);
+          if (node.opType === "Constant" && value && node.outputs[0]) initializers.set(node.outputs[0], { ...value, name: node.outputs[0] });
+        }
+      }
+    }
+    return { initializers, nodes };
+  } catch (error) {
+    throw new Error(`${path} is not a readable ONNX model: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function parseNode(bytes: Uint8Array): { node: OnnxNode; value: OnnxInitializer | null } {
+  const text = new TextDecoder();
+  const node: OnnxNode = { name: "", opType: "", inputs: [], outputs: [] };
+  let value: OnnxInitializer | null = null;
+  for (const field of messageFields(bytes)) {
+    if (field.number === NODE_INPUT_FIELD) node.inputs.push(text.decode(field.payload));
+    else if (field.number === NODE_OUTPUT_FIELD) node.outputs.push(text.decode(field.payload));
+    else if (field.number === NODE_NAME_FIELD) node.name = text.decode(field.payload);
+    else if (field.number === NODE_OP_TYPE_FIELD) node.opType = text.decode(field.payload);
+    else if (field.number === NODE_ATTRIBUTE_FIELD) {
+      let attributeName = "";
+      let tensor: Uint8Array | null = null;
+      for (const attributeField of messageFields(field.payload)) {
+        if (attributeField.number === ATTRIBUTE_NAME_FIELD) attributeName = text.decode(attributeField.payload);
+        if (attributeField.number === ATTRIBUTE_TENSOR_FIELD) tensor = attributeField.payload;
+      }
+      if (attributeName === "value" && tensor) value = parseTensor(tensor);
+    }
+  }
+  return { node, value };
+}
+
+/** Packed (or, for old writers, one-per-field) repeated varints. */
+function repeatedVarints(field: ProtoField & { payload: Uint8Array }): number[] {
+  if (field.wireType === WIRE_VARINT) return [field.value];
+  const values: number[] = [];
+  for (let offset = 0; offset < field.payload.length; ) {
+    const varint = readVarint(field.payload, offset);
+    values.push(varint.value);
+    offset = varint.next;
+  }
+  return values;
+}
+
+function parseTensor(bytes: Uint8Array): OnnxInitializer {
+  const text = new TextDecoder();
+  let name = "";
+  let dataType = 0;
+  const dims: number[] = [];
+  let raw: Uint8Array | null = null;
+  const floats: number[] = [];
+  const ints: number[] = [];
+  for (const field of messageFields(bytes)) {
+    if (field.number === TENSOR_DIMS_FIELD) dims.push(...repeatedVarints(field));
+    else if (field.number === TENSOR_DATA_TYPE_FIELD) dataType = field.value;
+    else if (field.number === TENSOR_NAME_FIELD) name = text.decode(field.payload);
+    else if (field.number === TENSOR_RAW_DATA_FIELD) raw = field.payload;
+    else if (field.number === TENSOR_FLOAT_DATA_FIELD) {
+      if (field.wireType === WIRE_FIXED32) floats.push(new DataView(bytes.buffer, bytes.byteOffset + field.payloadStart, 4).getFloat32(0, true));
+      else {
+        const view = new DataView(field.payload.buffer, field.payload.byteOffset, field.payload.byteLength);
+        for (let offset = 0; offset + 4 <= field.payload.byteLength; offset += 4) floats.push(view.getFloat32(offset, true));
+      }
+    } else if (field.number === TENSOR_INT32_DATA_FIELD || field.number === TENSOR_INT64_DATA_FIELD) ints.push(...repeatedVarints(field));
+    else if (field.number === TENSOR_EXTERNAL_DATA_FIELD) throw new Error(`tensor '${name}' keeps its data in an external file, which is not supported`);
+  }
+  const elementType = ELEMENT_TYPES[dataType] ?? `type${dataType}`;
+  const count = dims.reduce((product, dim) => product * dim, 1);
+  const values = tensorValues(elementType, count, raw, floats, ints);
+  if (values.length !== count) throw new Error(`tensor '${name}' [${dims.join(", ")}] holds ${values.length} values`);
+  return { name, elementType, dims, values };
+}
+
+function tensorValues(elementType: string, count: number, raw: Uint8Array | null, floats: number[], ints: number[]): OnnxInitializer["values"] {
+  // raw_data is little-endian and not necessarily aligned inside the file: copy it out.
+  const rawCopy = raw ? raw.slice().buffer : null;
+  switch (elementType) {
+    case "float":
+      return rawCopy ? new Float32Array(rawCopy) : Float32Array.from(floats);
+    case "int8":
+      // int8 values live in int32_data when not raw (onnx.proto), as two's-complement varints.
+      return rawCopy ? new Int8Array(rawCopy) : Int8Array.from(ints);
+    case "uint8":
+    case "bool":
+      return rawCopy ? new Uint8Array(rawCopy) : Uint8Array.from(ints);
+    case "int32":
+      return rawCopy ? new Int32Array(rawCopy) : Int32Array.from(ints);
+    case "int64":
+      return rawCopy ? new BigInt64Array(rawCopy) : BigInt64Array.from(ints, (value) => BigInt.asIntN(64, BigInt(value)));
+    default:
+      throw new Error(`initializers of type ${elementType} are not supported (${count} values)`);
+  }
+}

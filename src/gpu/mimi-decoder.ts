@@ -1,0 +1,574 @@
+/**
+ * The Mimi codec decoder on our own WGSL kernels (docs/pocket-tts.md §1.3–1.6): normalised latents
+ * [n, latentDim] → 1920·n float PCM samples per stream, for N streams at once, each with its streaming
+ * state kept on the device. Per call (T = k latent frames, S = 16·k transformer steps):
+ *
+ *   latents [N, k, L] ─ latent-denorm ─▶ [N, L, k] ─ output_proj (1×1 conv) ─▶ [N, D, k]
+ *   ─ upsample (depthwise ConvTranspose k32 s16) ─▶ [N, D, S] ─ transpose ─▶ [N·S, D]
+ *   ─ decoder_transformer layers (LayerNorm, in_proj, RoPE, ring-KV attention, out_proj, layer scale,
+ *     LayerNorm, linear1, GELU, linear2, layer scale) ─ transpose ─▶ [N, D, S]
+ *   ─ SEANet decoder (convs, ELUs, ConvTransposes, ResBlocks) ─▶ [N, 1, 1920·k]
+ *
+ * All of it is one compute pass in one command submission. Streaming state (conv tails, ConvTranspose
+ * partials, KV rings) lives in per-decoder buffers with one slot per stream; the stream table tells every
+ * stateful kernel which slot each batch row uses and how many positions it has already run, so any mix of
+ * streams decodes together without moving state.
+ *
+ * The architecture is read off the weights (channel counts, kernel sizes, layer counts); what the weights do
+ * not say (attention heads, context, RoPE period) comes from the options, with the released model's values
+ * as defaults.
+ */
+import { attention, createKvCache } from "./attention.ts";
+import { conv1dDispatches, conv1dTailLength, type Conv1dShape } from "./conv1d.ts";
+import { convTranspose1dDispatches, convTranspose1dPartialLength, type ConvTranspose1dShape } from "./conv-transpose1d.ts";
+import { whileDeviceAlive } from "./device.ts";
+import { eluDispatch } from "./elu.ts";
+import { gelu } from "./gelu.ts";
+import { BufferUsage, encodeDispatches, storageBuffer, type KernelDispatch } from "./kernel.ts";
+import { latentDenormDispatch } from "./latent-denorm.ts";
+import { layerNorm } from "./layer-norm.ts";
+import { layerScale } from "./layer-scale.ts";
+import { matmul } from "./matmul.ts";
+import { EMB_MEAN, EMB_STD, type MimiDecoderWeights, type WeightTensor } from "./mimi-weights.ts";
+import { rope, ropeFrequencyBuffer } from "./rope.ts";
+import { createStreamTable, writeStreamTable } from "./stream-table.ts";
+import { transpose } from "./transpose.ts";
+
+export interface MimiGpuDecoderOptions {
+  /** Attention heads of the decoder transformer (8 in the released model; the weights do not tell). */
+  heads?: number;
+  /** Attention context in transformer steps (250, §1.4). */
+  context?: number;
+  /** RoPE max period (10 000, §1.9). */
+  ropeMaxPeriod?: number;
+  /** Streams that can hold a state at once (state slots on the device). */
+  maxStreams?: number;
+}
+
+const LAYER_NORM_EPS = 1e-5;
+const MAP_MODE_READ = 0x1;
+/** Prepared plans (buffers + dispatches per batch size and frame count) kept for reuse. */
+const CACHED_PLANS = 6;
+
+interface ConvLayer {
+  kind: "conv";
+  name: string;
+  weight: GPUBuffer;
+  bias: GPUBuffer;
+  inChannels: number;
+  outChannels: number;
+  kernelSize: number;
+  previous: GPUBuffer;
+}
+
+interface ConvTransposeLayer {
+  kind: "convtr";
+  name: string;
+  weight: GPUBuffer;
+  bias: GPUBuffer | null;
+  inChannels: number;
+  outChannels: number;
+  kernelSize: number;
+  stride: number;
+  groups: number;
+  partial: GPUBuffer;
+}
+
+type SeanetLayer = ConvLayer | ConvTransposeLayer | { kind: "elu"; name: string } | { kind: "resblock"; name: string; first: ConvLayer; second: ConvLayer };
+
+interface TransformerLayer {
+  norm1Weight: GPUBuffer;
+  norm1Bias: GPUBuffer;
+  inProj: GPUBuffer;
+  outProj: GPUBuffer;
+  norm2Weight: GPUBuffer;
+  norm2Bias: GPUBuffer;
+  linear1: GPUBuffer;
+  linear2: GPUBuffer;
+  scale1: GPUBuffer;
+  scale2: GPUBuffer;
+  cache: GPUBuffer;
+}
+
+interface Plan {
+  key: string;
+  batch: number;
+  frames: number;
+  latents: GPUBuffer;
+  audio: GPUBuffer;
+  /** Output buffer and [channels, length per stream] of each named stage (§1.3 names, as in the fixtures). */
+  stages: Map<string, { buffer: GPUBuffer; channels: number; length: number }>;
+  dispatches: KernelDispatch[];
+  buffers: GPUBuffer[];
+}
+
+/**
+ * A stream's decoder state: a slot on the device plus the frames decoded so far. `decode` consumes it and
+ * returns its successor (the device state is updated in place, so an old value cannot be replayed).
+ */
+export class MimiGpuState {
+  #consumed = false;
+
+  /** @internal */
+  constructor(
+    readonly slot: number,
+    readonly frames: number,
+    /** Shared by a stream's successive states; the slot is free again once no state references it. */
+    readonly lease: SlotLease,
+  ) {}
+
+  get consumed(): boolean {
+    return this.#consumed;
+  }
+
+  /** @internal */
+  consume(): void {
+    if (this.#consumed) throw new Error("this Mimi decoder state was already used by decode(); pass the state that call returned");
+    if (this.lease.released) throw new Error("this Mimi decoder state was released");
+    this.#consumed = true;
+  }
+}
+
+class SlotLease {
+  released = false;
+  constructor(readonly slot: number) {}
+}
+
+function requireWeight(weights: MimiDecoderWeights, name: string, dims?: readonly number[]): WeightTensor {
+  const tensor = weights.get(name);
+  if (!tensor) throw new Error(`Mimi decoder weights lack ${name}`);
+  if (dims && (tensor.dims.length !== dims.length || tensor.dims.some((dim, index) => dims[index]! >= 0 && dim !== dims[index]))) {
+    throw new Error(`${name} is [${tensor.dims.join(", ")}], expected [${dims.map((dim) => (dim < 0 ? "?" : dim)).join(", ")}]`);
+  }
+  return tensor;
+}
+
+function transposed(tensor: WeightTensor): Float32Array {
+  const [rows, cols] = tensor.dims as [number, number];
+  const out = new Float32Array(tensor.values.length);
+  for (let row = 0; row < rows; row++) for (let col = 0; col < cols; col++) out[col * rows + row] = tensor.values[row * cols + col]!;
+  return out;
+}
+
+export class MimiGpuDecoder {
+  readonly config: { latentDim: number; samplesPerFrame: number };
+  readonly model: { width: number; heads: number; headDim: number; context: number; layers: number; feedForward: number; upsampleStride: number };
+  private readonly embStd: GPUBuffer;
+  private readonly embMean: GPUBuffer;
+  private readonly outputProj: GPUBuffer;
+  private readonly upsample: ConvTransposeLayer;
+  private readonly transformer: TransformerLayer[];
+  private readonly seanet: SeanetLayer[];
+  private readonly ropeFrequencies: GPUBuffer;
+  private readonly streamTable: GPUBuffer;
+  private readonly slots: number;
+  private readonly freeSlots: number[];
+  private readonly slotRegistry = new FinalizationRegistry<number>((slot) => this.freeSlots.push(slot));
+  private readonly plans = new Map<string, Plan>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly persistent: GPUBuffer[] = [];
+
+  constructor(
+    readonly device: GPUDevice,
+    weights: MimiDecoderWeights,
+    options: MimiGpuDecoderOptions = {},
+  ) {
+    const upload = (values: Float32Array, label: string): GPUBuffer => {
+      const buffer = storageBuffer(device, values, label);
+      this.persistent.push(buffer);
+      return buffer;
+    };
+    const zeroed = (floats: number, label: string): GPUBuffer => {
+      const buffer = storageBuffer(device, floats * 4, label);
+      this.persistent.push(buffer);
+      return buffer;
+    };
+    this.slots = options.maxStreams ?? 16;
+    this.freeSlots = Array.from({ length: this.slots }, (_, index) => this.slots - 1 - index);
+
+    const embStd = requireWeight(weights, EMB_STD);
+    const latentDim = embStd.values.length;
+    requireWeight(weights, EMB_MEAN, [latentDim]);
+    const outputProj = requireWeight(weights, "mimi.quantizer.output_proj.weight", [-1, latentDim, 1]);
+    const width = outputProj.dims[0]!;
+    const upsampleWeight = requireWeight(weights, "mimi.upsample.convtr.convtr.weight", [width, 1, -1]);
+    const upsampleKernel = upsampleWeight.dims[2]!;
+    this.embStd = upload(embStd.values, EMB_STD);
+    this.embMean = upload(weights.get(EMB_MEAN)!.values, EMB_MEAN);
+    this.outputProj = upload(outputProj.values, "output_proj");
+    // Resampling kernels are twice their stride (upstream ConvTrUpsample1d: kernel_size = 2·stride).
+    this.upsample = {
+      kind: "convtr",
+      name: "upsample",
+      weight: upload(upsampleWeight.values, "upsample"),
+      bias: null,
+      inChannels: width,
+      outChannels: width,
+      kernelSize: upsampleKernel,
+      stride: upsampleKernel / 2,
+      groups: width,
+      partial: zeroed(this.slots * width * (upsampleKernel / 2), "upsample partial"),
+    };
+
+    const heads = options.heads ?? 8;
+    if (width % heads !== 0) throw new Error(`decoder transformer width ${width} does not split into ${heads} heads`);
+    const headDim = width / heads;
+    const context = options.context ?? 250;
+    this.transformer = [];
+    let feedForward = 0;
+    for (let index = 0; weights.has(`mimi.decoder_transformer.transformer.layers.${index}.norm1.weight`); index++) {
+      const prefix = `mimi.decoder_transformer.transformer.layers.${index}.`;
+      const vector = (name: string) => upload(requireWeight(weights, prefix + name, [width]).values, prefix + name);
+      const linear1 = requireWeight(weights, `${prefix}linear1.weight`, [-1, width]);
+      feedForward = linear1.dims[0]!;
+      // matmul.ts multiplies by [in, out]; upstream nn.Linear weights are [out, in].
+      const linear = (name: string, dims: number[]) => upload(transposed(requireWeight(weights, prefix + name, dims)), prefix + name);
+      this.transformer.push({
+        norm1Weight: vector("norm1.weight"),
+        norm1Bias: vector("norm1.bias"),
+        inProj: linear("self_attn.in_proj.weight", [3 * width, width]),
+        outProj: linear("self_attn.out_proj.weight", [width, width]),
+        norm2Weight: vector("norm2.weight"),
+        norm2Bias: vector("norm2.bias"),
+        linear1: linear("linear1.weight", [feedForward, width]),
+        linear2: linear("linear2.weight", [width, feedForward]),
+        scale1: vector("layer_scale_1.scale"),
+        scale2: vector("layer_scale_2.scale"),
+        cache: (() => {
+          const cache = createKvCache(device, { slots: this.slots, context, heads, headDim }, `${prefix}kv cache`);
+          this.persistent.push(cache);
+          return cache;
+        })(),
+      });
+    }
+    this.ropeFrequencies = ropeFrequencyBuffer(device, headDim, options.ropeMaxPeriod ?? 10_000);
+    this.persistent.push(this.ropeFrequencies);
+    this.streamTable = createStreamTable(device, this.slots);
+    this.persistent.push(this.streamTable);
+
+    const conv = (name: string): ConvLayer => {
+      const weight = requireWeight(weights, `${name}.conv.weight`);
+      const [outChannels, inChannels, kernelSize] = weight.dims as [number, number, number];
+      const bias = requireWeight(weights, `${name}.conv.bias`, [outChannels]);
+      const tail = conv1dTailLength({ kernelSize, dilation: 1, stride: 1 });
+      return { kind: "conv", name, weight: upload(weight.values, name), bias: upload(bias.values, `${name} bias`), inChannels, outChannels, kernelSize, previous: zeroed(this.slots * inChannels * tail, `${name} previous`) };
+    };
+    // decoder.model.<i>: a Conv, a ConvTranspose, a ResBlock, or (no weights) an ELU.
+    const lastIndex = Math.max(...[...weights.keys()].map((name) => /^mimi\.decoder\.model\.(\d+)\./.exec(name)?.[1]).filter((index) => index !== undefined).map(Number));
+    if (!Number.isFinite(lastIndex)) throw new Error("Mimi decoder weights lack mimi.decoder.model.*");
+    this.seanet = [];
+    let hop = this.upsample.stride;
+    for (let index = 0; index <= lastIndex; index++) {
+      const name = `mimi.decoder.model.${index}`;
+      if (weights.has(`${name}.conv.weight`)) this.seanet.push(conv(name));
+      else if (weights.has(`${name}.block.1.conv.weight`)) this.seanet.push({ kind: "resblock", name, first: conv(`${name}.block.1`), second: conv(`${name}.block.3`) });
+      else if (weights.has(`${name}.convtr.weight`)) {
+        const weight = requireWeight(weights, `${name}.convtr.weight`);
+        const [inChannels, outChannels, kernelSize] = weight.dims as [number, number, number];
+        const stride = kernelSize / 2;
+        hop *= stride;
+        this.seanet.push({
+          kind: "convtr",
+          name,
+          weight: upload(weight.values, name),
+          bias: upload(requireWeight(weights, `${name}.convtr.bias`, [outChannels]).values, `${name} bias`),
+          inChannels,
+          outChannels,
+          kernelSize,
+          stride,
+          groups: 1,
+          partial: zeroed(this.slots * outChannels * (kernelSize - stride), `${name} partial`),
+        });
+      } else this.seanet.push({ kind: "elu", name });
+    }
+    this.config = { latentDim, samplesPerFrame: hop };
+    this.model = { width, heads, headDim, context, layers: this.transformer.length, feedForward, upsampleStride: this.upsample.stride };
+  }
+
+  /** A fresh state in a free slot (its conv tails and partials zeroed; KV rings need no clearing). */
+  emptyState(): MimiGpuState {
+    const slot = this.freeSlots.pop();
+    if (slot === undefined) throw new Error(`all ${this.slots} Mimi decoder state slots are in use; release finished streams' states or raise maxStreams`);
+    for (const { buffer, floatsPerSlot } of this.slotStates()) {
+      if (floatsPerSlot > 0) this.device.queue.writeBuffer(buffer, slot * floatsPerSlot * 4, new Float32Array(floatsPerSlot));
+    }
+    const lease = new SlotLease(slot);
+    this.slotRegistry.register(lease, slot, lease);
+    return new MimiGpuState(slot, 0, lease);
+  }
+
+  /** Frees a stream's slot now rather than when its state is garbage-collected. */
+  release(state: MimiGpuState): void {
+    if (state.lease.released) return;
+    state.lease.released = true;
+    this.slotRegistry.unregister(state.lease);
+    this.freeSlots.push(state.slot);
+  }
+
+  private slotStates(): Array<{ buffer: GPUBuffer; floatsPerSlot: number }> {
+    const states = [{ buffer: this.upsample.partial, floatsPerSlot: this.upsample.outChannels * convTranspose1dPartialLength(this.upsample) }];
+    const convState = (layer: ConvLayer) => ({ buffer: layer.previous, floatsPerSlot: layer.inChannels * conv1dTailLength({ kernelSize: layer.kernelSize, dilation: 1, stride: 1 }) });
+    for (const layer of this.seanet) {
+      if (layer.kind === "conv") states.push(convState(layer));
+      if (layer.kind === "resblock") states.push(convState(layer.first), convState(layer.second));
+      if (layer.kind === "convtr") states.push({ buffer: layer.partial, floatsPerSlot: layer.outChannels * convTranspose1dPartialLength(layer) });
+    }
+    return states;
+  }
+
+  /** One stream: normalised latents [n, latentDim] → 1920·n samples (same contract as the ONNX MimiDecoder). */
+  async decode(state: MimiGpuState, latents: Float32Array): Promise<{ state: MimiGpuState; audio: Float32Array }> {
+    const [result] = await this.decodeBatch([{ state, latents }]);
+    return result!;
+  }
+
+  /**
+   * N streams, each with the same number k of new latent frames, in one submission. Returns each stream's
+   * successor state and its 1920·k samples, in request order.
+   */
+  decodeBatch(requests: ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>): Promise<Array<{ state: MimiGpuState; audio: Float32Array }>> {
+    return this.serialised(async () => (await this.run(requests, false)).results);
+  }
+
+  /**
+   * One stream, also returning every stage's output for this call ([channels, frames] channel-major, under
+   * the fixture's names: quantizer, upsample, decoder_transformer, decoder.model.<i>), for locating errors.
+   */
+  decodeWithStages(state: MimiGpuState, latents: Float32Array): Promise<{ state: MimiGpuState; audio: Float32Array; stages: Map<string, Float32Array> }> {
+    return this.serialised(async () => {
+      const { results, stages } = await this.run([{ state, latents }], true);
+      return { ...results[0]!, stages };
+    });
+  }
+
+  /** Frees every device buffer of this decoder; its states become unusable. */
+  destroy(): void {
+    for (const plan of this.plans.values()) for (const buffer of plan.buffers) buffer.destroy();
+    this.plans.clear();
+    for (const buffer of this.persistent) buffer.destroy();
+  }
+
+  // Plans and buffers are shared between calls, so calls run one after another.
+  private serialised<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(work);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async run(
+    requests: ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>,
+    captureStages: boolean,
+  ): Promise<{ results: Array<{ state: MimiGpuState; audio: Float32Array }>; stages: Map<string, Float32Array> }> {
+    const { latentDim, samplesPerFrame } = this.config;
+    if (requests.length === 0) return { results: [], stages: new Map() };
+    if (requests.length > this.slots) throw new Error(`${requests.length} streams exceed the decoder's ${this.slots} state slots`);
+    const frames = requests[0]!.latents.length / latentDim;
+    for (const [index, { state, latents }] of requests.entries()) {
+      const count = latents.length / latentDim;
+      if (!Number.isInteger(count) || count < 1) throw new Error(`stream ${index}: ${latents.length} latent values are not a positive multiple of ${latentDim}`);
+      if (count !== frames) throw new Error(`stream ${index} has ${count} latent frames and stream 0 has ${frames}; one batch decodes the same number for every stream`);
+      if (requests.findIndex((other) => other.state.slot === state.slot) !== index) throw new Error(`stream ${index} repeats another stream's state`);
+    }
+    for (const { state } of requests) state.consume();
+
+    const plan = this.plan(requests.length, frames);
+    const packed = new Float32Array(requests.length * frames * latentDim);
+    requests.forEach(({ latents }, index) => packed.set(latents, index * frames * latentDim));
+    this.device.queue.writeBuffer(plan.latents, 0, packed);
+    writeStreamTable(
+      this.device,
+      this.streamTable,
+      requests.map(({ state }) => ({ slot: state.slot, offset: state.frames * this.upsample.stride })),
+      this.slots,
+    );
+
+    const encoder = this.device.createCommandEncoder({ label: `mimi decode ${plan.key}` });
+    const pass = encoder.beginComputePass();
+    encodeDispatches(pass, plan.dispatches);
+    pass.end();
+    const audioFloats = requests.length * frames * samplesPerFrame;
+    const readbacks: Array<{ name: string; staging: GPUBuffer; floats: number }> = [{ name: "audio", staging: this.staging(audioFloats), floats: audioFloats }];
+    encoder.copyBufferToBuffer(plan.audio, 0, readbacks[0]!.staging, 0, audioFloats * 4);
+    if (captureStages) {
+      for (const [name, stage] of plan.stages) {
+        const floats = stage.channels * stage.length;
+        const staging = this.staging(floats);
+        encoder.copyBufferToBuffer(stage.buffer, 0, staging, 0, floats * 4);
+        readbacks.push({ name, staging, floats });
+      }
+    }
+    this.device.queue.submit([encoder.finish()]);
+
+    const values = new Map<string, Float32Array>();
+    try {
+      for (const { name, staging, floats } of readbacks) {
+        await whileDeviceAlive(this.device, staging.mapAsync(MAP_MODE_READ));
+        values.set(name, new Float32Array(staging.getMappedRange(0, floats * 4).slice(0)));
+        staging.unmap();
+      }
+    } finally {
+      for (const { staging } of readbacks) staging.destroy();
+    }
+    const audio = values.get("audio")!;
+    values.delete("audio");
+    const perStream = frames * samplesPerFrame;
+    return {
+      results: requests.map(({ state }, index) => ({ state: new MimiGpuState(state.slot, state.frames + frames, state.lease), audio: audio.slice(index * perStream, (index + 1) * perStream) })),
+      stages: values,
+    };
+  }
+
+  private staging(floats: number): GPUBuffer {
+    return this.device.createBuffer({ size: Math.max(16, Math.ceil((floats * 4) / 16) * 16), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
+  }
+
+  private plan(batch: number, frames: number): Plan {
+    const key = `${batch}x${frames}`;
+    const cached = this.plans.get(key);
+    if (cached) {
+      // Most recently used last, so eviction drops the oldest.
+      this.plans.delete(key);
+      this.plans.set(key, cached);
+      return cached;
+    }
+    if (this.plans.size >= CACHED_PLANS) {
+      const [oldestKey, oldest] = this.plans.entries().next().value as [string, Plan];
+      for (const buffer of oldest.buffers) buffer.destroy();
+      this.plans.delete(oldestKey);
+    }
+    const plan = this.buildPlan(batch, frames);
+    this.plans.set(key, plan);
+    return plan;
+  }
+
+  private buildPlan(batch: number, frames: number): Plan {
+    const device = this.device;
+    const { latentDim } = this.config;
+    const { width, heads, headDim, context, feedForward } = this.model;
+    const steps = frames * this.upsample.stride;
+    const rows = batch * steps;
+    const buffers: GPUBuffer[] = [];
+    const scratchFloats = Math.max(...this.slotStates().map(({ floatsPerSlot }) => floatsPerSlot)) * batch;
+    const buffer = (floats: number, label: string): GPUBuffer => {
+      const created = storageBuffer(device, floats * 4, label);
+      buffers.push(created);
+      return created;
+    };
+    const scratch = buffer(scratchFloats, "state scratch");
+    const stages = new Map<string, { buffer: GPUBuffer; channels: number; length: number }>();
+    const dispatches: KernelDispatch[] = [];
+    const streamTable = this.streamTable;
+    const slots = this.slots;
+
+    const latents = buffer(batch * frames * latentDim, "latents");
+    const denormalised = buffer(batch * latentDim * frames, "denormalised latents");
+    dispatches.push(latentDenormDispatch(device, { batch, latentDim, frames }, { latents, embStd: this.embStd, embMean: this.embMean, output: denormalised }));
+    const projected = buffer(batch * width * frames, "quantizer");
+    const projection: Conv1dShape = { batch, slots, inChannels: latentDim, outChannels: width, inLength: frames, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false };
+    dispatches.push(...conv1dDispatches(device, projection, { input: denormalised, streamTable, previous: scratch, scratch, weight: this.outputProj, output: projected }));
+    stages.set("quantizer", { buffer: projected, channels: width, length: frames });
+
+    const upsampled = buffer(batch * width * steps, "upsample");
+    dispatches.push(...this.convTransposeDispatches(this.upsample, batch, frames, projected, upsampled, scratch));
+    stages.set("upsample", { buffer: upsampled, channels: width, length: steps });
+
+    // Transformer on time-major rows [N·S, D].
+    const residual = buffer(rows * width, "transformer residual");
+    const normed = buffer(rows * width, "layer norm");
+    const qkv = buffer(rows * 3 * width, "qkv");
+    const attended = buffer(rows * width, "attention");
+    const update = buffer(rows * width, "update");
+    const hidden = buffer(rows * feedForward, "feed-forward");
+    dispatches.push(transpose(device, { batch, rows: width, cols: steps }, { input: upsampled, output: residual }));
+    for (const layer of this.transformer) {
+      dispatches.push(
+        layerNorm(device, { rows, channels: width, eps: LAYER_NORM_EPS }, { input: residual, weight: layer.norm1Weight, bias: layer.norm1Bias, output: normed }),
+        matmul(device, { rows, inner: width, cols: 3 * width }, { a: normed, b: layer.inProj, bias: null, out: qkv }),
+        rope(device, { streams: batch, steps, heads, headDim }, { streamTable, frequencies: this.ropeFrequencies, qkv }),
+        ...attention(device, { streams: batch, steps, heads, headDim, context, slots }, { streamTable, qkv, cache: layer.cache, output: attended }),
+        matmul(device, { rows, inner: width, cols: width }, { a: attended, b: layer.outProj, bias: null, out: update }),
+        layerScale(device, { rows, channels: width }, { update, scale: layer.scale1, residual }),
+        layerNorm(device, { rows, channels: width, eps: LAYER_NORM_EPS }, { input: residual, weight: layer.norm2Weight, bias: layer.norm2Bias, output: normed }),
+        matmul(device, { rows, inner: width, cols: feedForward }, { a: normed, b: layer.linear1, bias: null, out: hidden }),
+        gelu(device, rows * feedForward, hidden),
+        matmul(device, { rows, inner: feedForward, cols: width }, { a: hidden, b: layer.linear2, bias: null, out: update }),
+        layerScale(device, { rows, channels: width }, { update, scale: layer.scale2, residual }),
+      );
+    }
+    const transformed = buffer(batch * width * steps, "decoder_transformer");
+    dispatches.push(transpose(device, { batch, rows: steps, cols: width }, { input: residual, output: transformed }));
+    stages.set("decoder_transformer", { buffer: transformed, channels: width, length: steps });
+
+    // SEANet on channel-major [N, C, T].
+    let current = transformed;
+    let channels = width;
+    let length = steps;
+    for (const layer of this.seanet) {
+      const stageName = layer.name.replace(/^mimi\./, "");
+      if (layer.kind === "elu") {
+        const output = buffer(batch * channels * length, stageName);
+        dispatches.push(eluDispatch(device, batch * channels * length, current, output));
+        current = output;
+      } else if (layer.kind === "conv") {
+        const output = buffer(batch * layer.outChannels * length, stageName);
+        dispatches.push(...this.convDispatches(layer, batch, length, current, output, scratch));
+        current = output;
+        channels = layer.outChannels;
+      } else if (layer.kind === "convtr") {
+        length *= layer.stride;
+        const output = buffer(batch * layer.outChannels * length, stageName);
+        dispatches.push(...this.convTransposeDispatches(layer, batch, length / layer.stride, current, output, scratch));
+        current = output;
+        channels = layer.outChannels;
+      } else {
+        // ResBlock: x + conv_k1(ELU(conv_k3(ELU(x)))) (SEANetResnetBlock with an identity shortcut).
+        const activated = buffer(batch * channels * length, `${stageName} elu 1`);
+        const inner = buffer(batch * layer.first.outChannels * length, `${stageName} block.1`);
+        const innerActivated = buffer(batch * layer.first.outChannels * length, `${stageName} elu 2`);
+        const output = buffer(batch * channels * length, stageName);
+        dispatches.push(
+          eluDispatch(device, batch * channels * length, current, activated),
+          ...this.convDispatches(layer.first, batch, length, activated, inner, scratch),
+          eluDispatch(device, batch * layer.first.outChannels * length, inner, innerActivated),
+          ...this.convDispatches(layer.second, batch, length, innerActivated, output, scratch, current),
+        );
+        current = output;
+      }
+      stages.set(stageName, { buffer: current, channels, length });
+    }
+    if (channels !== 1 || length !== frames * this.config.samplesPerFrame) throw new Error(`the SEANet decoder ends in [${channels}, ${length}] per stream, not mono audio of ${frames * this.config.samplesPerFrame} samples`);
+    return { key: `${batch}x${frames}`, batch, frames, latents, audio: current, stages, dispatches, buffers };
+  }
+
+  private convDispatches(layer: ConvLayer, batch: number, inLength: number, input: GPUBuffer, output: GPUBuffer, scratch: GPUBuffer, residual?: GPUBuffer): KernelDispatch[] {
+    const shape: Conv1dShape = {
+      batch,
+      slots: this.slots,
+      inChannels: layer.inChannels,
+      outChannels: layer.outChannels,
+      inLength,
+      kernelSize: layer.kernelSize,
+      stride: 1,
+      dilation: 1,
+      groups: 1,
+      hasBias: true,
+      hasResidual: residual !== undefined,
+    };
+    return conv1dDispatches(this.device, shape, { input, streamTable: this.streamTable, previous: layer.previous, scratch, weight: layer.weight, bias: layer.bias, ...(residual ? { residual } : {}), output });
+  }
+
+  private convTransposeDispatches(layer: ConvTransposeLayer, batch: number, inLength: number, input: GPUBuffer, output: GPUBuffer, scratch: GPUBuffer): KernelDispatch[] {
+    const shape: ConvTranspose1dShape = {
+      batch,
+      slots: this.slots,
+      inChannels: layer.inChannels,
+      outChannels: layer.outChannels,
+      inLength,
+      kernelSize: layer.kernelSize,
+      stride: layer.stride,
+      groups: layer.groups,
+      hasBias: layer.bias !== null,
+    };
+    return convTranspose1dDispatches(this.device, shape, { input, streamTable: this.streamTable, partial: layer.partial, scratch, weight: layer.weight, ...(layer.bias ? { bias: layer.bias } : {}), output });
+  }
+}
