@@ -4,9 +4,8 @@
  * state kept on the device. Per call (T = k latent frames, S = 16·k transformer steps):
  *
  *   latents [N, k, L] ─ latent-denorm ─▶ [N, L, k] ─ output_proj (1×1 conv) ─▶ [N, D, k]
- *   ─ upsample (depthwise ConvTranspose k32 s16) ─▶ [N, D, S] ─ transpose ─▶ [N·S, D]
- *   ─ decoder_transformer layers (LayerNorm, in_proj, RoPE, ring-KV attention, out_proj, layer scale,
- *     LayerNorm, linear1, GELU, linear2, layer scale) ─ transpose ─▶ [N, D, S]
+ *   ─ upsample (depthwise ConvTranspose k32 s16) ─▶ [N, D, S]
+ *   ─ decoder_transformer (mimi-transformer.ts) ─▶ [N, D, S]
  *   ─ SEANet decoder (convs, ELUs, ConvTransposes, ResBlocks) ─▶ [N, 1, 1920·k]
  *
  * All of it is one compute pass in one command submission. Streaming state (conv tails, ConvTranspose
@@ -18,21 +17,15 @@
  * not say (attention heads, context, RoPE period) comes from the options, with the released model's values
  * as defaults.
  */
-import { attention, createKvCache } from "./attention.ts";
 import { conv1dDispatches, conv1dTailLength, type Conv1dShape } from "./conv1d.ts";
 import { convTranspose1dDispatches, convTranspose1dPartialLength, type ConvTranspose1dShape } from "./conv-transpose1d.ts";
 import { whileDeviceAlive } from "./device.ts";
 import { eluDispatch } from "./elu.ts";
-import { gelu } from "./gelu.ts";
 import { BufferUsage, encodeDispatches, storageBuffer, type KernelDispatch } from "./kernel.ts";
 import { latentDenormDispatch } from "./latent-denorm.ts";
-import { layerNorm } from "./layer-norm.ts";
-import { layerScale } from "./layer-scale.ts";
-import { matmul } from "./matmul.ts";
+import { MimiTransformer, uploadMimiTransformerWeights } from "./mimi-transformer.ts";
 import { EMB_MEAN, EMB_STD, type MimiDecoderWeights, type WeightTensor } from "./mimi-weights.ts";
-import { rope, ropeFrequencyBuffer } from "./rope.ts";
 import { createStreamTable, writeStreamTable } from "./stream-table.ts";
-import { transpose } from "./transpose.ts";
 
 export interface MimiGpuDecoderOptions {
   /** Attention heads of the decoder transformer (8 in the released model; the weights do not tell). */
@@ -75,20 +68,6 @@ interface ConvTransposeLayer {
 }
 
 type SeanetLayer = ConvLayer | ConvTransposeLayer | { kind: "elu"; name: string } | { kind: "resblock"; name: string; first: ConvLayer; second: ConvLayer };
-
-interface TransformerLayer {
-  norm1Weight: GPUBuffer;
-  norm1Bias: GPUBuffer;
-  inProj: GPUBuffer;
-  outProj: GPUBuffer;
-  norm2Weight: GPUBuffer;
-  norm2Bias: GPUBuffer;
-  linear1: GPUBuffer;
-  linear2: GPUBuffer;
-  scale1: GPUBuffer;
-  scale2: GPUBuffer;
-  cache: GPUBuffer;
-}
 
 interface Plan {
   key: string;
@@ -143,13 +122,6 @@ function requireWeight(weights: MimiDecoderWeights, name: string, dims?: readonl
   return tensor;
 }
 
-function transposed(tensor: WeightTensor): Float32Array {
-  const [rows, cols] = tensor.dims as [number, number];
-  const out = new Float32Array(tensor.values.length);
-  for (let row = 0; row < rows; row++) for (let col = 0; col < cols; col++) out[col * rows + row] = tensor.values[row * cols + col]!;
-  return out;
-}
-
 export class MimiGpuDecoder {
   readonly config: { latentDim: number; samplesPerFrame: number };
   readonly model: { width: number; heads: number; headDim: number; context: number; layers: number; feedForward: number; upsampleStride: number };
@@ -157,9 +129,8 @@ export class MimiGpuDecoder {
   private readonly embMean: GPUBuffer;
   private readonly outputProj: GPUBuffer;
   private readonly upsample: ConvTransposeLayer;
-  private readonly transformer: TransformerLayer[];
+  private readonly transformer: MimiTransformer;
   private readonly seanet: SeanetLayer[];
-  private readonly ropeFrequencies: GPUBuffer;
   private readonly streamTable: GPUBuffer;
   private readonly slots: number;
   private readonly freeSlots: number[];
@@ -211,38 +182,16 @@ export class MimiGpuDecoder {
     };
 
     const heads = options.heads ?? 8;
-    if (width % heads !== 0) throw new Error(`decoder transformer width ${width} does not split into ${heads} heads`);
-    const headDim = width / heads;
     const context = options.context ?? 250;
-    this.transformer = [];
-    let feedForward = 0;
-    for (let index = 0; weights.has(`mimi.decoder_transformer.transformer.layers.${index}.norm1.weight`); index++) {
-      const prefix = `mimi.decoder_transformer.transformer.layers.${index}.`;
-      const vector = (name: string) => upload(requireWeight(weights, prefix + name, [width]).values, prefix + name);
-      const linear1 = requireWeight(weights, `${prefix}linear1.weight`, [-1, width]);
-      feedForward = linear1.dims[0]!;
-      // matmul.ts multiplies by [in, out]; upstream nn.Linear weights are [out, in].
-      const linear = (name: string, dims: number[]) => upload(transposed(requireWeight(weights, prefix + name, dims)), prefix + name);
-      this.transformer.push({
-        norm1Weight: vector("norm1.weight"),
-        norm1Bias: vector("norm1.bias"),
-        inProj: linear("self_attn.in_proj.weight", [3 * width, width]),
-        outProj: linear("self_attn.out_proj.weight", [width, width]),
-        norm2Weight: vector("norm2.weight"),
-        norm2Bias: vector("norm2.bias"),
-        linear1: linear("linear1.weight", [feedForward, width]),
-        linear2: linear("linear2.weight", [width, feedForward]),
-        scale1: vector("layer_scale_1.scale"),
-        scale2: vector("layer_scale_2.scale"),
-        cache: (() => {
-          const cache = createKvCache(device, { slots: this.slots, context, heads, headDim }, `${prefix}kv cache`);
-          this.persistent.push(cache);
-          return cache;
-        })(),
-      });
-    }
-    this.ropeFrequencies = ropeFrequencyBuffer(device, headDim, options.ropeMaxPeriod ?? 10_000);
-    this.persistent.push(this.ropeFrequencies);
+    const transformerPrefix = "mimi.decoder_transformer.transformer.";
+    let layers = 0;
+    while (weights.has(`${transformerPrefix}layers.${layers}.norm1.weight`)) layers++;
+    const feedForward = requireWeight(weights, `${transformerPrefix}layers.0.linear1.weight`, [-1, width]).dims[0]!;
+    const transformerConfig = { dModel: width, heads, layers, dimFeedforward: feedForward, context, maxPeriod: options.ropeMaxPeriod ?? 10_000, eps: LAYER_NORM_EPS };
+    const transformerWeights = uploadMimiTransformerWeights(device, transformerConfig, (name) => requireWeight(weights, transformerPrefix + name).values, "out-in");
+    this.persistent.push(...transformerWeights.values());
+    this.transformer = new MimiTransformer(device, transformerConfig, transformerWeights, this.slots);
+    this.persistent.push(...this.transformer.caches);
     this.streamTable = createStreamTable(device, this.slots);
     this.persistent.push(this.streamTable);
 
@@ -282,7 +231,7 @@ export class MimiGpuDecoder {
       } else this.seanet.push({ kind: "elu", name });
     }
     this.config = { latentDim, samplesPerFrame: hop };
-    this.model = { width, heads, headDim, context, layers: this.transformer.length, feedForward, upsampleStride: this.upsample.stride };
+    this.model = { width, heads, headDim: width / heads, context, layers, feedForward, upsampleStride: this.upsample.stride };
   }
 
   /** A fresh state in a free slot (its conv tails and partials zeroed; KV rings need no clearing). */
@@ -444,9 +393,8 @@ export class MimiGpuDecoder {
   private buildPlan(batch: number, frames: number): Plan {
     const device = this.device;
     const { latentDim } = this.config;
-    const { width, heads, headDim, context, feedForward } = this.model;
+    const { width } = this.model;
     const steps = frames * this.upsample.stride;
-    const rows = batch * steps;
     const buffers: GPUBuffer[] = [];
     const scratchFloats = Math.max(...this.slotStates().map(({ floatsPerSlot }) => floatsPerSlot)) * batch;
     const buffer = (floats: number, label: string): GPUBuffer => {
@@ -472,31 +420,8 @@ export class MimiGpuDecoder {
     dispatches.push(...this.convTransposeDispatches(this.upsample, batch, frames, projected, upsampled, scratch));
     stages.set("upsample", { buffer: upsampled, channels: width, length: steps });
 
-    // Transformer on time-major rows [N·S, D].
-    const residual = buffer(rows * width, "transformer residual");
-    const normed = buffer(rows * width, "layer norm");
-    const qkv = buffer(rows * 3 * width, "qkv");
-    const attended = buffer(rows * width, "attention");
-    const update = buffer(rows * width, "update");
-    const hidden = buffer(rows * feedForward, "feed-forward");
-    dispatches.push(transpose(device, { batch, rows: width, cols: steps }, { input: upsampled, output: residual }));
-    for (const layer of this.transformer) {
-      dispatches.push(
-        layerNorm(device, { rows, channels: width, eps: LAYER_NORM_EPS }, { input: residual, weight: layer.norm1Weight, bias: layer.norm1Bias, output: normed }),
-        matmul(device, { rows, inner: width, cols: 3 * width }, { a: normed, b: layer.inProj, bias: null, out: qkv }),
-        rope(device, { streams: batch, steps, heads, headDim }, { streamTable, frequencies: this.ropeFrequencies, qkv }),
-        ...attention(device, { streams: batch, steps, heads, headDim, context, slots }, { streamTable, qkv, cache: layer.cache, output: attended }),
-        matmul(device, { rows, inner: width, cols: width }, { a: attended, b: layer.outProj, bias: null, out: update }),
-        layerScale(device, { rows, channels: width }, { update, scale: layer.scale1, residual }),
-        layerNorm(device, { rows, channels: width, eps: LAYER_NORM_EPS }, { input: residual, weight: layer.norm2Weight, bias: layer.norm2Bias, output: normed }),
-        matmul(device, { rows, inner: width, cols: feedForward }, { a: normed, b: layer.linear1, bias: null, out: hidden }),
-        gelu(device, rows * feedForward, hidden),
-        matmul(device, { rows, inner: feedForward, cols: width }, { a: hidden, b: layer.linear2, bias: null, out: update }),
-        layerScale(device, { rows, channels: width }, { update, scale: layer.scale2, residual }),
-      );
-    }
     const transformed = buffer(batch * width * steps, "decoder_transformer");
-    dispatches.push(transpose(device, { batch, rows: steps, cols: width }, { input: residual, output: transformed }));
+    dispatches.push(...this.transformer.dispatches(batch, steps, { streamTable, input: upsampled, output: transformed }));
     stages.set("decoder_transformer", { buffer: transformed, channels: width, length: steps });
 
     // SEANet on channel-major [N, C, T].

@@ -28,11 +28,11 @@ export function referenceConvTranspose1d(
       for (let ci = group * inPerGroup; ci < (group + 1) * inPerGroup; ci++) {
         for (let t = 0; t < inLength; t++) {
           const x = input[(n * inChannels + ci) * inLength + t]!;
-          for (let k = 0; k < kernelSize; k++) full[t * stride + k] += x * weight[(ci * outPerGroup + (co % outPerGroup)) * kernelSize + k]!;
+          for (let k = 0; k < kernelSize; k++) full[t * stride + k]! += x * weight[(ci * outPerGroup + (co % outPerGroup)) * kernelSize + k]!;
         }
       }
       const row = n * outChannels + co;
-      for (let j = 0; j < partialLength; j++) full[j] += partial[row * partialLength + j]!;
+      for (let j = 0; j < partialLength; j++) full[j]! += partial[row * partialLength + j]!;
       for (let u = 0; u < emitted; u++) output[row * emitted + u] = full[u]!;
       for (let j = 0; j < partialLength; j++) nextPartial[row * partialLength + j] = full[fullLength - partialLength + j]! - (bias ? bias[co]! : 0);
     }
