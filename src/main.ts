@@ -25,7 +25,7 @@ const USAGE = `Usage:
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
   voxedge models pull [name] [--language L] [--precision int8|fp32]
                                                     download a Pocket TTS bundle into the model cache
-  voxedge conformance <fixture-dir> [--decoder onnx]
+  voxedge conformance <fixture-dir> [--decoder onnx|wgsl]
                                                     run every golden case of a Pocket TTS fixture; prints JSON
   voxedge --help`;
 
@@ -129,8 +129,8 @@ async function runConformanceCommand(fixtureDir: string | undefined, decoder = "
     console.error(`conformance needs a fixture folder\n\n${USAGE}`);
     return 2;
   }
-  if (decoder !== "onnx") {
-    console.error(`--decoder ${decoder} is not available: this build decodes with the ONNX Mimi decoder only`);
+  if (decoder !== "onnx" && decoder !== "wgsl") {
+    console.error(`--decoder must be onnx or wgsl, not ${decoder}`);
     return 2;
   }
   // Loaded here only: onnxruntime-web is not needed to serve with the offline engine.

@@ -283,7 +283,7 @@ export class MimiGpuDecoder {
    * One stream, also returning every stage's output for this call ([channels, frames] channel-major, under
    * the fixture's names: quantizer, upsample, decoder_transformer, decoder.model.<i>), for locating errors.
    */
-  decodeWithStages(state: MimiGpuState, latents: Float32Array): Promise<{ state: MimiGpuState; audio: Float32Array; stages: Map<string, Float32Array> }> {
+  decodeWithStages(state: MimiGpuState, latents: Float32Array): Promise<{ state: MimiGpuState; audio: Float32Array; stages: Map<string, { channels: number; values: Float32Array }> }> {
     return this.serialised(async () => {
       const { results, stages } = await this.run([{ state, latents }], true);
       return { ...results[0]!, stages };
@@ -307,7 +307,7 @@ export class MimiGpuDecoder {
   private async run(
     requests: ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>,
     captureStages: boolean,
-  ): Promise<{ results: Array<{ state: MimiGpuState; audio: Float32Array }>; stages: Map<string, Float32Array> }> {
+  ): Promise<{ results: Array<{ state: MimiGpuState; audio: Float32Array }>; stages: Map<string, { channels: number; values: Float32Array }> }> {
     const { latentDim, samplesPerFrame } = this.config;
     if (requests.length === 0) return { results: [], stages: new Map() };
     if (requests.length > this.slots) throw new Error(`${requests.length} streams exceed the decoder's ${this.slots} state slots`);
@@ -336,29 +336,29 @@ export class MimiGpuDecoder {
     encodeDispatches(pass, plan.dispatches);
     pass.end();
     const audioFloats = requests.length * frames * samplesPerFrame;
-    const readbacks: Array<{ name: string; staging: GPUBuffer; floats: number }> = [{ name: "audio", staging: this.staging(audioFloats), floats: audioFloats }];
+    const readbacks: Array<{ name: string; staging: GPUBuffer; floats: number; channels: number }> = [{ name: "audio", staging: this.staging(audioFloats), floats: audioFloats, channels: 1 }];
     encoder.copyBufferToBuffer(plan.audio, 0, readbacks[0]!.staging, 0, audioFloats * 4);
     if (captureStages) {
       for (const [name, stage] of plan.stages) {
         const floats = stage.channels * stage.length;
         const staging = this.staging(floats);
         encoder.copyBufferToBuffer(stage.buffer, 0, staging, 0, floats * 4);
-        readbacks.push({ name, staging, floats });
+        readbacks.push({ name, staging, floats, channels: stage.channels });
       }
     }
     this.device.queue.submit([encoder.finish()]);
 
-    const values = new Map<string, Float32Array>();
+    const values = new Map<string, { channels: number; values: Float32Array }>();
     try {
-      for (const { name, staging, floats } of readbacks) {
+      for (const { name, staging, floats, channels } of readbacks) {
         await whileDeviceAlive(this.device, staging.mapAsync(MAP_MODE_READ));
-        values.set(name, new Float32Array(staging.getMappedRange(0, floats * 4).slice(0)));
+        values.set(name, { channels, values: new Float32Array(staging.getMappedRange(0, floats * 4).slice(0)) });
         staging.unmap();
       }
     } finally {
       for (const { staging } of readbacks) staging.destroy();
     }
-    const audio = values.get("audio")!;
+    const audio = values.get("audio")!.values;
     values.delete("audio");
     const perStream = frames * samplesPerFrame;
     return {

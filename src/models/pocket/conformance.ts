@@ -8,7 +8,9 @@
  * runner here, or one whose module is missing, is reported as a failure rather than skipped.
  *
  * Values the ONNX path cannot observe (the encoder's pre-projection latents and the decoder's internal
- * stage outputs, which exist for a hand-written decoder) are listed with `observable: false`.
+ * stage outputs) are listed with `observable: false`. With `decoder = "wgsl"` the Mimi decoder cases run
+ * on our WGSL kernels (src/gpu/mimi-decoder.ts, fed the fixture's own mimi_decoder.onnx weights): their
+ * stage outputs are checked, and their audio is also compared with the ONNX decoder's.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,10 +19,12 @@ import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type
 import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
-import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
+import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type PocketStages } from "./stages.ts";
+import type { StateEntry } from "./bundle.ts";
+import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 import { concatFloat32 } from "../../audio/concat.ts";
 
-export type ConformanceDecoder = "onnx";
+export type ConformanceDecoder = "onnx" | "wgsl";
 export type ConformanceStage = "tokenizer" | "text_conditioner" | "encoder" | "flow_lm" | "flow_head" | "decoder" | "end_to_end";
 
 export interface ConformanceCase {
@@ -67,7 +71,7 @@ export function compareTensors(actual: ArrayLike<number>, expected: ArrayLike<nu
 }
 
 export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}): Promise<ConformanceReport> {
-  const fixture = new Fixture(fixtureDir, options);
+  const fixture = new Fixture(fixtureDir, options, decoder);
   const cases: ConformanceCase[] = [];
   try {
     for (const caseName of Object.keys(fixture.golden.cases)) {
@@ -108,10 +112,12 @@ class Fixture {
   private stagesPromise: Promise<{ bundle: PocketBundle; stages: PocketStages; sessions: PocketSessions }> | undefined;
   private readonly extraSessions: Promise<OnnxSession>[] = [];
   private runtimePromise: Promise<OnnxRuntime> | undefined;
+  private gpuDecoderPromise: Promise<MimiGpuDecoder> | undefined;
 
   constructor(
     readonly directory: string,
     private readonly providerOptions: OnnxProviderOptions,
+    readonly decoder: ConformanceDecoder,
   ) {
     this.golden = JSON.parse(readFileSync(join(directory, "golden.json"), "utf8")) as GoldenJson;
     this.tensors = decodeSafetensorsWithInt64(readFileSync(join(directory, "golden.safetensors")));
@@ -149,14 +155,40 @@ class Fixture {
     return (await this.pipeline()).stages;
   }
 
-  /** The decoder alone: from the bundle when there is one, else the graph with golden.json's manifest (mimi-full). */
-  async mimiDecoder(): Promise<MimiDecoder> {
+  /** The decoder under test: the ONNX one, or with `--decoder wgsl` our WGSL one on the same weights. */
+  async mimiDecoder(): Promise<LatentDecoder<unknown>> {
+    return this.decoder === "wgsl" ? this.gpuDecoder() : this.onnxMimiDecoder();
+  }
+
+  /** The ONNX decoder alone: from the bundle when there is one, else the graph with golden.json's manifest (mimi-full). */
+  async onnxMimiDecoder(): Promise<MimiDecoder> {
     if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
-    const manifest = parseStateManifest(this.golden.mimi_state_manifest, `${this.directory}/golden.json mimi_state_manifest`);
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
     const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
-    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+    return new MimiDecoder(session, await this.mimiManifest(), { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+  }
+
+  /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */
+  private async mimiManifest(): Promise<readonly StateEntry[]> {
+    if (existsSync(join(this.directory, "bundle.json"))) return (await this.pipeline()).bundle.mimiStateManifest;
+    return parseStateManifest(this.golden.mimi_state_manifest, `${this.directory}/golden.json mimi_state_manifest`);
+  }
+
+  /** The WGSL decoder on the fixture's mimi_decoder.onnx weights (a software adapter is fine for a check). */
+  gpuDecoder(): Promise<MimiGpuDecoder> {
+    this.gpuDecoderPromise ??= (async () => {
+      const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../../gpu/device.ts"), import("../../gpu/mimi-decoder.ts"), import("../../gpu/mimi-weights.ts")]);
+      const { device } = await acquireGpu({ allowSoftware: true });
+      // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+      const cache = (await this.mimiManifest()).find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
+      if (!cache || cache.shape.length !== 5) throw new Error("the Mimi state manifest has no decoder_transformer KV cache to read the head count from");
+      const decoder = new MimiGpuDecoder(device, await readMimiWeightsFromOnnx(join(this.directory, "mimi_decoder.onnx")), { heads: cache.shape[2]! });
+      const expected = this.golden.model_config?.sample_rate !== undefined ? this.golden.model_config.sample_rate / this.golden.model_config.frame_rate : decoder.config.samplesPerFrame;
+      if (decoder.config.samplesPerFrame !== expected) throw new Error(`the WGSL decoder makes ${decoder.config.samplesPerFrame} samples per latent, the fixture ${expected}`);
+      return decoder;
+    })();
+    return this.gpuDecoderPromise;
   }
 
   /** The provider is resolved once, so every session of the run (bundle, variants, decoder) shares it. */
@@ -176,6 +208,8 @@ class Fixture {
   }
 
   async close(): Promise<void> {
+    const gpuDecoder = await this.gpuDecoderPromise?.catch(() => undefined);
+    gpuDecoder?.destroy();
     const sessions = await Promise.allSettled(this.extraSessions);
     await Promise.all(sessions.map((result) => (result.status === "fulfilled" ? result.value.release() : undefined)));
     if (this.stagesPromise) {
@@ -458,6 +492,20 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
         cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", await decodeInCalls(decoder, latents, calls), fixture.float(tensorName), `calls of [${calls.join(", ")}] latents`));
       }
     }
+    if (fixture.decoder === "wgsl") {
+      const onnxSingle = await decodeInCalls(await fixture.onnxMimiDecoder(), latents, Array<number>(frameCount).fill(1));
+      cases.push(tensorCase("mimi_decoder.audio_single_vs_onnx", "decoder", single, onnxSingle, "WGSL against onnxruntime on the same mimi_decoder.onnx, one latent per call"));
+      const intermediates = Object.entries(spec.intermediates_first_2_latents ?? {});
+      if (intermediates.length > 0) {
+        const stages = await decodeStagesOfFirstLatents(await fixture.gpuDecoder(), latents, 2);
+        for (const [stage, tensorName] of intermediates) {
+          const actual = stages.get(stage);
+          if (!actual) cases.push({ case: `mimi_decoder.intermediate.${stage}`, stage: "decoder", maxAbs: null, relRms: null, pass: false, detail: "the WGSL decoder has no such stage" });
+          else cases.push(tensorCase(`mimi_decoder.intermediate.${stage}`, "decoder", actual, fixture.float(tensorName), "first 2 latents, one per call, concatenated on time"));
+        }
+      }
+      return cases;
+    }
     for (const [stage, tensorName] of Object.entries(spec.intermediates_first_2_latents ?? {})) {
       if (stage === "decoder.model.11") {
         // The last SEANet stage is the audio itself: the first two latents decoded one per call.
@@ -493,7 +541,8 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       const chunks: TextChunk[] = golden.chunks.map((chunk) => ({ tokenIds: chunk.token_ids, framesAfterEos: chunk.frames_after_eos }));
       const traces: StepTrace[] = [];
       const audio: Float32Array[] = [];
-      const frames = generateSpeech(stages, {
+      // With --decoder wgsl the whole pipeline's audio comes from the WGSL decoder too.
+      const frames = generateSpeech({ ...stages, mimiDecoder: await fixture.mimiDecoder() }, {
         voice,
         chunks,
         params: { eosThreshold, lsdSteps: 1 },
@@ -546,16 +595,50 @@ async function chunkPlanCases(fixture: Fixture, prefix: string, text: string, go
   });
 }
 
-async function decodeInCalls(decoder: MimiDecoder, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
+/**
+ * Stage outputs of the first `count` latents decoded one per call from a fresh state, each stage's calls
+ * concatenated along time per channel ([C, count·T], the fixture's layout).
+ */
+async function decodeStagesOfFirstLatents(decoder: MimiGpuDecoder, latents: Float32Array, count: number): Promise<Map<string, Float32Array>> {
+  const { latentDim } = decoder.config;
+  let state = decoder.emptyState();
+  const calls: Map<string, { channels: number; values: Float32Array }>[] = [];
+  try {
+    for (let frame = 0; frame < count; frame++) {
+      const result = await decoder.decodeWithStages(state, rows(latents, latentDim, frame, frame + 1));
+      state = result.state;
+      calls.push(result.stages);
+    }
+  } finally {
+    decoder.release(state);
+  }
+  const joined = new Map<string, Float32Array>();
+  for (const [name, { channels, values: first }] of calls[0]!) {
+    const parts = calls.map((stages) => stages.get(name)!.values);
+    const length = first.length / channels;
+    const out = new Float32Array(first.length * count);
+    for (let channel = 0; channel < channels; channel++) {
+      parts.forEach((part, call) => out.set(part.subarray(channel * length, (channel + 1) * length), channel * length * count + call * length));
+    }
+    joined.set(name, out);
+  }
+  return joined;
+}
+
+async function decodeInCalls<State>(decoder: LatentDecoder<State>, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
   const { latentDim } = decoder.config;
   let state = decoder.emptyState();
   const pieces: Float32Array[] = [];
   let frame = 0;
-  for (const count of calls) {
-    const result = await decoder.decode(state, rows(latents, latentDim, frame, frame + count));
-    state = result.state;
-    pieces.push(result.audio);
-    frame += count;
+  try {
+    for (const count of calls) {
+      const result = await decoder.decode(state, rows(latents, latentDim, frame, frame + count));
+      state = result.state;
+      pieces.push(result.audio);
+      frame += count;
+    }
+  } finally {
+    decoder.release?.(state);
   }
   if (frame * latentDim !== latents.length) throw new Error(`call pattern [${calls.join(", ")}] covers ${frame} of ${latents.length / latentDim} latents`);
   return concatFloat32(pieces);

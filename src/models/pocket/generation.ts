@@ -15,7 +15,7 @@
  * generator, owned by the request.
  */
 import type { PocketModelFlags } from "./bundle.ts";
-import type { FlowHead, FlowLm, FlowLmState, MimiDecoder, TextConditioner } from "./stages.ts";
+import type { FlowHead, FlowLm, FlowLmState, LatentDecoder, TextConditioner } from "./stages.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import type { SentencePieceTokenizer } from "./tokenizer.ts";
 
@@ -227,7 +227,8 @@ export interface GenerationStages {
   textConditioner: TextConditioner;
   flowLm: FlowLm;
   flowHead: FlowHead;
-  mimiDecoder: MimiDecoder;
+  /** The ONNX decoder or the WGSL one: both keep the same decode contract. */
+  mimiDecoder: LatentDecoder<unknown>;
 }
 
 export interface SpeechRequest {
@@ -300,11 +301,16 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
         yield { samples: decoded.audio.subarray(offset, offset + samplesPerFrame), chunkIndex, frameIndex: frameIndex++ };
       }
     };
-    for await (const latent of latents) {
-      if (signal?.aborted) return;
-      pending.push(latent);
-      if (pending.length >= Math.min(params.decodeBatchFrames, frameIndex + 1)) yield* decodePending();
+    try {
+      for await (const latent of latents) {
+        if (signal?.aborted) return;
+        pending.push(latent);
+        if (pending.length >= Math.min(params.decodeBatchFrames, frameIndex + 1)) yield* decodePending();
+      }
+      if (pending.length > 0 && !signal?.aborted) yield* decodePending();
+    } finally {
+      // Each chunk starts from a fresh decoder state (§6.13), so this one is done.
+      stages.mimiDecoder.release?.(decoderState);
     }
-    if (pending.length > 0 && !signal?.aborted) yield* decodePending();
   }
 }

@@ -379,7 +379,20 @@ export interface MimiDecoderConfig {
   samplesPerFrame: number;
 }
 
-export class MimiDecoder {
+/**
+ * What generation and conformance need from a Mimi decoder, whichever runs it: the ONNX graph
+ * (`MimiDecoder`) or our WGSL kernels (src/gpu/mimi-decoder.ts). Normalised latents [n, latentDim] →
+ * 1920·n samples and the successor state; any split of a latent sequence into calls gives the same audio.
+ */
+export interface LatentDecoder<State> {
+  readonly config: MimiDecoderConfig;
+  emptyState(): State;
+  decode(state: State, latents: Float32Array): Promise<{ state: State; audio: Float32Array }>;
+  /** Frees what a finished stream's state holds, when that is more than memory (GPU state slots). */
+  release?(state: State): void;
+}
+
+export class MimiDecoder implements LatentDecoder<MimiState> {
   constructor(
     private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
