@@ -1,0 +1,38 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { runConformance, type ConformanceReport } from "../../src/models/pocket/conformance.ts";
+
+const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures");
+
+function failures(report: ConformanceReport): string[] {
+  return report.cases.filter((entry) => !entry.pass).map((entry) => `${entry.case}: ${entry.detail ?? `maxAbs ${entry.maxAbs}, relRms ${entry.relRms}`}`);
+}
+
+const STAGES = ["quantizer", "upsample", "decoder_transformer", ...[0, 2, 3, 5, 6, 8, 9, 11].map((index) => `decoder.model.${index}`)];
+
+describe("conformance with the WGSL Mimi decoder (on the software adapter here)", () => {
+  test("pocket-tiny: every case passes, the decoder's stage outputs included", async () => {
+    const report = await runConformance(join(FIXTURES_DIR, "pocket-tiny"), "wgsl");
+    expect(failures(report)).toEqual([]);
+    expect(report).toMatchObject({ fixture: "pocket-tiny", decoder: "wgsl", pass: true });
+    const decoderCases = report.cases.filter((entry) => entry.stage === "decoder");
+    // Nothing of the decoder is left unobserved: every intermediate has a measured error.
+    expect(decoderCases.every((entry) => entry.observable !== false && entry.maxAbs !== null)).toBe(true);
+    expect(decoderCases.map((entry) => entry.case)).toEqual(
+      expect.arrayContaining(["mimi_decoder.audio_single", "mimi_decoder.audio_chunked", "mimi_decoder.audio_single_vs_onnx", "mimi_decoder_long.audio_tail", ...STAGES.map((stage) => `mimi_decoder.intermediate.${stage}`)]),
+    );
+  }, 300_000);
+
+  test("mimi-full: the full-size decoder matches one latent per call, in chunks and whole, stage by stage", async () => {
+    const report = await runConformance(join(FIXTURES_DIR, "mimi-full"), "wgsl");
+    expect(failures(report)).toEqual([]);
+    expect(report).toMatchObject({ fixture: "mimi-full", decoder: "wgsl", pass: true });
+    expect(report.cases.map((entry) => entry.case)).toEqual([
+      "mimi_decoder.audio_single",
+      "mimi_decoder.audio_chunked",
+      "mimi_decoder.audio_whole",
+      "mimi_decoder.audio_single_vs_onnx",
+      ...STAGES.map((stage) => `mimi_decoder.intermediate.${stage}`),
+    ]);
+  }, 600_000);
+});
