@@ -19,7 +19,7 @@ export interface MatmulBuffers {
   out: GPUBuffer;
 }
 
-const TILE_ROWS = 32;
+const TILE_ROWS = 16;
 const TILE_COLS = 64;
 
 /** Mirrors `MatmulParams`. */

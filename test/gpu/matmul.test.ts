@@ -14,7 +14,7 @@ describe("matmul kernel", () => {
   });
 
   // Mimi's in_proj (16 rows per stream and frame, 512 → 1536), linear2 (2048 → 512), and shapes of 1 and
-  // off the 32 × 64 × 32 tiling.
+  // off the 16 × 64 × 32 tiling.
   const cases = [
     { rows: 1, inner: 1, cols: 1, bias: false },
     { rows: 16, inner: 512, cols: 1536, bias: false },
