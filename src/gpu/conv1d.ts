@@ -6,7 +6,7 @@
  * The 1×1 output projection of the Mimi quantizer is the K = 1 case (no tail).
  */
 import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
-import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface Conv1dShape {
   batch: number;
@@ -31,17 +31,28 @@ export interface Conv1dBuffers {
   streamTable: GPUBuffer;
   /** The streams' carried tails, updated in place. */
   previous: GPUBuffer;
-  /** At least N·Cin·tailLength floats of scratch; may be shared by layers that run one after another. */
-  scratch: GPUBuffer;
+  /**
+   * The [previous, input] window, at least N·Cin·(tailLength + T) floats (`conv1dWindowFloats`); may be
+   * shared by layers that run one after another. Unused without a tail.
+   */
+  window: GPUBuffer;
   weight: GPUBuffer;
   bias?: GPUBuffer;
   residual?: GPUBuffer;
   output: GPUBuffer;
 }
 
+// FRAMES in kernels/conv1d.wgsl: output frames per invocation of `main`.
+const FRAMES_PER_INVOCATION = 4;
+
 /** Frames of input the next call needs from this one: k_eff − stride (§1.3). */
 export function conv1dTailLength(shape: Pick<Conv1dShape, "kernelSize" | "dilation" | "stride">): number {
   return (shape.kernelSize - 1) * shape.dilation + 1 - shape.stride;
+}
+
+/** Floats of the window buffer a call needs. */
+export function conv1dWindowFloats(shape: Pick<Conv1dShape, "batch" | "inChannels" | "inLength" | "kernelSize" | "dilation" | "stride">): number {
+  return shape.batch * shape.inChannels * (conv1dTailLength(shape) + shape.inLength);
 }
 
 export function conv1dOutputLength(shape: Pick<Conv1dShape, "inLength" | "stride">): number {
@@ -77,7 +88,7 @@ export function conv1dUniforms(shape: Conv1dShape): UniformFields {
   ];
 }
 
-/** The call's dispatches in order: output, then the new tails (to scratch, then into `previous`). */
+/** The call's dispatches in order: window assembly, output, new tails (only the output without a tail). */
 export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers: Conv1dBuffers): KernelDispatch[] {
   checkConv1dShape(shape);
   const { batch, inChannels, outChannels, inLength, kernelSize, groups } = shape;
@@ -86,7 +97,7 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
   requireFloats(buffers.input, batch * inChannels * inLength, "conv1d input");
   requireFloats(buffers.streamTable, batch * 2, "conv1d stream table");
   requireFloats(buffers.previous, shape.slots * inChannels * conv1dTailLength(shape), "conv1d previous");
-  requireFloats(buffers.scratch, tailFloats, "conv1d scratch");
+  if (tailFloats > 0) requireFloats(buffers.window, conv1dWindowFloats(shape), "conv1d window");
   requireFloats(buffers.weight, outChannels * (inChannels / groups) * kernelSize, "conv1d weight");
   requireFloats(buffers.output, batch * outChannels * outLength, "conv1d output");
   if (shape.hasBias !== (buffers.bias !== undefined)) throw new Error(`conv1d: hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`);
@@ -95,25 +106,26 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
   if (buffers.residual) requireFloats(buffers.residual, batch * outChannels * outLength, "conv1d residual");
   const uniforms = conv1dUniforms(shape);
   // Unused optional inputs still need a binding (the flags are runtime values): read-only aliases of the weight.
+  // Without a tail the window is the input itself.
+  const window = tailFloats === 0 ? buffers.input : buffers.window;
   const main = boundDispatch(
     device,
     { name: "conv1d", entryPoint: "main" },
     uniforms,
     [
-      [1, buffers.input],
-      [2, buffers.previous],
+      [3, window],
       [4, buffers.weight],
       [5, buffers.bias ?? buffers.weight],
       [6, buffers.residual ?? buffers.weight],
       [7, buffers.output],
-      [8, buffers.streamTable],
     ],
-    [Math.ceil(outLength / 64), outChannels, batch],
+    [Math.ceil((outChannels * Math.ceil(outLength / FRAMES_PER_INVOCATION)) / 64), batch, 1],
   );
   if (tailFloats === 0) return [main];
+  const tailBindings = [[2, buffers.previous], [3, window], [8, buffers.streamTable]] as const;
   return [
+    boundDispatch(device, { name: "conv1d", entryPoint: "assemble" }, uniforms, [[1, buffers.input], ...tailBindings], elementwiseGrid(device, conv1dWindowFloats(shape), 64)),
     main,
-    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, [[1, buffers.input], [2, buffers.previous], [3, buffers.scratch], [8, buffers.streamTable]], linearWorkgroups(tailFloats)),
-    boundDispatch(device, { name: "conv1d", entryPoint: "commit_tail" }, uniforms, [[2, buffers.previous], [3, buffers.scratch], [8, buffers.streamTable]], linearWorkgroups(tailFloats)),
+    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, tailBindings, linearWorkgroups(tailFloats)),
   ];
 }

@@ -17,7 +17,7 @@
  * not say (attention heads, context, RoPE period) comes from the options, with the released model's values
  * as defaults.
  */
-import { conv1dDispatches, conv1dTailLength, type Conv1dShape } from "./conv1d.ts";
+import { conv1dDispatches, conv1dTailLength, conv1dWindowFloats, type Conv1dShape } from "./conv1d.ts";
 import { convTranspose1dDispatches, convTranspose1dPartialLength, type ConvTranspose1dShape } from "./conv-transpose1d.ts";
 import { whileDeviceAlive } from "./device.ts";
 import { eluDispatch } from "./elu.ts";
@@ -396,7 +396,7 @@ export class MimiGpuDecoder {
     const { width } = this.model;
     const steps = frames * this.upsample.stride;
     const buffers: GPUBuffer[] = [];
-    const scratchFloats = Math.max(...this.slotStates().map(({ floatsPerSlot }) => floatsPerSlot)) * batch;
+    const scratchFloats = this.scratchFloats(batch, steps);
     const buffer = (floats: number, label: string): GPUBuffer => {
       const created = storageBuffer(device, floats * 4, label);
       buffers.push(created);
@@ -413,7 +413,7 @@ export class MimiGpuDecoder {
     dispatches.push(latentDenormDispatch(device, { batch, latentDim, frames }, { latents, embStd: this.embStd, embMean: this.embMean, output: denormalised }));
     const projected = buffer(batch * width * frames, "quantizer");
     const projection: Conv1dShape = { batch, slots, inChannels: latentDim, outChannels: width, inLength: frames, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false };
-    dispatches.push(...conv1dDispatches(device, projection, { input: denormalised, streamTable, previous: scratch, scratch, weight: this.outputProj, output: projected }));
+    dispatches.push(...conv1dDispatches(device, projection, { input: denormalised, streamTable, previous: scratch, window: scratch, weight: this.outputProj, output: projected }));
     stages.set("quantizer", { buffer: projected, channels: width, length: frames });
 
     const upsampled = buffer(batch * width * steps, "upsample");
@@ -465,6 +465,19 @@ export class MimiGpuDecoder {
     return { key: `${batch}x${frames}`, batch, frames, latents, audio: current, stages, dispatches, buffers };
   }
 
+  /** Floats of the scratch shared by the stateful layers: ConvTranspose partials and conv windows. */
+  private scratchFloats(batch: number, steps: number): number {
+    let floats = Math.max(...this.slotStates().map(({ floatsPerSlot }) => floatsPerSlot)) * batch;
+    let length = steps;
+    const window = (layer: ConvLayer) => conv1dWindowFloats({ batch, inChannels: layer.inChannels, inLength: length, kernelSize: layer.kernelSize, dilation: 1, stride: 1 });
+    for (const layer of this.seanet) {
+      if (layer.kind === "convtr") length *= layer.stride;
+      if (layer.kind === "conv") floats = Math.max(floats, window(layer));
+      if (layer.kind === "resblock") floats = Math.max(floats, window(layer.first), window(layer.second));
+    }
+    return floats;
+  }
+
   private convDispatches(layer: ConvLayer, batch: number, inLength: number, input: GPUBuffer, output: GPUBuffer, scratch: GPUBuffer, residual?: GPUBuffer): KernelDispatch[] {
     const shape: Conv1dShape = {
       batch,
@@ -479,7 +492,7 @@ export class MimiGpuDecoder {
       hasBias: true,
       hasResidual: residual !== undefined,
     };
-    return conv1dDispatches(this.device, shape, { input, streamTable: this.streamTable, previous: layer.previous, scratch, weight: layer.weight, bias: layer.bias, ...(residual ? { residual } : {}), output });
+    return conv1dDispatches(this.device, shape, { input, streamTable: this.streamTable, previous: layer.previous, window: scratch, weight: layer.weight, bias: layer.bias, ...(residual ? { residual } : {}), output });
   }
 
   private convTransposeDispatches(layer: ConvTransposeLayer, batch: number, inLength: number, input: GPUBuffer, output: GPUBuffer, scratch: GPUBuffer): KernelDispatch[] {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { conv1dDispatches, conv1dOutputLength, conv1dTailLength, conv1dUniforms, type Conv1dShape } from "../../src/gpu/conv1d.ts";
+import { conv1dDispatches, conv1dOutputLength, conv1dTailLength, conv1dUniforms, conv1dWindowFloats, type Conv1dShape } from "../../src/gpu/conv1d.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
@@ -49,7 +49,7 @@ describe("conv1d kernel (causal streaming)", () => {
       const weightBuffer = storageBuffer(device, weight);
       const biasBuffer = bias ? storageBuffer(device, bias) : undefined;
       const previous = storageBuffer(device, cpuSlots.byteLength);
-      const scratch = storageBuffer(device, base.batch * rowFloats * 4);
+      const window = storageBuffer(device, conv1dWindowFloats({ ...base, inLength: Math.max(...calls) }) * 4);
       const streamTable = createStreamTable(device, base.batch);
       writeStreamTable(device, streamTable, Array.from({ length: base.batch }, (_, row) => ({ slot: slotOf(row), offset: 0 })), slots);
       for (const [callIndex, inLength] of calls.entries()) {
@@ -66,7 +66,7 @@ describe("conv1d kernel (causal streaming)", () => {
             input: storageBuffer(device, input),
             streamTable,
             previous,
-            scratch,
+            window,
             weight: weightBuffer,
             ...(biasBuffer ? { bias: biasBuffer } : {}),
             ...(residual ? { residual: storageBuffer(device, residual) } : {}),
