@@ -23,7 +23,7 @@ function latentsOf(seed: number, frames: number): Float32Array {
 }
 
 /** One stream alone from a fresh state, in calls of the given frame counts; the audio concatenated. */
-async function alone(latents: Float32Array, calls: number[]): Promise<Float32Array> {
+async function alone(latents: Float32Array, calls: number[]): Promise<Float32Array<ArrayBuffer>> {
   let state = decoder.emptyState();
   const audio = new Float32Array((latents.length / 32) * 1920);
   let frame = 0;
