@@ -6,9 +6,9 @@
 // partial [slots, Cout, P], batch row n keeping its partial in slot streamTable[2n] (src/gpu/stream-table.ts);
 // output [N, Cout, T·S].
 //
-// `main` has one invocation per frame of the full (emitted + carried) output: x = frame in [0, T·S + P),
-// y = output channel, z = stream; carried frames go to scratch, and `commit_partial` copies scratch to
-// partial afterwards, because `main` still reads the old partial while other invocations produce the new one.
+// `main` covers every frame of the full (emitted + carried) output, [0, T·S + P): x = channel block × frame,
+// y = stream; carried frames go to scratch, and `commit_partial` copies scratch to partial afterwards,
+// because `main` still reads the old partial while other invocations produce the new one.
 
 struct ConvTranspose1dParams {
   batch: u32,
@@ -31,36 +31,53 @@ struct ConvTranspose1dParams {
 @group(0) @binding(6) var<storage, read_write> output: array<f32>;
 @group(0) @binding(7) var<storage, read> streamTable: array<u32>;
 
+// Each invocation computes one output frame for CHANNELS consecutive output channels of a group, so each
+// input read serves CHANNELS products (2.2× on llvmpipe); invocations are numbered over (channel block,
+// frame) together, as calls are often short. Channels past the group's end (depthwise: all but the first)
+// read the group's last weights and are not stored.
+const CHANNELS = 4u;
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3u) {
-  let u = id.x;
-  let co = id.y;
-  let n = id.z;
   let emitted = params.inLength * params.stride;
-  if (u >= emitted + params.partialLength || co >= params.outChannels || n >= params.batch) { return; }
-  let inPerGroup = params.inChannels / params.groups;
+  let fullLength = emitted + params.partialLength;
   let outPerGroup = params.outChannels / params.groups;
-  let group = co / outPerGroup;
-  let coInGroup = co % outPerGroup;
+  let blocksPerGroup = (outPerGroup + CHANNELS - 1u) / CHANNELS;
+  let block = id.x / fullLength;
+  let u = id.x % fullLength;
+  let n = id.y;
+  let group = block / blocksPerGroup;
+  if (group >= params.groups || n >= params.batch) { return; }
+  let firstInGroup = (block % blocksPerGroup) * CHANNELS;
+  let inPerGroup = params.inChannels / params.groups;
+  let lastInGroup = outPerGroup - 1u;
+  let K = params.kernelSize;
+  let columns = vec4<u32>(min(firstInGroup, lastInGroup), min(firstInGroup + 1u, lastInGroup), min(firstInGroup + 2u, lastInGroup), min(firstInGroup + 3u, lastInGroup)) * K;
   // Input frames t with 0 ≤ u − t·S < K.
   var firstT = 0u;
-  if (u >= params.kernelSize) { firstT = (u - params.kernelSize) / params.stride + 1u; }
+  if (u >= K) { firstT = (u - K) / params.stride + 1u; }
   let lastT = min(params.inLength - 1u, u / params.stride);
-  var sum = 0.0;
-  for (var ci = group * inPerGroup; ci < (group + 1u) * inPerGroup; ci++) {
-    let inputBase = (n * params.inChannels + ci) * params.inLength;
-    let weightBase = (ci * outPerGroup + coInGroup) * params.kernelSize;
-    for (var t = firstT; t <= lastT; t++) {
-      sum += input[inputBase + t] * weight[weightBase + u - t * params.stride];
+  var sums = vec4<f32>(0.0);
+  for (var t = firstT; t <= lastT; t++) {
+    let k = u - t * params.stride;
+    for (var ci = group * inPerGroup; ci < (group + 1u) * inPerGroup; ci++) {
+      let x = input[(n * params.inChannels + ci) * params.inLength + t];
+      let at = columns + vec4<u32>(ci * outPerGroup * K + k);
+      sums += x * vec4<f32>(weight[at.x], weight[at.y], weight[at.z], weight[at.w]);
     }
   }
-  let row = n * params.outChannels + co;
-  if (u < params.partialLength) { sum += partial[(streamTable[2u * n] * params.outChannels + co) * params.partialLength + u]; }
-  if (u < emitted) {
-    if (params.hasBias != 0u) { sum += bias[co]; }
-    output[row * emitted + u] = sum;
-  } else {
-    scratch[row * params.partialLength + u - emitted] = sum;
+  for (var j = 0u; j < CHANNELS; j++) {
+    if (firstInGroup + j > lastInGroup) { break; }
+    let co = group * outPerGroup + firstInGroup + j;
+    let row = n * params.outChannels + co;
+    var sum = sums[j];
+    if (u < params.partialLength) { sum += partial[(streamTable[2u * n] * params.outChannels + co) * params.partialLength + u]; }
+    if (u < emitted) {
+      if (params.hasBias != 0u) { sum += bias[co]; }
+      output[row * emitted + u] = sum;
+    } else {
+      scratch[row * params.partialLength + u - emitted] = sum;
+    }
   }
 }
 

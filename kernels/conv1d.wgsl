@@ -9,7 +9,7 @@
 // Entry points, dispatched in this order within one pass (WebGPU orders storage writes between
 // dispatches):
 // - `assemble` writes window [N, Cin, tailLength + inLength] = [previous, input], one invocation per element;
-// - `main` convolves the window (x = output channel × block of FRAMES frames, y = stream);
+// - `main` convolves the window (x = block of CHANNELS output channels × block of FRAMES frames, y = stream);
 // - `save_tail` copies the window's last tailLength frames into `previous`.
 // Going through the window keeps the tail test out of the multiply-add loop (3× faster on llvmpipe) and
 // lets the new tail be saved without overwriting a `previous` that is still being read. With no tail
@@ -58,42 +58,61 @@ fn assemble(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) g
   }
 }
 
-// Each invocation computes FRAMES consecutive output frames of one channel, so every weight read serves
-// FRAMES products; invocations are numbered over (channel, frame block) together, because per-call lengths
-// are often short (16 transformer steps per latent) and a workgroup along time alone would idle most lanes.
+// Each invocation computes FRAMES consecutive output frames of CHANNELS consecutive output channels of a
+// group, so every window read serves CHANNELS products and every weight read FRAMES; invocations are
+// numbered over (channel block, frame block) together, because per-call lengths are often short (16
+// transformer steps per latent) and a workgroup along time alone would idle most lanes. Frames past the
+// end and channels past the group's end recompute the last valid one rather than branch; they are not stored.
 const FRAMES = 4u;
+const CHANNELS = 4u;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3u) {
-  let blocksPerChannel = (params.outLength + FRAMES - 1u) / FRAMES;
-  let co = id.x / blocksPerChannel;
-  let firstT = (id.x % blocksPerChannel) * FRAMES;
-  let n = id.y;
-  if (co >= params.outChannels || n >= params.batch) { return; }
-  let inPerGroup = params.inChannels / params.groups;
   let outPerGroup = params.outChannels / params.groups;
-  let firstIn = (co / outPerGroup) * inPerGroup;
+  let channelBlocksPerGroup = (outPerGroup + CHANNELS - 1u) / CHANNELS;
+  let frameBlocks = (params.outLength + FRAMES - 1u) / FRAMES;
+  let channelBlock = id.x / frameBlocks;
+  let firstT = (id.x % frameBlocks) * FRAMES;
+  let n = id.y;
+  let group = channelBlock / channelBlocksPerGroup;
+  if (group >= params.groups || n >= params.batch) { return; }
+  let firstInGroup = (channelBlock % channelBlocksPerGroup) * CHANNELS;
+  let lastInGroup = outPerGroup - 1u;
+  let inPerGroup = params.inChannels / params.groups;
+  let firstIn = group * inPerGroup;
+  let K = params.kernelSize;
   let windowLength = params.tailLength + params.inLength;
-  var sums = vec4<f32>(0.0);
-  if (params.hasBias != 0u) { sums = vec4<f32>(bias[co]); }
-  // Frames past the end recompute the last one rather than branch; they are never stored.
-  let last = params.outLength - 1u;
-  let starts = vec4<u32>(min(firstT, last), min(firstT + 1u, last), min(firstT + 2u, last), min(firstT + 3u, last)) * params.stride;
+  let lastT = params.outLength - 1u;
+  let starts = vec4<u32>(min(firstT, lastT), min(firstT + 1u, lastT), min(firstT + 2u, lastT), min(firstT + 3u, lastT)) * params.stride;
+  // Weight rows (co · inPerGroup) of the block's channels.
+  let rows = (vec4<u32>(group * outPerGroup) + vec4<u32>(min(firstInGroup, lastInGroup), min(firstInGroup + 1u, lastInGroup), min(firstInGroup + 2u, lastInGroup), min(firstInGroup + 3u, lastInGroup))) * inPerGroup;
+  // sums[c][f]: channel c of the block, frame f.
+  var sums = mat4x4<f32>();
   for (var ci = 0u; ci < inPerGroup; ci++) {
-    let weightBase = (co * inPerGroup + ci) * params.kernelSize;
-    let rowStart = starts + vec4<u32>((n * params.inChannels + firstIn + ci) * windowLength);
-    for (var k = 0u; k < params.kernelSize; k++) {
-      let at = rowStart + vec4<u32>(k * params.dilation);
-      sums += weight[weightBase + k] * vec4<f32>(window[at.x], window[at.y], window[at.z], window[at.w]);
+    let windowRow = starts + vec4<u32>((n * params.inChannels + firstIn + ci) * windowLength);
+    let weightAt = (rows + vec4<u32>(ci)) * K;
+    for (var k = 0u; k < K; k++) {
+      let at = windowRow + vec4<u32>(k * params.dilation);
+      let frames = vec4<f32>(window[at.x], window[at.y], window[at.z], window[at.w]);
+      sums[0] += weight[weightAt.x + k] * frames;
+      sums[1] += weight[weightAt.y + k] * frames;
+      sums[2] += weight[weightAt.z + k] * frames;
+      sums[3] += weight[weightAt.w + k] * frames;
     }
   }
-  let rowBase = (n * params.outChannels + co) * params.outLength;
-  for (var j = 0u; j < FRAMES; j++) {
-    let t = firstT + j;
-    if (t >= params.outLength) { break; }
-    var value = sums[j];
-    if (params.hasResidual != 0u) { value += residual[rowBase + t]; }
-    output[rowBase + t] = value;
+  for (var c = 0u; c < CHANNELS; c++) {
+    if (firstInGroup + c > lastInGroup) { break; }
+    let co = group * outPerGroup + firstInGroup + c;
+    let rowBase = (n * params.outChannels + co) * params.outLength;
+    var base = 0.0;
+    if (params.hasBias != 0u) { base = bias[co]; }
+    for (var f = 0u; f < FRAMES; f++) {
+      let t = firstT + f;
+      if (t >= params.outLength) { break; }
+      var value = sums[c][f] + base;
+      if (params.hasResidual != 0u) { value += residual[rowBase + t]; }
+      output[rowBase + t] = value;
+    }
   }
 }
 

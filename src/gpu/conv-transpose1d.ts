@@ -35,6 +35,9 @@ export interface ConvTranspose1dBuffers {
   output: GPUBuffer;
 }
 
+// CHANNELS in kernels/conv-transpose1d.wgsl: output channels per invocation of `main`.
+const CHANNELS_PER_INVOCATION = 4;
+
 export function convTranspose1dPartialLength(shape: Pick<ConvTranspose1dShape, "kernelSize" | "stride">): number {
   return shape.kernelSize - shape.stride;
 }
@@ -99,7 +102,7 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
       [6, buffers.output],
       [7, buffers.streamTable],
     ],
-    [Math.ceil((outLength + partialLength) / 64), outChannels, batch],
+    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * (outLength + partialLength)) / 64), batch, 1],
   );
   if (partialFloats === 0) return [main];
   return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];

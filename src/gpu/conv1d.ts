@@ -42,8 +42,9 @@ export interface Conv1dBuffers {
   output: GPUBuffer;
 }
 
-// FRAMES in kernels/conv1d.wgsl: output frames per invocation of `main`.
+// FRAMES and CHANNELS in kernels/conv1d.wgsl: each invocation of `main` computes a block of output frames × channels.
 const FRAMES_PER_INVOCATION = 4;
+const CHANNELS_PER_INVOCATION = 4;
 
 /** Frames of input the next call needs from this one: k_eff − stride (§1.3). */
 export function conv1dTailLength(shape: Pick<Conv1dShape, "kernelSize" | "dilation" | "stride">): number {
@@ -119,7 +120,7 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
       [6, buffers.residual ?? buffers.weight],
       [7, buffers.output],
     ],
-    [Math.ceil((outChannels * Math.ceil(outLength / FRAMES_PER_INVOCATION)) / 64), batch, 1],
+    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * Math.ceil(outLength / FRAMES_PER_INVOCATION)) / 64), batch, 1],
   );
   if (tailFloats === 0) return [main];
   const tailBindings = [[2, buffers.previous], [3, window], [8, buffers.streamTable]] as const;
