@@ -273,10 +273,48 @@ export class MimiGpuDecoder {
 
   /**
    * N streams, each with the same number k of new latent frames, in one submission. Returns each stream's
-   * successor state and its 1920·k samples, in request order.
+   * successor state and its 1920·k samples, in request order. A batch too large for one storage binding
+   * (N·k beyond `maxFramesPerSubmission`) is split along time into several submissions, which streaming
+   * makes exact.
    */
   decodeBatch(requests: ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>): Promise<Array<{ state: MimiGpuState; audio: Float32Array }>> {
-    return this.serialised(async () => (await this.run(requests, false)).results);
+    return this.serialised(async () => {
+      const frames = requests.length === 0 ? 0 : requests[0]!.latents.length / this.config.latentDim;
+      const perCall = Math.max(1, Math.floor(this.maxFramesPerSubmission() / Math.max(1, requests.length)));
+      if (frames <= perCall) return (await this.run(requests, false)).results;
+      const { latentDim, samplesPerFrame } = this.config;
+      let states = requests.map(({ state }) => state);
+      const audio = requests.map(() => new Float32Array(frames * samplesPerFrame));
+      for (let first = 0; first < frames; first += perCall) {
+        const last = Math.min(frames, first + perCall);
+        const results = (await this.run(requests.map(({ latents }, index) => ({ state: states[index]!, latents: latents.subarray(first * latentDim, last * latentDim) })), false)).results;
+        results.forEach((result, index) => audio[index]!.set(result.audio, first * samplesPerFrame));
+        states = results.map((result) => result.state);
+      }
+      return states.map((state, index) => ({ state, audio: audio[index]! }));
+    });
+  }
+
+  /** Stream-frames (streams × latent frames) whose largest activation still fits one storage binding. */
+  maxFramesPerSubmission(): number {
+    const perStreamFrame = this.largestActivationFloatsPerFrame() * 4;
+    return Math.max(1, Math.floor(this.device.limits.maxStorageBufferBindingSize / perStreamFrame));
+  }
+
+  private largestActivationFloatsPerFrame(): number {
+    const steps = this.upsample.stride;
+    let largest = Math.max(this.model.width, this.model.feedForward, 3 * this.model.width) * steps;
+    let length = steps;
+    // A conv's window holds its tail as well as its input: per frame at worst (one-frame calls).
+    const window = (layer: ConvLayer) => layer.inChannels * (length + conv1dTailLength({ kernelSize: layer.kernelSize, dilation: 1, stride: 1 }));
+    for (const layer of this.seanet) {
+      if (layer.kind === "convtr") {
+        length *= layer.stride;
+        largest = Math.max(largest, layer.outChannels * length);
+      } else if (layer.kind === "conv") largest = Math.max(largest, window(layer), layer.outChannels * length);
+      else if (layer.kind === "resblock") largest = Math.max(largest, window(layer.first), window(layer.second), layer.second.outChannels * length);
+    }
+    return largest;
   }
 
   /**

@@ -132,3 +132,31 @@ describe("MimiGpuDecoder", () => {
     states.forEach((state) => decoder.release(state));
   });
 });
+
+describe("MimiGpuDecoder with tight storage limits", () => {
+  test("a batch beyond one storage binding is split along time, exactly as calls of that size would be", async () => {
+    const { device } = await gpuForTests();
+    const whole = new MimiGpuDecoder(device, weights, { heads: TINY_HEADS, maxStreams: 2 });
+    const tight = new MimiGpuDecoder(device, weights, { heads: TINY_HEADS, maxStreams: 2 });
+    // Pretend the binding limit fits 3 stream-frames, so 2 streams × 4 frames take 4 submissions of 1 frame.
+    Object.defineProperty(tight, "maxFramesPerSubmission", { value: () => 3 });
+    const requests = (decoder: MimiGpuDecoder) => [
+      { state: decoder.emptyState(), latents: latentsOf(21, 4) },
+      { state: decoder.emptyState(), latents: latentsOf(22, 4) },
+    ];
+    // The reference: the same batch fed one frame per call by the caller.
+    let pending = requests(whole);
+    const expected = pending.map(() => new Float32Array(4 * 1920));
+    for (let frame = 0; frame < 4; frame++) {
+      const results = await whole.decodeBatch(pending.map(({ state, latents }) => ({ state, latents: latents.subarray(frame * 32, (frame + 1) * 32) })));
+      results.forEach((result, index) => expected[index]!.set(result.audio, frame * 1920));
+      pending = pending.map(({ latents }, index) => ({ state: results[index]!.state, latents }));
+    }
+    const split = await tight.decodeBatch(requests(tight));
+    expect(split.map((result) => result.state.frames)).toEqual([4, 4]);
+    split.forEach((result, index) => expect(result.audio).toEqual(expected[index]!));
+    expect(whole.maxFramesPerSubmission()).toBeGreaterThan(100);
+    whole.destroy();
+    tight.destroy();
+  });
+});
