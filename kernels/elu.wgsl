@@ -1,5 +1,5 @@
 // ELU with α = 1 (SEANet's nn.ELU, docs/pocket-tts.md §1.3), element-wise over `count` floats of any
-// batched tensor. One invocation per element; x spans up to 65535 workgroups, y adds rows of those.
+// batched tensor. One invocation per element, numbered x + y · (groups.x · 64) (kernel.ts elementwiseGrid).
 
 struct EluParams {
   count: u32,
