@@ -115,6 +115,8 @@ interface Scratch {
   hidden: GPUBuffer;
 }
 
+const PREPARED_SHAPES = 16;
+
 export class MimiTransformer {
   /** Per layer: [slots, 2, context, heads, headDim] KV rings. */
   readonly caches: GPUBuffer[];
@@ -160,6 +162,8 @@ export class MimiTransformer {
     const cached = this.prepared.get(key);
     if (cached) return cached;
     const dispatches = this.build(streams, steps, buffers);
+    // Callers keep their own plans and drop old I/O buffers; only recent shapes are worth keeping here.
+    if (this.prepared.size >= PREPARED_SHAPES) this.prepared.delete(this.prepared.keys().next().value!);
     this.prepared.set(key, dispatches);
     return dispatches;
   }
