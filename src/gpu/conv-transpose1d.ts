@@ -35,8 +35,10 @@ export interface ConvTranspose1dBuffers {
   output: GPUBuffer;
 }
 
-// CHANNELS in kernels/conv-transpose1d.wgsl: output channels per invocation of `main`.
+// CHANNELS and FRAMES in kernels/conv-transpose1d.wgsl: each invocation of `main` computes a block of
+// output channels × frames of one phase.
 const CHANNELS_PER_INVOCATION = 4;
+const FRAMES_PER_INVOCATION = 4;
 
 export function convTranspose1dPartialLength(shape: Pick<ConvTranspose1dShape, "kernelSize" | "stride">): number {
   return shape.kernelSize - shape.stride;
@@ -102,7 +104,7 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
       [6, buffers.output],
       [7, buffers.streamTable],
     ],
-    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * (outLength + partialLength)) / 64), batch, 1],
+    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * shape.stride * Math.ceil(Math.ceil((outLength + partialLength) / shape.stride) / FRAMES_PER_INVOCATION)) / 64), batch, 1],
   );
   if (partialFloats === 0) return [main];
   return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];
