@@ -7,6 +7,7 @@
 
 struct GeluParams {
   count: u32,
+  zero: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GeluParams;
@@ -22,6 +23,12 @@ fn square_split(x: f32) -> vec2f {
   let head = x * x;
   let tail = ((high * high - head) + 2.0 * high * low) + low * low;
   return vec2f(head, tail);
+}
+
+// v, through an operation the compiler cannot see through (params.zero is 0 at run time): the exact
+// difference large − k·ln2 must be formed before poly is added to it.
+fn opaque(v: f32) -> f32 {
+  return bitcast<f32>(bitcast<u32>(v) ^ params.zero);
 }
 
 // exp(r) for |r| ≤ ln2/2 + a little: Cephes expf's polynomial (about 1 ulp).
@@ -43,13 +50,13 @@ fn erfc_of_half_sqrt2(x: f32) -> f32 {
     + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
   // exp(−x²/2 + poly) with the exponent's large part −x²/2 kept exact: x² = head + tail exactly, and the
   // power-of-two scale 2^k comes out before anything is rounded (Cody–Waite), instead of WGSL's exp,
-  // whose allowed error grows with the argument (3 + 2|a| ulp). Mesa's shader compiler reassociates
-  // float additions (seen on lavapipe and llvmpipe), which can fold poly into −x²/2 before the reduction
-  // and cost up to |x|²·2⁻²⁵ relative: 8e-7 at x = −4, where |gelu| is already below 2e-4.
+  // whose allowed error grows with the argument (3 + 2|a| ulp). Mesa's shader compiler reassociates float
+  // additions (lavapipe and llvmpipe both did): unless the exact reduction is hidden from it, it folds poly
+  // into −x²/2 first and costs up to |x|²·2⁻²⁵ relative, 8e-7 at x = −4 and 2e-6 at x = −8.
   let square = square_split(x);
   let large = -0.5 * square.x;
   let k = round((large + poly) * LOG2_E);
-  let r = ((large - k * LN2_HIGH) + poly) - k * LN2_LOW - 0.5 * square.y;
+  let r = (opaque(large - k * LN2_HIGH) + poly) - k * LN2_LOW - 0.5 * square.y;
   return t * ldexp(exp_reduced(r), i32(k));
 }
 

@@ -4,9 +4,9 @@ import { elementwiseGrid, kernelDispatch, requireFloats, requireShape, type Kern
 // The WGSL WORKGROUP_SIZE.
 const WORKGROUP_SIZE = 256;
 
-/** Mirrors `GeluParams`. */
+/** Mirrors `GeluParams`; `zero` stays 0, a value the shader compiler cannot fold (gelu.wgsl `opaque`). */
 export function geluUniforms(count: number): UniformFields {
-  return [["u32", count]];
+  return [["u32", count], ["u32", 0]];
 }
 
 export function gelu(device: GPUDevice, count: number, values: GPUBuffer): KernelDispatch {
