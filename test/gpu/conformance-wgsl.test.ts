@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { runConformance, type ConformanceReport } from "../../src/models/pocket/conformance.ts";
 
-const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures");
+const ROOT = join(import.meta.dir, "../..");
+const FIXTURES_DIR = join(ROOT, "../shared/fixtures");
 
 function failures(report: ConformanceReport): string[] {
   return report.cases.filter((entry) => !entry.pass).map((entry) => `${entry.case}: ${entry.detail ?? `maxAbs ${entry.maxAbs}, relRms ${entry.relRms}`}`);
@@ -35,4 +37,14 @@ describe("conformance with the WGSL Mimi decoder (on the software adapter here)"
       ...STAGES.map((stage) => `mimi_decoder.intermediate.${stage}`),
     ]);
   }, 600_000);
+
+  test("the CLI takes --decoder wgsl, prints one JSON report and exits 0; other decoders are refused", () => {
+    const run = (decoder: string) => spawnSync(process.execPath, ["src/main.ts", "conformance", join(FIXTURES_DIR, "pocket-tiny"), "--decoder", decoder], { cwd: ROOT, maxBuffer: 1 << 24 });
+    const result = run("wgsl");
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout.toString())).toMatchObject({ fixture: "pocket-tiny", decoder: "wgsl", pass: true });
+    const refused = run("cuda");
+    expect(refused.status).toBe(2);
+    expect(refused.stderr.toString()).toContain("--decoder must be onnx or wgsl");
+  }, 300_000);
 });
