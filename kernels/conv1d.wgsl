@@ -4,7 +4,9 @@
 // stride input frames of each stream to the next call. Optionally adds a residual (ResBlock skip) to the
 // output. Layouts: input/residual/output [N, C, T] channel-major per stream; weight [Cout, Cin/groups, K];
 // bias [Cout]; previous [slots, Cin, tailLength], batch row n keeping its tail in slot streamTable[2n]
-// (src/gpu/stream-table.ts), so any mix of streams runs as one batch without moving state.
+// (src/gpu/stream-table.ts), so any mix of streams runs as one batch without moving state. With
+// `replicate` set (pad_mode replicate, the encoder's downsample), a stream's first call (stream-table
+// offset 0) pads with copies of its first input frame instead of the zeros a fresh `previous` holds.
 //
 // Entry points, dispatched in this order within one pass (WebGPU orders storage writes between
 // dispatches):
@@ -28,6 +30,7 @@ struct Conv1dParams {
   tailLength: u32,
   hasBias: u32,
   hasResidual: u32,
+  replicate: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Conv1dParams;
@@ -51,8 +54,11 @@ fn assemble(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) g
   if (index >= params.batch * params.inChannels * windowLength) { return; }
   let position = index % windowLength;
   let row = index / windowLength;
-  if (position < params.tailLength) {
-    window[index] = previous[tailRow(row / params.inChannels, row % params.inChannels) * params.tailLength + position];
+  let n = row / params.inChannels;
+  if (position < params.tailLength && params.replicate != 0u && streamTable[2u * n + 1u] == 0u) {
+    window[index] = input[row * params.inLength];
+  } else if (position < params.tailLength) {
+    window[index] = previous[tailRow(n, row % params.inChannels) * params.tailLength + position];
   } else {
     window[index] = input[row * params.inLength + position - params.tailLength];
   }

@@ -23,6 +23,11 @@ export interface Conv1dShape {
   hasBias: boolean;
   /** Adds a residual tensor shaped like the output (a ResBlock's skip connection). */
   hasResidual: boolean;
+  /**
+   * Causal padding of a stream's first call (stream-table offset 0): zeros ("constant", every decoder conv)
+   * or copies of the first input frame ("replicate", the encoder's downsample, §1.2).
+   */
+  padMode: "constant" | "replicate";
 }
 
 export interface Conv1dBuffers {
@@ -86,6 +91,7 @@ export function conv1dUniforms(shape: Conv1dShape): UniformFields {
     ["u32", conv1dTailLength(shape)],
     ["u32", shape.hasBias ? 1 : 0],
     ["u32", shape.hasResidual ? 1 : 0],
+    ["u32", shape.padMode === "replicate" ? 1 : 0],
   ];
 }
 

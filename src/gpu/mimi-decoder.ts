@@ -450,7 +450,7 @@ export class MimiGpuDecoder {
     const denormalised = buffer(batch * latentDim * frames, "denormalised latents");
     dispatches.push(latentDenormDispatch(device, { batch, latentDim, frames }, { latents, embStd: this.embStd, embMean: this.embMean, output: denormalised }));
     const projected = buffer(batch * width * frames, "quantizer");
-    const projection: Conv1dShape = { batch, slots, inChannels: latentDim, outChannels: width, inLength: frames, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false };
+    const projection: Conv1dShape = { batch, slots, inChannels: latentDim, outChannels: width, inLength: frames, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false, padMode: "constant" };
     dispatches.push(...conv1dDispatches(device, projection, { input: denormalised, streamTable, previous: scratch, window: scratch, weight: this.outputProj, output: projected }));
     stages.set("quantizer", { buffer: projected, channels: width, length: frames });
 
@@ -529,6 +529,7 @@ export class MimiGpuDecoder {
       groups: 1,
       hasBias: true,
       hasResidual: residual !== undefined,
+      padMode: "constant",
     };
     return conv1dDispatches(this.device, shape, { input, streamTable: this.streamTable, previous: layer.previous, window: scratch, weight: layer.weight, bias: layer.bias, ...(residual ? { residual } : {}), output });
   }

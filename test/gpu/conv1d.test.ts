@@ -17,14 +17,16 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: "SEANet k7 first conv, 3 streams", shape: { batch: 3, inChannels: 5, outChannels: 7, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false }, calls: [1, 16, 3] },
-  { name: "1×1 projection, no bias, no tail", shape: { batch: 2, inChannels: 32, outChannels: 65, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false }, calls: [1, 2] },
-  { name: "ResBlock k1 with residual", shape: { batch: 2, inChannels: 3, outChannels: 6, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: true }, calls: [70, 5] },
-  { name: "strided, dilated", shape: { batch: 1, inChannels: 4, outChannels: 3, kernelSize: 4, stride: 2, dilation: 3, groups: 1, hasBias: true, hasResidual: false }, calls: [2, 130, 4] },
-  { name: "grouped", shape: { batch: 2, inChannels: 6, outChannels: 9, kernelSize: 3, stride: 1, dilation: 1, groups: 3, hasBias: true, hasResidual: false }, calls: [65, 1] },
-  { name: "depthwise", shape: { batch: 4, inChannels: 8, outChannels: 8, kernelSize: 5, stride: 1, dilation: 2, groups: 8, hasBias: false, hasResidual: false }, calls: [3, 1, 64] },
-  { name: "downsample-like k32 s16 (calls shorter than the tail)", shape: { batch: 1, inChannels: 3, outChannels: 2, kernelSize: 32, stride: 16, dilation: 1, groups: 1, hasBias: false, hasResidual: false }, calls: [16, 48, 16] },
-  { name: "one stream, one channel, one frame", shape: { batch: 1, inChannels: 1, outChannels: 1, kernelSize: 3, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false }, calls: [1, 1, 1] },
+  { name: "SEANet k7 first conv, 3 streams", shape: { batch: 3, inChannels: 5, outChannels: 7, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false, padMode: "constant" }, calls: [1, 16, 3] },
+  { name: "1×1 projection, no bias, no tail", shape: { batch: 2, inChannels: 32, outChannels: 65, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: false, hasResidual: false, padMode: "constant" }, calls: [1, 2] },
+  { name: "ResBlock k1 with residual", shape: { batch: 2, inChannels: 3, outChannels: 6, kernelSize: 1, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: true, padMode: "constant" }, calls: [70, 5] },
+  { name: "strided, dilated", shape: { batch: 1, inChannels: 4, outChannels: 3, kernelSize: 4, stride: 2, dilation: 3, groups: 1, hasBias: true, hasResidual: false, padMode: "constant" }, calls: [2, 130, 4] },
+  { name: "grouped", shape: { batch: 2, inChannels: 6, outChannels: 9, kernelSize: 3, stride: 1, dilation: 1, groups: 3, hasBias: true, hasResidual: false, padMode: "constant" }, calls: [65, 1] },
+  { name: "depthwise", shape: { batch: 4, inChannels: 8, outChannels: 8, kernelSize: 5, stride: 1, dilation: 2, groups: 8, hasBias: false, hasResidual: false, padMode: "constant" }, calls: [3, 1, 64] },
+  { name: "downsample-like k32 s16 (calls shorter than the tail)", shape: { batch: 1, inChannels: 3, outChannels: 2, kernelSize: 32, stride: 16, dilation: 1, groups: 1, hasBias: false, hasResidual: false, padMode: "constant" }, calls: [16, 48, 16] },
+  { name: "replicate padding (encoder downsample k32 s16)", shape: { batch: 2, inChannels: 3, outChannels: 2, kernelSize: 32, stride: 16, dilation: 1, groups: 1, hasBias: false, hasResidual: false, padMode: "replicate" }, calls: [16, 32, 16] },
+  { name: "replicate padding, k7", shape: { batch: 3, inChannels: 2, outChannels: 3, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false, padMode: "replicate" }, calls: [2, 5] },
+  { name: "one stream, one channel, one frame", shape: { batch: 1, inChannels: 1, outChannels: 1, kernelSize: 3, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false, padMode: "constant" }, calls: [1, 1, 1] },
 ];
 
 describe("conv1d kernel (causal streaming)", () => {
@@ -51,8 +53,10 @@ describe("conv1d kernel (causal streaming)", () => {
       const previous = storageBuffer(device, cpuSlots.byteLength);
       const window = storageBuffer(device, conv1dWindowFloats({ ...base, inLength: Math.max(...calls) }) * 4);
       const streamTable = createStreamTable(device, base.batch);
-      writeStreamTable(device, streamTable, Array.from({ length: base.batch }, (_, row) => ({ slot: slotOf(row), offset: 0 })), slots);
+      let framesSoFar = 0;
       for (const [callIndex, inLength] of calls.entries()) {
+        // The offset tells a stream's first call (offset 0) from later ones, for replicate padding.
+        writeStreamTable(device, streamTable, Array.from({ length: base.batch }, (_, row) => ({ slot: slotOf(row), offset: framesSoFar })), slots);
         const shape = { ...base, slots, inLength };
         const cpuPrevious = new Float32Array(base.batch * rowFloats);
         for (let row = 0; row < base.batch; row++) cpuPrevious.set(cpuSlots.subarray(slotOf(row) * rowFloats, (slotOf(row) + 1) * rowFloats), row * rowFloats);
@@ -73,7 +77,8 @@ describe("conv1d kernel (causal streaming)", () => {
             output,
           }),
         );
-        const expected = referenceConv1d(shape, input, cpuPrevious, weight, bias, residual);
+        const expected = referenceConv1d(shape, input, cpuPrevious, weight, bias, residual, Array<boolean>(base.batch).fill(callIndex === 0));
+        framesSoFar += inLength;
         expectClose(await readFloat32(device, output, outFloats), expected.output, { ...CONV_TOLERANCE, label: `${name} call ${callIndex} output` });
         for (let row = 0; row < base.batch; row++) cpuSlots.set(expected.previous.subarray(row * rowFloats, (row + 1) * rowFloats), slotOf(row) * rowFloats);
         expectClose(await readFloat32(device, previous, cpuSlots.length), cpuSlots, { atol: 0, rtol: 0, label: `${name} call ${callIndex} tails by slot` });
@@ -83,7 +88,7 @@ describe("conv1d kernel (causal streaming)", () => {
 
   test("streaming in pieces equals one call over the whole input (reference)", () => {
     const rand = seededRandom(7);
-    const base = { batch: 2, slots: 2, inChannels: 3, outChannels: 4, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false };
+    const base = { batch: 2, slots: 2, inChannels: 3, outChannels: 4, kernelSize: 7, stride: 1, dilation: 1, groups: 1, hasBias: true, hasResidual: false, padMode: "constant" as const };
     const total = 20;
     const weight = randomArray(rand, 4 * 3 * 7);
     const bias = randomArray(rand, 4);

@@ -4,7 +4,10 @@
  */
 import { conv1dOutputLength, conv1dTailLength, type Conv1dShape } from "../conv1d.ts";
 
-/** One call: returns the output [N, Cout, T / stride] and the new tails [N, Cin, tailLength]. */
+/**
+ * One call: returns the output [N, Cout, T / stride] and the new tails [N, Cin, tailLength]. `firstCall[n]`
+ * marks streams whose state is fresh, which replicate padding pads with their first input frame.
+ */
 export function referenceConv1d(
   shape: Conv1dShape,
   input: Float32Array,
@@ -12,14 +15,18 @@ export function referenceConv1d(
   weight: Float32Array,
   bias?: Float32Array,
   residual?: Float32Array,
+  firstCall: readonly boolean[] = [],
 ): { output: Float32Array; previous: Float32Array } {
   const { batch, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
   const tailLength = conv1dTailLength(shape);
   const outLength = conv1dOutputLength(shape);
   const inPerGroup = inChannels / groups;
   const outPerGroup = outChannels / groups;
-  const concatenated = (n: number, channel: number, position: number): number =>
-    position < tailLength ? previous[(n * inChannels + channel) * tailLength + position]! : input[(n * inChannels + channel) * inLength + position - tailLength]!;
+  const concatenated = (n: number, channel: number, position: number): number => {
+    if (position >= tailLength) return input[(n * inChannels + channel) * inLength + position - tailLength]!;
+    if (shape.padMode === "replicate" && firstCall[n]) return input[(n * inChannels + channel) * inLength]!;
+    return previous[(n * inChannels + channel) * tailLength + position]!;
+  };
   const output = new Float32Array(batch * outChannels * outLength);
   for (let n = 0; n < batch; n++) {
     for (let co = 0; co < outChannels; co++) {
