@@ -13,7 +13,7 @@
  * by default ../shared/fixtures/mimi-full (the released decoder's shape, random weights, golden.json
  * manifest). A cell stops early after --cell-seconds once it has two timed steps: onnxruntime's WebGPU EP
  * on a software adapter takes over a second per run. On a software adapter the figures say how the
- * backends compare there, not what a GPU does (docs/architecture.md: the server uses the CPU path there).
+ * backends compare there, not what a GPU does (../shared/docs/architecture.md: the server uses the CPU path there).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -146,7 +146,7 @@ function onnxRunner(decoder: MimiDecoder, batch: number): BatchRunner {
 }
 
 /**
- * onnxruntime-web's WebGPU EP on our device. Under Bun two shims are needed (docs/architecture.md):
+ * onnxruntime-web's WebGPU EP on our device. Under Bun two shims are needed (../shared/docs/architecture.md):
  * the EP refuses to start without `navigator.gpu` even when handed a device, and bun-webgpu's
  * queue.writeBuffer rejects the SharedArrayBuffer-backed views the EP writes from.
  */
