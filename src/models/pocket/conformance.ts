@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "./generation.ts";
-import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
+import { closePocketSessions, createCacheWritingSession, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
@@ -155,8 +155,11 @@ class Fixture {
     const manifest = parseStateManifest(this.golden.mimi_state_manifest, `${this.directory}/golden.json mimi_state_manifest`);
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
-    const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
-    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+    // Opened as the engine opens it: the KV caches rebuilt from the graph's writes (cache-writes.ts).
+    const opened = createCacheWritingSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), manifest);
+    this.extraSessions.push(opened.then(({ session }) => session));
+    const { session, cacheWrites } = await opened;
+    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate }, cacheWrites);
   }
 
   /** The provider is resolved once, so every session of the run (bundle, variants, decoder) shares it. */

@@ -267,7 +267,9 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
     const maxFrames = Math.min(maxFramesForTokens(chunk.tokenIds.length), params.maxFramesPerChunk ?? Infinity, cachePositions - flowState.positions);
 
     const step: ArStepFunction = async (inputLatent) => {
-      const result = await stages.flowLm.step(flowState, inputLatent);
+      // flowState is this chunk's own (the prefill above copied the shared voice caches), so each step
+      // may write into it.
+      const result = await stages.flowLm.step(flowState, inputLatent, { reuseState: true });
       flowState = result.state;
       const latent = await stages.flowHead.sample(result.conditioning, noise.next(latentDim), params.lsdSteps);
       return { latent, eosLogit: result.eosLogit };
@@ -292,7 +294,7 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
       const batch = new Float32Array(pending.length * latentDim);
       pending.forEach((latent, index) => batch.set(latent, index * latentDim));
       pending.length = 0;
-      const decoded = await stages.mimiDecoder.decode(decoderState, batch);
+      const decoded = await stages.mimiDecoder.decode(decoderState, batch, { reuseState: true });
       decoderState = decoded.state;
       const samplesPerFrame = decoded.audio.length / (batch.length / latentDim);
       for (let offset = 0; offset < decoded.audio.length; offset += samplesPerFrame) {

@@ -8,13 +8,15 @@
  *   MimiDecoder (state, latents [1, n, 32]) ─▶ 1920·n samples
  *
  * D is the FlowLM width (1024 released). Stage objects hold only their session and constants, so one set
- * serves every request. Model states (`FlowLmState`, `MimiState`) are immutable values owned by the
- * request: each call returns a new state and never changes its input (onnxruntime never writes into feeds
- * and returns fresh outputs), so a cached voice state is reused by every chunk without a copy. Tensors are
+ * serves every request. Model states (`FlowLmState`, `MimiState`) are values owned by the request: each
+ * call returns a new state and leaves its input as it was, so a cached voice state is reused by every
+ * chunk without a copy; the one exception is a FlowLM call told `reuseState` by a caller that drops its
+ * input state (the generation loop), which then updates the KV caches in place (cache-writes.ts). Tensors are
  * built with the session's own `Tensor` class, never a statically imported one (see onnx.ts).
  */
 import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, type DecodedTensor, type PocketBundle, type StateEntry } from "./bundle.ts";
+import { applyScatterND, type CacheWritePlan } from "./cache-writes.ts";
 import type { OnnxSession, PocketSessions } from "./onnx.ts";
 
 /** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
@@ -65,12 +67,48 @@ function stateFeeds(manifest: readonly StateEntry[], state: StateTensors, feeds:
   return feeds;
 }
 
-function stateOutputs(manifest: readonly StateEntry[], outputs: ort.InferenceSession.ReturnType, graph: string): ort.Tensor[] {
-  return manifest.map((entry) => {
-    const tensor = outputs[entry.outputName];
-    if (!tensor) throw new Error(`${graph} returned no ${entry.outputName}`);
-    return tensor;
-  });
+/**
+ * The next state of a stateful graph from one run's outputs: each state output is taken as returned, or,
+ * for a cache the graph writes with ScatterND (cache-writes.ts), rebuilt from the input cache and the
+ * graph's writes, copied first unless the caller gives up the input state (`reuseState`).
+ */
+class StateOutputs {
+  /** Per manifest entry: how its output is rebuilt, or undefined: fetched whole. */
+  private readonly plans: (CacheWritePlan | undefined)[];
+  /** Everything the graph returns but the rebuilt caches. */
+  readonly fetches: string[];
+
+  constructor(
+    private readonly session: OnnxSession,
+    private readonly manifest: readonly StateEntry[],
+    cacheWrites: readonly CacheWritePlan[],
+    private readonly graph: string,
+  ) {
+    this.plans = manifest.map((entry) => (entry.dtype === "float32" ? cacheWrites.find((plan) => plan.outputName === entry.outputName) : undefined));
+    const rebuilt = new Set(this.plans.flatMap((plan) => (plan ? [plan.outputName] : [])));
+    this.fetches = session.outputNames.filter((name) => !rebuilt.has(name));
+  }
+
+  next(state: StateTensors, outputs: ort.InferenceSession.ReturnType, options: StepOptions): ort.Tensor[] {
+    return this.manifest.map((entry, index) => {
+      const plan = this.plans[index];
+      if (!plan) return requiredOutput(outputs, entry.outputName, this.graph);
+      const input = state.tensors[index]!;
+      const cache = options.reuseState ? (input.data as Float32Array) : new Float32Array(input.data as Float32Array);
+      for (const write of plan.writes) {
+        const indices = requiredOutput(outputs, write.indices, this.graph);
+        const updates = requiredOutput(outputs, write.updates, this.graph);
+        applyScatterND(cache, entry.shape, indices.data as BigInt64Array, indices.dims, updates.data as Float32Array);
+      }
+      return options.reuseState ? input : new this.session.Tensor("float32", cache, [...entry.shape]);
+    });
+  }
+}
+
+function requiredOutput(outputs: ort.InferenceSession.ReturnType, name: string, graph: string): ort.Tensor {
+  const tensor = outputs[name];
+  if (!tensor) throw new Error(`${graph} returned no ${name}`);
+  return tensor;
 }
 
 function float32Output(outputs: ort.InferenceSession.ReturnType, name: string, graph: string): Float32Tensor {
@@ -178,6 +216,14 @@ export interface FlowLmConfig {
   cachePositions: number;
 }
 
+export interface StepOptions {
+  /**
+   * The caller never uses the input state again, so its KV caches are updated in place instead of copied
+   * (the generation loop's own state; never a cached voice state, which every chunk starts from).
+   */
+  reuseState?: boolean;
+}
+
 export interface FlowLmStepResult {
   state: FlowLmState;
   /** out_norm of the new position: the flow head's condition `c` [D]. */
@@ -189,14 +235,18 @@ export interface FlowLmStepResult {
 export class FlowLm {
   private readonly stepIndex: number;
 
+  private readonly states: StateOutputs;
+
   constructor(
     private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: FlowLmConfig,
+    cacheWrites: readonly CacheWritePlan[] = [],
   ) {
     const stepIndex = manifest.findIndex((entry) => entry.key === "step");
     if (stepIndex < 0) throw new Error("FlowLM manifest has no step state");
     this.stepIndex = stepIndex;
+    this.states = new StateOutputs(session, manifest, cacheWrites, "flow_lm_main");
   }
 
   /** The Tensor class of this stage's provider, for states built outside a run (voice files). */
@@ -213,33 +263,33 @@ export class FlowLm {
    * Appends conditioning rows [1, n, D] (voice or text) with an empty latent sequence; the graph's
    * `conditioning`/`eos_logit` outputs of such a call are meaningless and dropped (§3.1).
    */
-  async prefill(state: FlowLmState, conditioning: Float32Tensor): Promise<FlowLmState> {
+  async prefill(state: FlowLmState, conditioning: Float32Tensor, options: StepOptions = {}): Promise<FlowLmState> {
     const rows = conditioning.dims[1]!;
     if (conditioning.dims.length !== 3 || conditioning.dims[2] !== this.config.conditioningDim) throw new Error(`prefill conditioning is [${conditioning.dims.join(", ")}], expected [1, n, ${this.config.conditioningDim}]`);
     const sequence = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.latentDim]);
     const text = new this.session.Tensor("float32", conditioning.data, [1, rows, this.config.conditioningDim]);
-    return (await this.run(state, sequence, text, rows)).state;
+    return (await this.run(state, sequence, text, rows, options)).state;
   }
 
   /**
    * One AR step (§2.2 steps 2–3): feeds `inputLatent` [latentDim] (normalised), or null for BOS, which
    * goes in as an all-NaN row that the graph replaces by `bos_emb` (§6.3: never zeros).
    */
-  async step(state: FlowLmState, inputLatent: Float32Array | null): Promise<FlowLmStepResult> {
+  async step(state: FlowLmState, inputLatent: Float32Array | null, options: StepOptions = {}): Promise<FlowLmStepResult> {
     const latent = inputLatent ?? new Float32Array(this.config.latentDim).fill(NaN);
     if (latent.length !== this.config.latentDim) throw new Error(`AR input latent has ${latent.length} values, expected ${this.config.latentDim}`);
     const sequence = new this.session.Tensor("float32", latent, [1, 1, this.config.latentDim]);
     const text = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.conditioningDim]);
-    return this.run(state, sequence, text, 1);
+    return this.run(state, sequence, text, 1, options);
   }
 
-  private async run(state: FlowLmState, sequence: ort.Tensor, text: ort.Tensor, addedPositions: number): Promise<FlowLmStepResult> {
+  private async run(state: FlowLmState, sequence: ort.Tensor, text: ort.Tensor, addedPositions: number, options: StepOptions): Promise<FlowLmStepResult> {
     const positions = state.positions + addedPositions;
     if (positions > this.config.cachePositions) {
       throw new RangeError(`FlowLM cache overflow: ${state.positions} + ${addedPositions} positions exceed ${this.config.cachePositions} (voice + text + frames must fit, §6.10)`);
     }
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { sequence, text_embeddings: text }));
-    const tensors = stateOutputs(this.manifest, outputs, "flow_lm_main");
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { sequence, text_embeddings: text }), this.states.fetches);
+    const tensors = this.states.next(state, outputs, options);
     const graphStep = Number((tensors[this.stepIndex]!.data as BigInt64Array)[0]);
     if (graphStep !== positions) throw new Error(`flow_lm_main step counter is ${graphStep}, expected ${positions}`);
     return {
@@ -380,11 +430,16 @@ export interface MimiDecoderConfig {
 }
 
 export class MimiDecoder {
+  private readonly states: StateOutputs;
+
   constructor(
     private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: MimiDecoderConfig,
-  ) {}
+    cacheWrites: readonly CacheWritePlan[] = [],
+  ) {
+    this.states = new StateOutputs(session, manifest, cacheWrites, "mimi_decoder");
+  }
 
   /** A fresh streaming state (manifest fills: `first` flags true, buffers zero, `[1, C, 0]` tensors empty). */
   emptyState(): MimiState {
@@ -395,13 +450,13 @@ export class MimiDecoder {
    * Normalised latents [n, latentDim] (the graph denormalises with emb_std/emb_mean itself, §6.2) →
    * raw float PCM [1920·n], unclamped (§6.17). Any split of a sequence into calls gives the same audio.
    */
-  async decode(state: MimiState, latents: Float32Array): Promise<{ state: MimiState; audio: Float32Array }> {
+  async decode(state: MimiState, latents: Float32Array, options: StepOptions = {}): Promise<{ state: MimiState; audio: Float32Array }> {
     const frames = latents.length / this.config.latentDim;
     if (!Number.isInteger(frames) || frames < 1) throw new Error(`Mimi decoder input has ${latents.length} values, not a positive multiple of ${this.config.latentDim}`);
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new this.session.Tensor("float32", latents, [1, frames, this.config.latentDim]) }));
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new this.session.Tensor("float32", latents, [1, frames, this.config.latentDim]) }), this.states.fetches);
     const audio = float32Output(outputs, "audio_frame", "mimi_decoder").data;
     if (audio.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${audio.length} samples for ${frames} latents`);
-    return { state: { tensors: stateOutputs(this.manifest, outputs, "mimi_decoder"), frames: state.frames + frames }, audio };
+    return { state: { tensors: this.states.next(state, outputs, options), frames: state.frames + frames }, audio };
   }
 }
 
@@ -421,9 +476,9 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
   return {
     textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
     voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
-    flowLm: new FlowLm(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }),
+    flowLm: new FlowLm(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites),
     flowHead: new FlowHead(sessions.flowLmFlow, { latentDim, conditioningDim }),
-    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
+    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }, sessions.mimiCacheWrites),
   };
 }
 
