@@ -297,8 +297,9 @@ def mimi_layer_stream(layer, x, cache, end_offset, offset, heads, context, max_p
     tt = kv.shape[3]
     end = off + T
     wpos = end - tt + torch.arange(tt, dtype=torch.int64)
-    idx = torch.remainder(wpos, cap).view(1, 1, 1, -1, 1).expand(2, B, heads, tt, D)
-    new_cache = cache.scatter(3, idx, kv)
+    # Index assignment exports as ScatterND, as upstream's ring write does (the runtime reads its writes).
+    new_cache = cache.clone()
+    new_cache[:, :, :, torch.remainder(wpos, cap)] = kv
     return x, new_cache, end_offset + T, offset + T
 
 
