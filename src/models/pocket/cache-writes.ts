@@ -12,6 +12,10 @@
  * are replayed exactly, so the states are bit-identical to fetching the caches.
  *
  * A cache output that is not such a chain (another exporter) is simply fetched as before.
+ *
+ * The rewrite can also declare the caches' positions axis symbolic (`positionsAxis`). The graph copies its
+ * caches internally on every step (the ScatterNDs), so a step's cost follows the cache's length; with a
+ * symbolic axis FlowLM feeds only the rows in use (stages.ts, after checking the results are identical).
  */
 import { concatBytes } from "../../audio/concat.ts";
 import { messageFields, WIRE_LENGTH_DELIMITED } from "./onnx.ts";
@@ -34,11 +38,23 @@ export interface RewrittenGraph {
   /** The model with every write's `indices` and `updates` added to the graph outputs. */
   model: Uint8Array;
   plans: CacheWritePlan[];
+  /** Inputs and outputs whose positions axis was made symbolic (see `RewriteOptions.positionsAxis`). */
+  windowed: string[];
+}
+
+export interface RewriteOptions {
+  /**
+   * The positions axis of the written caches (2 for FlowLM's [2, 1, 1000, H, Dh]): declared symbolic in the
+   * rewritten graph, so a cache of only the rows in use can be fed. Whether the graph's arithmetic really
+   * follows the fed size (rather than a baked-in 1000) is checked by running it (stages.ts), not assumed.
+   */
+  positionsAxis?: number;
 }
 
 // onnx.proto field numbers.
 const MODEL_GRAPH = 7;
 const GRAPH_NODE = 1;
+const GRAPH_INPUT = 11;
 const GRAPH_OUTPUT = 12;
 const NODE_INPUT = 1;
 const NODE_OUTPUT = 2;
@@ -51,6 +67,10 @@ const VALUE_INFO_NAME = 1;
 const VALUE_INFO_TYPE = 2;
 const TYPE_TENSOR = 1;
 const TENSOR_TYPE_ELEMENT = 1;
+const TENSOR_TYPE_SHAPE = 2;
+const SHAPE_DIM = 1;
+const DIM_VALUE = 1;
+const DIM_PARAM = 2;
 const ELEMENT_FLOAT = 1;
 const ELEMENT_INT64 = 7;
 
@@ -66,7 +86,7 @@ interface GraphNode {
  * Finds the scatter chain of each `{inputName, outputName}` pair and returns the rewritten model, or null
  * when no pair is such a chain (the graph is then used as it is).
  */
-export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputName: string; outputName: string }[]): RewrittenGraph | null {
+export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputName: string; outputName: string }[], options: RewriteOptions = {}): RewrittenGraph | null {
   const text = new TextDecoder();
   let graphField: { start: number; payloadStart: number; next: number } | undefined;
   for (const field of messageFields(model)) {
@@ -108,6 +128,18 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
   }
   if (plans.length === 0) return null;
 
+  const windowed = new Set(options.positionsAxis === undefined ? [] : plans.flatMap((plan) => [plan.inputName, plan.outputName]));
+  const fields: Uint8Array[] = [];
+  for (const field of messageFields(graph)) {
+    const isValueInfo = field.number === GRAPH_INPUT || field.number === GRAPH_OUTPUT;
+    const info = isValueInfo ? parseTensorValueInfo(field.payload) : undefined;
+    if (info && windowed.has(info.name) && info.dims.length > options.positionsAxis!) {
+      info.dims[options.positionsAxis!] = CACHE_POSITIONS_SYMBOL;
+      fields.push(lengthDelimited(field.number, valueInfo(info.name, info.elementType, info.dims)));
+    } else {
+      fields.push(graph.subarray(field.start, field.next));
+    }
+  }
   const added: Uint8Array[] = [];
   for (const { writes } of plans) {
     for (const { indices, updates } of writes) {
@@ -120,11 +152,46 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
   }
   // Repeated fields may appear anywhere in a message, so the new outputs are appended to the graph bytes
   // and only the graph's length prefix changes.
-  const newGraph = concatBytes([graph, ...added]);
+  const newGraph = concatBytes([...fields, ...added]);
   return {
     model: concatBytes([model.subarray(0, graphField.start), lengthDelimited(MODEL_GRAPH, newGraph), model.subarray(graphField.next)]),
     plans,
+    windowed: [...windowed],
   };
+}
+
+const CACHE_POSITIONS_SYMBOL = "cache_positions";
+
+interface TensorValueInfo {
+  name: string;
+  elementType: number;
+  dims: (number | string)[];
+}
+
+function parseTensorValueInfo(bytes: Uint8Array): TensorValueInfo {
+  const text = new TextDecoder();
+  const info: TensorValueInfo = { name: "", elementType: 0, dims: [] };
+  for (const field of messageFields(bytes)) {
+    if (field.number === VALUE_INFO_NAME) info.name = text.decode(field.payload);
+    if (field.number !== VALUE_INFO_TYPE) continue;
+    for (const typeField of messageFields(field.payload)) {
+      if (typeField.number !== TYPE_TENSOR) continue;
+      for (const tensorField of messageFields(typeField.payload)) {
+        if (tensorField.number === TENSOR_TYPE_ELEMENT) info.elementType = tensorField.value;
+        if (tensorField.number !== TENSOR_TYPE_SHAPE) continue;
+        for (const dimField of messageFields(tensorField.payload)) {
+          if (dimField.number !== SHAPE_DIM) continue;
+          let dim: number | string = "";
+          for (const valueField of messageFields(dimField.payload)) {
+            if (valueField.number === DIM_VALUE) dim = valueField.value;
+            if (valueField.number === DIM_PARAM) dim = text.decode(valueField.payload);
+          }
+          info.dims.push(dim);
+        }
+      }
+    }
+  }
+  return info;
 }
 
 /** The writes from `inputName` to `outputName` if the output is a chain of plain ScatterNDs on the input. */
@@ -169,9 +236,17 @@ export function applyScatterND(data: Float32Array, dataDims: readonly number[], 
   }
 }
 
-function valueInfo(name: string, elementType: number): Uint8Array {
-  const tensorType = varintField(TENSOR_TYPE_ELEMENT, elementType);
-  return concatBytes([lengthDelimited(VALUE_INFO_NAME, new TextEncoder().encode(name)), lengthDelimited(VALUE_INFO_TYPE, lengthDelimited(TYPE_TENSOR, tensorType))]);
+/** A tensor ValueInfoProto; without `dims` the shape is left unknown. */
+function valueInfo(name: string, elementType: number, dims?: readonly (number | string)[]): Uint8Array {
+  const encoder = new TextEncoder();
+  const parts = [varintField(TENSOR_TYPE_ELEMENT, elementType)];
+  if (dims) {
+    const dimFields = dims.map((dim) =>
+      lengthDelimited(SHAPE_DIM, typeof dim === "number" ? varintField(DIM_VALUE, dim) : dim === "" ? new Uint8Array(0) : lengthDelimited(DIM_PARAM, encoder.encode(dim))),
+    );
+    parts.push(lengthDelimited(TENSOR_TYPE_SHAPE, concatBytes(dimFields)));
+  }
+  return concatBytes([lengthDelimited(VALUE_INFO_NAME, encoder.encode(name)), lengthDelimited(VALUE_INFO_TYPE, lengthDelimited(TYPE_TENSOR, concatBytes(parts)))]);
 }
 
 function lengthDelimited(fieldNumber: number, payload: Uint8Array): Uint8Array {

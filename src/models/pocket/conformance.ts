@@ -570,7 +570,8 @@ function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array
   const pieces: Float32Array[] = [];
   stages.flowLm.manifest.forEach((entry, index) => {
     if (entry.key !== "cache") return;
-    const [kv, batch, capacity, heads, headDim] = entry.shape as [number, number, number, number, number];
+    // The tensor's own rows: windowed caches hold fewer than the manifest's 1000 (stages.ts).
+    const [kv, batch, capacity, heads, headDim] = state.tensors[index]!.dims as [number, number, number, number, number];
     const data = state.tensors[index]!.data as Float32Array;
     const rowValues = heads * headDim;
     for (let plane = 0; plane < kv * batch; plane++) pieces.push(data.subarray(plane * capacity * rowValues, (plane * capacity + state.positions) * rowValues));

@@ -3,9 +3,11 @@
  * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
  * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
- * Every stage call goes through one queue per engine: concurrent requests interleave step by step, each
- * step running alone on the machine's cores, instead of several runs contending for the same two cores
- * and the wasm heap (which only raises every stream's per-frame latency).
+ * Stage calls go through queues: concurrent requests interleave step by step instead of several runs
+ * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
+ * Under onnxruntime-node, whose runs leave the JS thread, the Mimi decoder has a queue of its own, so one
+ * core decodes while the other samples the next latents (generation.ts decodes alongside sampling); under
+ * onnxruntime-web every run is on the JS thread, so all stages share one queue.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -33,6 +35,7 @@ class SessionQueue {
 export class PocketEngine implements SpeechModelAdapter {
   readonly capabilities: AdapterCapabilities;
   readonly #queue = new SessionQueue();
+  readonly #decoderQueue: SessionQueue;
   readonly #stages: GenerationStages;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
 
@@ -61,20 +64,21 @@ export class PocketEngine implements SpeechModelAdapter {
       speakerEmbeddingDims: [],
     };
     // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
-    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[]): T =>
+    this.#decoderQueue = sessions.provider === "onnxruntime-node" ? new SessionQueue() : this.#queue;
+    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[], queue = this.#queue): T =>
       new Proxy(stage, {
         get: (target, property, receiver) => {
           const value = Reflect.get(target, property, receiver);
           if (typeof value !== "function") return value;
           if (!sessionMethods.includes(property as keyof T & string)) return value.bind(target);
-          return (...args: unknown[]) => this.#queue.run(async () => value.apply(target, args));
+          return (...args: unknown[]) => queue.run(async () => value.apply(target, args));
         },
       });
     this.#stages = {
       textConditioner: queued(stages.textConditioner, ["embed"]),
       flowLm: queued(stages.flowLm, ["prefill", "step"]),
       flowHead: queued(stages.flowHead, ["sample"]),
-      mimiDecoder: queued(stages.mimiDecoder, ["decode"]),
+      mimiDecoder: queued(stages.mimiDecoder, ["decode"], this.#decoderQueue),
     };
   }
 

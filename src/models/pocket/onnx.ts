@@ -24,7 +24,8 @@ import { open, readFile, type FileHandle } from "node:fs/promises";
 // Types only: both packages re-export onnxruntime-common's declarations, so these describe either one.
 import type * as ort from "onnxruntime-web";
 import type { PocketBundle, StateEntry } from "./bundle.ts";
-import { rewriteCacheWrites, type CacheWritePlan } from "./cache-writes.ts";
+import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "./cache-writes.ts";
+import { FLOW_LM_POSITIONS_AXIS } from "./stages.ts";
 
 export type CpuProvider = "onnxruntime-node" | "onnxruntime-web";
 export type CpuProviderChoice = "auto" | CpuProvider;
@@ -167,6 +168,8 @@ export interface PocketSessions {
   flowLmMain: OnnxSession;
   /** How flow_lm_main's cache outputs are rebuilt on our side (cache-writes.ts); empty: fetched whole. */
   flowLmCacheWrites: CacheWritePlan[];
+  /** flow_lm_main's inputs declared with a symbolic positions axis (cache-writes.ts). */
+  flowLmWindowedInputs: string[];
   flowLmFlow: OnnxSession;
   mimiDecoder: OnnxSession;
   mimiCacheWrites: CacheWritePlan[];
@@ -178,7 +181,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   const [textConditioner, voiceEncoder, flowLm, flowLmFlow, mimi] = await Promise.all([
     runtime.createSession(graphs.textConditioner.path),
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
-    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest),
+    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
     runtime.createSession(graphs.flowLmFlow.path),
     createCacheWritingSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest),
   ]);
@@ -188,6 +191,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     voiceEncoder,
     flowLmMain: flowLm.session,
     flowLmCacheWrites: flowLm.cacheWrites,
+    flowLmWindowedInputs: flowLm.windowed,
     flowLmFlow,
     mimiDecoder: mimi.session,
     mimiCacheWrites: mimi.cacheWrites,
@@ -198,11 +202,16 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
  * A session of a stateful graph whose float KV caches are rebuilt on our side when the graph writes them
  * with ScatterND (cache-writes.ts); other graphs load unchanged.
  */
-export async function createCacheWritingSession(runtime: OnnxRuntime, path: string, manifest: readonly StateEntry[]): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[] }> {
+export async function createCacheWritingSession(
+  runtime: OnnxRuntime,
+  path: string,
+  manifest: readonly StateEntry[],
+  options: RewriteOptions = {},
+): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
   const model = await readFile(path);
   // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
-  const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"));
-  return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [] };
+  const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"), options);
+  return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [], windowed: rewritten?.windowed ?? [] };
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {

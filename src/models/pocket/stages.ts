@@ -41,11 +41,15 @@ export interface MimiState extends StateTensors {
   readonly frames: number;
 }
 
-/** Builds the initial state of a manifest. */
-function initialStateTensors(manifest: readonly StateEntry[], Tensor: typeof ort.Tensor): ort.Tensor[] {
+/**
+ * Builds the initial state of a manifest; `cacheRows`, if given, replaces the positions axis of the FlowLM
+ * caches (windowed caches, FlowLm).
+ */
+function initialStateTensors(manifest: readonly StateEntry[], Tensor: typeof ort.Tensor, cacheRows?: number): ort.Tensor[] {
   return manifest.map((entry) => {
-    const elementCount = entry.shape.reduce((product, dim) => product * dim, 1);
     const shape = [...entry.shape];
+    if (cacheRows !== undefined && entry.key === "cache" && shape.length === 5) shape[2] = cacheRows;
+    const elementCount = shape.reduce((product, dim) => product * dim, 1);
     // `mixed` (a tensor whose exporter-time values were not uniform) starts at zeros: zeros are
     // equivalent to every documented fill (NaN caches, `first` = true flags) for these graphs (§3.1 [RUN]).
     const one = entry.fill === "ones";
@@ -98,9 +102,9 @@ class StateOutputs {
       for (const write of plan.writes) {
         const indices = requiredOutput(outputs, write.indices, this.graph);
         const updates = requiredOutput(outputs, write.updates, this.graph);
-        applyScatterND(cache, entry.shape, indices.data as BigInt64Array, indices.dims, updates.data as Float32Array);
+        applyScatterND(cache, input.dims, indices.data as BigInt64Array, indices.dims, updates.data as Float32Array);
       }
-      return options.reuseState ? input : new this.session.Tensor("float32", cache, [...entry.shape]);
+      return options.reuseState ? input : new this.session.Tensor("float32", cache, [...input.dims]);
     });
   }
 }
@@ -232,10 +236,22 @@ export interface FlowLmStepResult {
   eosLogit: number;
 }
 
+/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
+export const FLOW_LM_POSITIONS_AXIS = 2;
+/** Windowed caches grow and shrink in blocks of this many positions. */
+const CACHE_WINDOW_BLOCK = 64;
+
 export class FlowLm {
   private readonly stepIndex: number;
-
   private readonly states: StateOutputs;
+  private readonly isCache: boolean[];
+  /**
+   * True when the graph takes caches of any length and gives the same results for them (checked by
+   * `create`): caches then hold only the rows in use, in blocks of 64, instead of all 1000. Every step
+   * copies its caches inside the runtime (the ScatterND writes), so this is what a step costs: a full-size
+   * int8 step at 100 positions took 22.7 ms with 1000 rows and 8.7 ms with 128 (Bun, onnxruntime-node).
+   */
+  private windowed = false;
 
   constructor(
     private readonly session: OnnxSession,
@@ -247,6 +263,87 @@ export class FlowLm {
     if (stepIndex < 0) throw new Error("FlowLM manifest has no step state");
     this.stepIndex = stepIndex;
     this.states = new StateOutputs(session, manifest, cacheWrites, "flow_lm_main");
+    this.isCache = manifest.map((entry) => entry.key === "cache" && entry.dtype === "float32" && entry.shape.length === 5);
+  }
+
+  /**
+   * A FlowLM whose caches are windowed when `windowedInputs` (the cache inputs declared with a symbolic
+   * positions axis, cache-writes.ts) is not empty and a probe step gives identical outputs with a full and
+   * a windowed cache; otherwise caches keep their full 1000 rows.
+   */
+  static async create(session: OnnxSession, manifest: readonly StateEntry[], config: FlowLmConfig, cacheWrites: readonly CacheWritePlan[] = [], windowedInputs: readonly string[] = []): Promise<FlowLm> {
+    const flowLm = new FlowLm(session, manifest, config, cacheWrites);
+    const caches = manifest.filter((_, index) => flowLm.isCache[index]);
+    if (caches.length > 0 && caches.every((entry) => windowedInputs.includes(entry.inputName))) flowLm.windowed = await flowLm.windowMatchesFullCache();
+    return flowLm;
+  }
+
+  /** Whether caches hold only the rows in use (see `windowed`). */
+  get windowedCaches(): boolean {
+    return this.windowed;
+  }
+
+  /** Rows of a cache that must hold `positions` positions. */
+  capacityFor(positions: number): number {
+    if (!this.windowed) return this.config.cachePositions;
+    return Math.min(this.config.cachePositions, Math.max(CACHE_WINDOW_BLOCK, Math.ceil(positions / CACHE_WINDOW_BLOCK) * CACHE_WINDOW_BLOCK));
+  }
+
+  private async windowMatchesFullCache(): Promise<boolean> {
+    const filledRows = 5;
+    const latent = Float32Array.from({ length: this.config.latentDim }, (_, index) => Math.cos(index * 0.7));
+    try {
+      const full = await this.step(this.probeState(this.config.cachePositions, filledRows), latent);
+      const windowed = await this.step(this.probeState(CACHE_WINDOW_BLOCK, filledRows), latent);
+      const sameRows = this.manifest.every((_, index) => {
+        if (!this.isCache[index]) return true;
+        const writtenRows = (tensor: ort.Tensor) => cacheRows(tensor.data as Float32Array, tensor.dims, filledRows + 1, filledRows + 1);
+        return arraysEqual(writtenRows(full.state.tensors[index]!), writtenRows(windowed.state.tensors[index]!));
+      });
+      return sameRows && full.eosLogit === windowed.eosLogit && arraysEqual(full.conditioning, windowed.conditioning);
+    } catch {
+      return false;
+    }
+  }
+
+  /** A state with `filledRows` deterministic rows in caches of `capacity` rows. */
+  private probeState(capacity: number, filledRows: number): FlowLmState {
+    const empty = initialStateTensors(this.manifest, this.session.Tensor, capacity);
+    const tensors = empty.map((tensor, index) => {
+      const entry = this.manifest[index]!;
+      if (entry.key === "step") return new this.session.Tensor("int64", BigInt64Array.of(BigInt(filledRows)), [...entry.shape]);
+      if (!this.isCache[index]) return tensor;
+      const data = tensor.data as Float32Array;
+      const [planes, rowValues] = [tensor.dims[0]! * tensor.dims[1]!, tensor.dims[3]! * tensor.dims[4]!];
+      for (let plane = 0; plane < planes; plane++) {
+        for (let value = 0; value < filledRows * rowValues; value++) data[plane * capacity * rowValues + value] = Math.sin(plane * 1.3 + value * 0.01 + index);
+      }
+      return tensor;
+    });
+    return { tensors, positions: filledRows };
+  }
+
+  /**
+   * The state with every cache resized to `capacityFor(needed)` rows when it is too small for `needed`
+   * positions, or more than a block too large (a voice state read from a 1000-row file); otherwise the
+   * same state. A resized state is a fresh copy.
+   */
+  private fitCaches(state: FlowLmState, needed: number): FlowLmState {
+    if (!this.windowed) return state;
+    const capacity = this.capacityFor(needed);
+    const fits = this.manifest.every((_, index) => {
+      if (!this.isCache[index]) return true;
+      const rows = state.tensors[index]!.dims[FLOW_LM_POSITIONS_AXIS]!;
+      return rows >= needed && rows <= capacity + CACHE_WINDOW_BLOCK;
+    });
+    if (fits) return state;
+    const tensors = state.tensors.map((tensor, index) => {
+      if (!this.isCache[index]) return tensor;
+      const dims = [...tensor.dims];
+      dims[FLOW_LM_POSITIONS_AXIS] = capacity;
+      return new this.session.Tensor("float32", cacheRows(tensor.data as Float32Array, tensor.dims, capacity, state.positions), dims);
+    });
+    return { tensors, positions: state.positions };
   }
 
   /** The Tensor class of this stage's provider, for states built outside a run (voice files). */
@@ -256,7 +353,7 @@ export class FlowLm {
 
   /** An empty cache, from the manifest fills (§3.3: cache NaN, current_end empty, step 0). */
   emptyState(): FlowLmState {
-    return { tensors: initialStateTensors(this.manifest, this.session.Tensor), positions: 0 };
+    return { tensors: initialStateTensors(this.manifest, this.session.Tensor, this.capacityFor(0)), positions: 0 };
   }
 
   /**
@@ -288,8 +385,10 @@ export class FlowLm {
     if (positions > this.config.cachePositions) {
       throw new RangeError(`FlowLM cache overflow: ${state.positions} + ${addedPositions} positions exceed ${this.config.cachePositions} (voice + text + frames must fit, §6.10)`);
     }
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { sequence, text_embeddings: text }), this.states.fetches);
-    const tensors = this.states.next(state, outputs, options);
+    const fitted = this.fitCaches(state, positions);
+    const outputs = await this.session.run(stateFeeds(this.manifest, fitted, { sequence, text_embeddings: text }), this.states.fetches);
+    // A resized state is already a copy of its own, so it is written in place.
+    const tensors = this.states.next(fitted, outputs, { reuseState: options.reuseState || fitted !== state });
     const graphStep = Number((tensors[this.stepIndex]!.data as BigInt64Array)[0]);
     if (graphStep !== positions) throw new Error(`flow_lm_main step counter is ${graphStep}, expected ${positions}`);
     return {
@@ -329,7 +428,11 @@ export async function voiceStateFromSafetensors(bytes: Uint8Array, flowLm: FlowL
     if (positions !== undefined && positions !== step) throw new Error(`voice state layers disagree on the step (${positions} vs ${step})`);
     positions = step;
     if (entry.key === "step") return new flowLm.Tensor("int64", BigInt64Array.of(BigInt(step)), [...entry.shape]);
-    if (entry.key === "cache") return new flowLm.Tensor("float32", copyCacheRows(source, entry, step), [...entry.shape]);
+    if (entry.key === "cache") {
+      const shape = [...entry.shape];
+      shape[FLOW_LM_POSITIONS_AXIS] = flowLm.capacityFor(step);
+      return new flowLm.Tensor("float32", copyCacheRows(source, { ...entry, shape }, step), shape);
+    }
     throw new Error(`FlowLM state ${entry.module}/${entry.key} has no counterpart in a voice state`);
   });
   if (positions === undefined) throw new Error("voice state holds no layer");
@@ -362,6 +465,23 @@ function copyCacheRows(source: DecodedTensor & { dtype: "F32" }, entry: StateEnt
     target.set(source.data.subarray(from, from + step * rowValues), plane * capacity * rowValues);
   }
   return target;
+}
+
+/**
+ * Rows [0, keptRows) of each K/V plane of a cache [2, 1, rows, H, Dh], in a cache of `capacity` rows whose
+ * other rows are NaN (the caches' fill, §3.3: rows past the step are never read).
+ */
+function cacheRows(data: Float32Array, dims: readonly number[], capacity: number, keptRows: number): Float32Array {
+  const [kv, batch, rows, heads, headDim] = dims as [number, number, number, number, number];
+  const rowValues = heads * headDim;
+  const kept = Math.min(keptRows, rows, capacity);
+  const target = new Float32Array(kv * batch * capacity * rowValues).fill(NaN);
+  for (let plane = 0; plane < kv * batch; plane++) target.set(data.subarray(plane * rows * rowValues, (plane * rows + kept) * rowValues), plane * capacity * rowValues);
+  return target;
+}
+
+function arraysEqual(a: Float32Array, b: Float32Array): boolean {
+  return a.length === b.length && a.every((value, index) => Object.is(value, b[index]));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -431,6 +551,8 @@ export interface MimiDecoderConfig {
 
 export class MimiDecoder {
   private readonly states: StateOutputs;
+  /** Runs block the JS thread (see LatentBatchDecoder.concurrent in generation.ts). */
+  readonly concurrent: boolean = false;
 
   constructor(
     private readonly session: OnnxSession,
@@ -476,7 +598,7 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
   return {
     textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
     voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
-    flowLm: new FlowLm(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites),
+    flowLm: await FlowLm.create(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites, sessions.flowLmWindowedInputs),
     flowHead: new FlowHead(sessions.flowLmFlow, { latentDim, conditioningDim }),
     mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }, sessions.mimiCacheWrites),
   };

@@ -5,10 +5,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { loadPocketBundle } from "../../../src/models/pocket/bundle.ts";
 import { applyScatterND, rewriteCacheWrites } from "../../../src/models/pocket/cache-writes.ts";
 import { createCacheWritingSession, loadOnnxRuntime, type CpuProvider } from "../../../src/models/pocket/onnx.ts";
-import { FlowLm, MimiDecoder, type FlowLmState } from "../../../src/models/pocket/stages.ts";
+import { FLOW_LM_POSITIONS_AXIS, FlowLm, MimiDecoder, voiceStateFromSafetensors, type FlowLmState } from "../../../src/models/pocket/stages.ts";
 import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
 describe("applyScatterND", () => {
@@ -119,3 +120,48 @@ function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+describe("windowed FlowLM caches", () => {
+  for (const provider of ["onnxruntime-node", "onnxruntime-web"] as const satisfies readonly CpuProvider[]) {
+    test(`${provider}: caches hold only the rows in use, grow by blocks, and give the full cache's results exactly`, async () => {
+      const bundle = await loadPocketBundle(requirePocketTinyFixture());
+      const runtime = await loadOnnxRuntime({ provider });
+      const { latentDim, conditioningDim, flowLmCachePositions } = bundle.dims;
+      const config = { latentDim, conditioningDim, cachePositions: flowLmCachePositions };
+      const writing = await createCacheWritingSession(runtime, bundle.graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS });
+      expect(writing.windowed.length).toBeGreaterThan(0);
+      const windowedFlow = await FlowLm.create(writing.session, bundle.flowLmStateManifest, config, writing.cacheWrites, writing.windowed);
+      // The same rewritten session with no windowed inputs named keeps all 1000 rows.
+      const fullFlow = await FlowLm.create(writing.session, bundle.flowLmStateManifest, config, writing.cacheWrites);
+      expect(windowedFlow.windowedCaches).toBe(true);
+      expect(fullFlow.windowedCaches).toBe(false);
+      const cacheIndex = bundle.flowLmStateManifest.findIndex((entry) => entry.key === "cache");
+      const rows = (state: FlowLmState) => state.tensors[cacheIndex]!.dims[FLOW_LM_POSITIONS_AXIS];
+      expect(rows(windowedFlow.emptyState())).toBe(64);
+      expect(rows(fullFlow.emptyState())).toBe(1000);
+
+      const random = mulberry32(11);
+      const conditioning = { data: Float32Array.from({ length: 60 * conditioningDim }, () => random() - 0.5), dims: [1, 60, conditioningDim] };
+      let windowed = await windowedFlow.prefill(windowedFlow.emptyState(), conditioning);
+      let full = await fullFlow.prefill(fullFlow.emptyState(), conditioning);
+      expect(rows(windowed)).toBe(64);
+      // 10 steps take the cache from 60 to 70 positions: past the first block.
+      for (let step = 0; step < 10; step++) {
+        const latent = step === 0 ? null : Float32Array.from({ length: latentDim }, () => random() - 0.5);
+        const a = await windowedFlow.step(windowed, latent, { reuseState: true });
+        const b = await fullFlow.step(full, latent, { reuseState: true });
+        expect(a.conditioning).toEqual(b.conditioning);
+        expect(a.eosLogit).toBe(b.eosLogit);
+        windowed = a.state;
+        full = b.state;
+      }
+      expect(windowed.positions).toBe(70);
+      expect(rows(windowed)).toBe(128);
+
+      // A predefined voice read from its 1000-row file keeps only the blocks its step needs.
+      const voice = await voiceStateFromSafetensors(readFileSync(join(requirePocketTinyFixture(), "voice_state.safetensors")), windowedFlow);
+      expect(rows(voice)).toBe(windowedFlow.capacityFor(voice.positions));
+      expect(rows(voice)).toBeLessThan(1000);
+    });
+  }
+});
