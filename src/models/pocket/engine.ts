@@ -3,11 +3,11 @@
  * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
  * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
- * Stage calls go through queues: concurrent requests interleave step by step instead of several runs
+ * Stage calls go through one queue: concurrent requests interleave step by step instead of several runs
  * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
- * Under onnxruntime-node, whose runs leave the JS thread, the Mimi decoder has a queue of its own, so one
- * core decodes while the other samples the next latents (generation.ts decodes alongside sampling); under
- * onnxruntime-web every run is on the JS thread, so all stages share one queue.
+ * The Mimi decoder runs in a worker thread of its own where it can (worker-decoder.ts): both onnxruntime
+ * packages run a session on the calling thread, so only there does decoding overlap sampling, one core
+ * each. Where the worker cannot start, the decoder runs in-process, in the same queue.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -18,6 +18,7 @@ import { generateSpeech, planTextChunks, type GenerationParams, type GenerationS
 import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type PocketSessions } from "./onnx.ts";
 import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
+import { startDecoderWorker, WorkerMimiDecoder } from "./worker-decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 
 const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
@@ -35,7 +36,7 @@ class SessionQueue {
 export class PocketEngine implements SpeechModelAdapter {
   readonly capabilities: AdapterCapabilities;
   readonly #queue = new SessionQueue();
-  readonly #decoderQueue: SessionQueue;
+  readonly #decoderWorker: WorkerMimiDecoder | null;
   readonly #stages: GenerationStages;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
 
@@ -46,12 +47,14 @@ export class PocketEngine implements SpeechModelAdapter {
     private readonly tokenizer: SentencePieceTokenizer,
     /** Voice name (lower-case) → its state file in the bundle's voices folder. */
     private readonly voiceFiles: ReadonlyMap<string, string>,
+    decoderWorker: WorkerMimiDecoder | null,
   ) {
+    this.#decoderWorker = decoderWorker;
     const voices = [...voiceFiles.keys()];
     this.capabilities = {
       modelId: "pocket-tts",
       kind: "neural",
-      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU)`,
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU${decoderWorker ? ", Mimi decoder in a worker thread" : ""})`,
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
@@ -64,7 +67,6 @@ export class PocketEngine implements SpeechModelAdapter {
       speakerEmbeddingDims: [],
     };
     // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
-    this.#decoderQueue = sessions.provider === "onnxruntime-node" ? new SessionQueue() : this.#queue;
     const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[], queue = this.#queue): T =>
       new Proxy(stage, {
         get: (target, property, receiver) => {
@@ -78,12 +80,12 @@ export class PocketEngine implements SpeechModelAdapter {
       textConditioner: queued(stages.textConditioner, ["embed"]),
       flowLm: queued(stages.flowLm, ["prefill", "step"]),
       flowHead: queued(stages.flowHead, ["sample"]),
-      mimiDecoder: queued(stages.mimiDecoder, ["decode"], this.#decoderQueue),
+      mimiDecoder: decoderWorker ?? queued(stages.mimiDecoder, ["decode"]),
     };
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
-  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}): Promise<PocketEngine> {
+  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean } = {}): Promise<PocketEngine> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 otherwise.
     const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
     const sessions = await openPocketSessions(bundle, providerOptions);
@@ -92,7 +94,8 @@ export class PocketEngine implements SpeechModelAdapter {
       bundle.tokenizer.format === "sentencepiece"
         ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
         : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
-    return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle));
+    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider);
+    return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker);
   }
 
   countInputTokens(text: string): number {
@@ -130,6 +133,7 @@ export class PocketEngine implements SpeechModelAdapter {
   }
 
   async close(): Promise<void> {
+    this.#decoderWorker?.close();
     await closePocketSessions(this.sessions);
   }
 }

@@ -549,7 +549,22 @@ export interface MimiDecoderConfig {
   samplesPerFrame: number;
 }
 
-export class MimiDecoder {
+/**
+ * What generation needs of a Mimi decoder: this module's MimiDecoder (in-process) or WorkerMimiDecoder
+ * (worker-decoder.ts). Normalised latents [n, latentDim] → 1920·n samples; any split into calls gives the
+ * same audio.
+ */
+export interface LatentDecoder<State> {
+  readonly config: MimiDecoderConfig;
+  /** Whether a decode leaves the JS thread, so it can overlap sampling (generation.ts). */
+  readonly concurrent: boolean;
+  emptyState(): State;
+  decode(state: State, latents: Float32Array, options?: StepOptions): Promise<{ state: State; audio: Float32Array }>;
+  /** Frees a state the caller is done with, where states hold resources beyond memory it owns. */
+  release?(state: State): void;
+}
+
+export class MimiDecoder implements LatentDecoder<MimiState> {
   private readonly states: StateOutputs;
   /** Runs block the JS thread (see LatentBatchDecoder.concurrent in generation.ts). */
   readonly concurrent: boolean = false;
