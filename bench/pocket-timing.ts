@@ -1,11 +1,10 @@
 /** Shared by the Pocket TTS benches: per-stage timing of the generation stages and a synthetic voice. */
 import type { GenerationStages } from "../src/models/pocket/generation.ts";
-import type { PocketStages } from "../src/models/pocket/stages.ts";
 
 export type StageTimings = Record<"text" | "main" | "flow" | "decoder", number[]>;
 
 /** Wraps each stage's session-running method to record its wall time in milliseconds. */
-export function timeStages(stages: PocketStages): { timedStages: GenerationStages; stageMs: StageTimings } {
+export function timeStages(stages: GenerationStages): { timedStages: GenerationStages; stageMs: StageTimings } {
   const stageMs: StageTimings = { text: [], main: [], flow: [], decoder: [] };
   const timed = <T extends object>(stage: T, method: keyof T & string, bucket: keyof StageTimings): T => {
     const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);

@@ -2,7 +2,9 @@
  * Pocket TTS on a bundle: per-stage milliseconds per frame, real-time factor and time to first audio for a
  * 30-word sentence with EOS disabled (every run reaches its frame cap, so cost per frame is what is
  * measured, as in ../shared/docs/anchors.md).
- *   bun bench/pocket.ts [--model <bundle-dir>] [--precision int8|fp32] [--voice-seconds 5] [--runs 3]
+ *   bun bench/pocket.ts [--model <bundle-dir>] [--precision int8|fp32] [--voice-seconds 5] [--runs 3] [--decoder-worker on|off]
+ * The Mimi decoder runs as the server runs it: in a worker thread (overlapping sampling) unless
+ * `--decoder-worker off`; its ms/frame is then the time each decode takes as seen from the main thread.
  * Without --model it runs the tiny golden fixture, whose numbers only show the harness works.
  */
 import { readFile } from "node:fs/promises";
@@ -12,24 +14,27 @@ import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/onnx.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
+import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
-const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" }, precision: { type: "string", default: "int8" } } });
+const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" }, precision: { type: "string", default: "int8" }, "decoder-worker": { type: "string", default: "on" } } });
 const bundleDir = values.model ?? fixtureBundle();
 const runs = Number(values.runs);
-const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below.";
+/** 30 words, as in ../shared/docs/anchors.md and bench/pocket-providers.ts. */
+const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
 
 // int8 where the bundle has it, as the server runs on the CPU.
 const bundle = await loadPocketBundle(bundleDir, { precision: values.precision === "fp32" ? "fp32" : "int8" });
 const loadStart = performance.now();
 const sessions = await openPocketSessions(bundle);
 const stages = await createPocketStages(bundle, sessions);
+const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider);
 const loadMs = performance.now() - loadStart;
 if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
 const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));
 
-const { timedStages, stageMs } = timeStages(stages);
+const { timedStages, stageMs } = timeStages({ ...stages, mimiDecoder: decoderWorker ?? stages.mimiDecoder });
 
 const voiceAudio = syntheticVoice(Number(values["voice-seconds"]), bundle.dims.sampleRateHz);
 const encodeStart = performance.now();
@@ -59,9 +64,10 @@ const perFrame = (bucket: keyof StageTimings) => {
 const sorted = (list: number[]) => [...list].sort((a, b) => a - b);
 const rtfs = sorted(results.map((result) => result.rtf));
 const firsts = sorted(results.map((result) => result.firstAudioMs));
-console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMain.precision}); ${sessions.provider}; ${typeof (globalThis as { Bun?: unknown }).Bun === "object" ? "bun" : "deno"}`);
+console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMain.precision}); ${sessions.provider}; ${typeof (globalThis as { Bun?: unknown }).Bun === "object" ? "bun" : "deno"}; decoder ${decoderWorker ? "in a worker thread" : "in the main thread"}; FlowLM caches ${stages.flowLm.windowedCaches ? "windowed" : "1000 rows"}`);
 console.log(`sentence: ${SENTENCE.split(/\s+/).length} words, ${chunks.reduce((sum, chunk) => sum + chunk.tokenIds.length, 0)} tokens, ${results[0]!.frames} frames; voice ${values["voice-seconds"]} s encoded in ${encodeMs.toFixed(0)} ms; sessions opened in ${loadMs.toFixed(0)} ms`);
 console.log("| main ms/frame | flow ms/frame | decoder ms/frame | RTF (min / median) | first audio ms (min / median) |");
 console.log("|---|---|---|---|---|");
 console.log(`| ${perFrame("main")} | ${perFrame("flow")} | ${perFrame("decoder")} | ${rtfs[0]!.toFixed(3)} / ${rtfs[Math.floor(rtfs.length / 2)]!.toFixed(3)} | ${firsts[0]!.toFixed(1)} / ${firsts[Math.floor(firsts.length / 2)]!.toFixed(1)} |`);
+decoderWorker?.close();
 await closePocketSessions(sessions);

@@ -4,7 +4,7 @@
  * audio, min / median over N runs, and ours ÷ sherpa.
  *   bun bench/sherpa-compare.ts [--model <bundle-dir>] [--precision fp32|int8] [--runs 3] [--warmup 1]
  *     [--voice-seconds 5.04] [--threads 1] [--voice cached|per-run] [--sherpa-runtime node|bun] [--node node]
- *     [--no-relax] [--sherpa-timeout-s 1800] [--json <path>] [--keep]
+ *     [--no-relax] [--sherpa-timeout-s 1800] [--json <path>] [--keep] [--decoder-worker on|off]
  * Without --model it runs the tiny golden fixture, whose numbers only show the harness works.
  *
  * Method (as bench/pocket.ts and ../shared/docs/anchors.md): the 30-word sentence, a 5.04 s synthetic voice,
@@ -38,6 +38,7 @@ import { generateSpeech, maxFramesForTokens, planTextChunks } from "../src/model
 import { closePocketSessions, configureOnnxRuntime, openPocketSessions } from "../src/models/pocket/onnx.ts";
 import { createPocketStages, voiceStateFromAudio, type FlowLmState } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
+import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { SHERPA_HARD_CODED_CONDITIONING_DIM, writeSherpaLayout } from "./sherpa-layout.ts";
 
@@ -62,6 +63,7 @@ const { values } = parseArgs({
     "sherpa-timeout-s": { type: "string", default: "1800" },
     json: { type: "string" },
     keep: { type: "boolean", default: false },
+    "decoder-worker": { type: "string", default: "on" },
   },
 });
 const isFixture = values.model === undefined;
@@ -116,6 +118,9 @@ async function runOurs(): Promise<SideResult> {
   const loadStart = performance.now();
   const sessions = await openPocketSessions(bundle);
   const stages = await createPocketStages(bundle, sessions);
+  // The decoder as the server runs it: in a worker thread, overlapping sampling (worker-decoder.ts).
+  const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider);
+  const generationStages = { ...stages, mimiDecoder: decoderWorker ?? stages.mimiDecoder };
   const loadMs = performance.now() - loadStart;
   const notes: string[] = [];
   if (bundle.flags.insertBosBeforeVoice && stages.voiceEncoder?.bosBakedIn === false) notes.push("ours inserts bos_before_voice before the voice rows; sherpa does not (v1 semantics), so its prefill is one row shorter");
@@ -135,14 +140,15 @@ async function runOurs(): Promise<SideResult> {
     let samples = 0;
     frames = 0;
     // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap.
-    for await (const frame of generateSpeech(stages, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
+    for await (const frame of generateSpeech(generationStages, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
       if (frames++ === 0) firstAudioMs = performance.now() - start;
       samples += frame.samples.length;
     }
     if (run >= warmup) figures.push({ firstAudioMs, totalMs: performance.now() - start, audioSeconds: audioSecondsOf(samples) });
   }
+  decoderWorker?.close();
   await closePocketSessions(sessions);
-  return { label: `ours (${sessions.provider}, ${thisRuntime})`, runs: figures, frames, peakRssMiB: peakRssKiB() / 1024, loadMs, voiceMs, notes };
+  return { label: `ours (${sessions.provider}, ${thisRuntime}, decoder ${decoderWorker ? "in a worker thread" : "in-process"})`, runs: figures, frames, peakRssMiB: peakRssKiB() / 1024, loadMs, voiceMs, notes };
 }
 
 // ---------------------------------------------------------------------------------------------------

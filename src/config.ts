@@ -38,7 +38,18 @@ const OPTIONS = {
     description: "where `models pull` stores bundles",
   },
   hubUrl: { flag: "hub-url", env: "VOXEDGE_HUB_URL", schema: z.url().default("https://huggingface.co"), description: "model hub that `models pull` downloads from" },
-  device: { flag: "device", env: "VOXEDGE_DEVICE", schema: z.enum(["auto", "gpu", "cpu"]).default("auto"), description: "compute device for neural stages" },
+  device: {
+    flag: "device",
+    env: "VOXEDGE_DEVICE",
+    schema: z.enum(["auto", "gpu", "cpu"]).default("auto"),
+    description: "compute device for neural stages: auto uses a WebGPU device only when it is a real GPU, gpu any adapter (software included), cpu never",
+  },
+  decoder: {
+    flag: "decoder",
+    env: "VOXEDGE_DECODER",
+    schema: z.enum(["auto", "wgsl", "onnx"]).default("auto"),
+    description: "Pocket TTS Mimi decoder: wgsl (our WebGPU kernels) or onnx (onnxruntime on the CPU); auto picks wgsl on a GPU the device policy allows",
+  },
   speakerDir: {
     flag: "speaker-dir",
     env: "SPEAKER_SAMPLES_DIR",

@@ -297,8 +297,9 @@ def mimi_layer_stream(layer, x, cache, end_offset, offset, heads, context, max_p
     tt = kv.shape[3]
     end = off + T
     wpos = end - tt + torch.arange(tt, dtype=torch.int64)
-    idx = torch.remainder(wpos, cap).view(1, 1, 1, -1, 1).expand(2, B, heads, tt, D)
-    new_cache = cache.scatter(3, idx, kv)
+    # Index assignment exports as ScatterND, as upstream's ring write does (the runtime reads its writes).
+    new_cache = cache.clone()
+    new_cache[:, :, :, torch.remainder(wpos, cap)] = kv
     return x, new_cache, end_offset + T, offset + T
 
 
@@ -421,8 +422,11 @@ def flow_layer_stream(layer, x, cache, step, heads, max_period):
     posf = pos.to(torch.float32)
     q, k, v = rope(qkv[:, :, 0], posf, max_period), rope(qkv[:, :, 1], posf, max_period), qkv[:, :, 2]
     end = s0 + L
-    kv = torch.stack([k, v], dim=0)
-    new_cache = torch.cat([cache[:, :, :s0], kv, cache[:, :, end:]], dim=2)
+    # Slice assignment, as upstream's export writes the cache: it exports as ScatterND(ScatterND(cache, k), v),
+    # the pattern the published graphs have and the runtime's cache writes are read from.
+    new_cache = cache.clone()
+    new_cache[0, :, s0:end] = k
+    new_cache[1, :, s0:end] = v
     keys = new_cache[0, :, :end].transpose(1, 2)  # [B, H, end, D]
     vals = new_cache[1, :, :end].transpose(1, 2)
     scores = torch.matmul(q.transpose(1, 2), keys.transpose(2, 3)) / math.sqrt(D)

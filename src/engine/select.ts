@@ -16,5 +16,5 @@ export async function loadEngine(config: Config): Promise<SpeechModelAdapter> {
   if (!bundleDir) return createClassicEngine();
   // onnxruntime-web is loaded only when a neural bundle is actually served.
   const { PocketEngine } = await import("../models/pocket/engine.ts");
-  return PocketEngine.load(bundleDir);
+  return PocketEngine.load(bundleDir, {}, { decoder: config.decoder, device: config.device });
 }

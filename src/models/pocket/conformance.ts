@@ -16,7 +16,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "./generation.ts";
-import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
+import { closePocketSessions, createCacheWritingSession, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type PocketStages } from "./stages.ts";
@@ -165,8 +165,12 @@ class Fixture {
     if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
-    const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
-    return new MimiDecoder(session, await this.mimiManifest(), { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+    // Opened as the engine opens it: the KV caches rebuilt from the graph's writes (cache-writes.ts).
+    const manifest = await this.mimiManifest();
+    const opened = createCacheWritingSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), manifest);
+    this.extraSessions.push(opened.then(({ session }) => session));
+    const { session, cacheWrites } = await opened;
+    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate }, cacheWrites);
   }
 
   /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */
@@ -650,7 +654,8 @@ function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array
   const pieces: Float32Array[] = [];
   stages.flowLm.manifest.forEach((entry, index) => {
     if (entry.key !== "cache") return;
-    const [kv, batch, capacity, heads, headDim] = entry.shape as [number, number, number, number, number];
+    // The tensor's own rows: windowed caches hold fewer than the manifest's 1000 (stages.ts).
+    const [kv, batch, capacity, heads, headDim] = state.tensors[index]!.dims as [number, number, number, number, number];
     const data = state.tensors[index]!.data as Float32Array;
     const rowValues = heads * headDim;
     for (let plane = 0; plane < kv * batch; plane++) pieces.push(data.subarray(plane * capacity * rowValues, (plane * capacity + state.positions) * rowValues));

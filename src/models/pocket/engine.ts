@@ -3,9 +3,11 @@
  * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
  * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
- * Every stage call goes through one queue per engine: concurrent requests interleave step by step, each
- * step running alone on the machine's cores, instead of several runs contending for the same two cores
- * and the wasm heap (which only raises every stream's per-frame latency).
+ * Stage calls go through one queue: concurrent requests interleave step by step instead of several runs
+ * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
+ * The Mimi decoder runs in a worker thread of its own where it can (worker-decoder.ts): both onnxruntime
+ * packages run a session on the calling thread, so only there does decoding overlap sampling, one core
+ * each. Where the worker cannot start, the decoder runs in-process, in the same queue.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -16,9 +18,20 @@ import { generateSpeech, planTextChunks, type GenerationParams, type GenerationS
 import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type PocketSessions } from "./onnx.ts";
 import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
+import { startDecoderWorker, WorkerMimiDecoder } from "./worker-decoder.ts";
+import { chooseWgslDecoder, type DecoderChoice, type DevicePolicy } from "./decoder-choice.ts";
+import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 
 const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+
+/** Where the Mimi decoder runs (decoder-choice.ts, worker-decoder.ts). */
+type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
+
+function describePlacement(placement: MimiDecoderPlacement): string {
+  if (placement.kind === "wgsl") return `Mimi decoder on WGSL kernels (${placement.adapterDescription})`;
+  return placement.kind === "worker" ? "Mimi decoder in a worker thread" : "Mimi decoder in the main thread";
+}
 
 /** Serialises calls into the shared sessions. */
 class SessionQueue {
@@ -33,6 +46,7 @@ class SessionQueue {
 export class PocketEngine implements SpeechModelAdapter {
   readonly capabilities: AdapterCapabilities;
   readonly #queue = new SessionQueue();
+  readonly #decoder: MimiDecoderPlacement;
   readonly #stages: GenerationStages;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
 
@@ -43,12 +57,14 @@ export class PocketEngine implements SpeechModelAdapter {
     private readonly tokenizer: SentencePieceTokenizer,
     /** Voice name (lower-case) → its state file in the bundle's voices folder. */
     private readonly voiceFiles: ReadonlyMap<string, string>,
+    decoder: MimiDecoderPlacement,
   ) {
+    this.#decoder = decoder;
     const voices = [...voiceFiles.keys()];
     this.capabilities = {
       modelId: "pocket-tts",
       kind: "neural",
-      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU)`,
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU), ${describePlacement(decoder)}`,
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
@@ -61,25 +77,25 @@ export class PocketEngine implements SpeechModelAdapter {
       speakerEmbeddingDims: [],
     };
     // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
-    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[]): T =>
+    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[], queue = this.#queue): T =>
       new Proxy(stage, {
         get: (target, property, receiver) => {
           const value = Reflect.get(target, property, receiver);
           if (typeof value !== "function") return value;
           if (!sessionMethods.includes(property as keyof T & string)) return value.bind(target);
-          return (...args: unknown[]) => this.#queue.run(async () => value.apply(target, args));
+          return (...args: unknown[]) => queue.run(async () => value.apply(target, args));
         },
       });
     this.#stages = {
       textConditioner: queued(stages.textConditioner, ["embed"]),
       flowLm: queued(stages.flowLm, ["prefill", "step"]),
       flowHead: queued(stages.flowHead, ["sample"]),
-      mimiDecoder: queued(stages.mimiDecoder, ["decode"]),
+      mimiDecoder: decoder.kind === "in-process" ? queued(stages.mimiDecoder, ["decode"]) : decoder.kind === "worker" ? decoder.decoder : queued(decoder.decoder, ["decode"], new SessionQueue()),
     };
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
-  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}): Promise<PocketEngine> {
+  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<PocketEngine> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 otherwise.
     const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
     const sessions = await openPocketSessions(bundle, providerOptions);
@@ -88,7 +104,10 @@ export class PocketEngine implements SpeechModelAdapter {
       bundle.tokenizer.format === "sentencepiece"
         ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
         : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
-    return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle));
+    const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
+    if ("decoder" in wgsl) return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl });
+    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider);
+    return new PocketEngine(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" });
   }
 
   countInputTokens(text: string): number {
@@ -126,6 +145,8 @@ export class PocketEngine implements SpeechModelAdapter {
   }
 
   async close(): Promise<void> {
+    if (this.#decoder.kind === "worker") this.#decoder.decoder.close();
+    if (this.#decoder.kind === "wgsl") this.#decoder.decoder.destroy();
     await closePocketSessions(this.sessions);
   }
 }

@@ -14,6 +14,7 @@
  * All per-request state (FlowLM and Mimi states, the RNG, EOS bookkeeping) lives in locals of the
  * generator, owned by the request.
  */
+import { concatFloat32 } from "../../audio/concat.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { FlowHead, FlowLm, FlowLmState, LatentDecoder, TextConditioner } from "./stages.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
@@ -35,7 +36,7 @@ export interface GenerationParams {
 }
 
 /** Upstream defaults at HEAD (§1.12). */
-export const DEFAULT_GENERATION_PARAMS: Readonly<GenerationParams> = Object.freeze({ temperature: 0.7, lsdSteps: 1, eosThreshold: -4.0, decodeBatchFrames: 4 });
+export const DEFAULT_GENERATION_PARAMS: Readonly<GenerationParams> = Object.freeze({ temperature: 0.7, lsdSteps: 1, eosThreshold: -4.0, decodeBatchFrames: 8 });
 
 /** One independently generated piece of text (§1.13 step 6). */
 export interface TextChunk {
@@ -268,14 +269,23 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
     const maxFrames = Math.min(maxFramesForTokens(chunk.tokenIds.length), params.maxFramesPerChunk ?? Infinity, cachePositions - flowState.positions);
 
     const step: ArStepFunction = async (inputLatent) => {
-      const result = await stages.flowLm.step(flowState, inputLatent);
+      // flowState is this chunk's own (the prefill above copied the shared voice caches), so each step
+      // may write into it.
+      const result = await stages.flowLm.step(flowState, inputLatent, { reuseState: true });
       flowState = result.state;
       const latent = await stages.flowHead.sample(result.conditioning, noise.next(latentDim), params.lsdSteps);
       return { latent, eosLogit: result.eosLogit };
     };
 
     let decoderState = stages.mimiDecoder.emptyState();
-    let frameIndex = 0;
+    const decoder: LatentBatchDecoder = {
+      concurrent: stages.mimiDecoder.concurrent,
+      async decode(batch) {
+        const decoded = await stages.mimiDecoder.decode(decoderState, batch, { reuseState: true });
+        decoderState = decoded.state;
+        return decoded.audio;
+      },
+    };
     const latents = chunkLatents(step, {
       framesAfterEos: params.framesAfterEos ?? chunk.framesAfterEos,
       maxFrames,
@@ -284,33 +294,99 @@ export async function* generateSpeech(stages: GenerationStages, request: SpeechR
       chunkIndex,
       onStep: request.onStep,
     });
-    // The first frame of a chunk is decoded alone, so first audio leaves at once; later frames are
-    // decoded in growing batches (1, 2, 3, … up to decodeBatchFrames), since one decoder call on k
-    // latents costs far less than k calls (anchors: 18.9 → 6.2 ms/frame from 1 to 15 per call).
-    // Any split of the latents into calls gives the same audio (§1.3 streaming state).
-    const pending: Float32Array[] = [];
-    const decodePending = async function* () {
-      const batch = new Float32Array(pending.length * latentDim);
-      pending.forEach((latent, index) => batch.set(latent, index * latentDim));
-      pending.length = 0;
-      const decoded = await stages.mimiDecoder.decode(decoderState, batch);
-      decoderState = decoded.state;
-      const samplesPerFrame = decoded.audio.length / (batch.length / latentDim);
-      for (let offset = 0; offset < decoded.audio.length; offset += samplesPerFrame) {
-        if (signal?.aborted) return;
-        yield { samples: decoded.audio.subarray(offset, offset + samplesPerFrame), chunkIndex, frameIndex: frameIndex++ };
-      }
-    };
+    let frameIndex = 0;
     try {
-      for await (const latent of latents) {
-        if (signal?.aborted) return;
-        pending.push(latent);
-        if (pending.length >= Math.min(params.decodeBatchFrames, frameIndex + 1)) yield* decodePending();
+      for await (const audio of decodeAlongside(latents, decoder, { latentDim, maxBatchFrames: params.decodeBatchFrames })) {
+        const samplesPerFrame = stages.mimiDecoder.config.samplesPerFrame;
+        for (let offset = 0; offset < audio.length; offset += samplesPerFrame) {
+          if (signal?.aborted) return;
+          yield { samples: audio.subarray(offset, offset + samplesPerFrame), chunkIndex, frameIndex: frameIndex++ };
+        }
       }
-      if (pending.length > 0 && !signal?.aborted) yield* decodePending();
     } finally {
-      // Each chunk starts from a fresh decoder state (§6.13), so this one is done.
       stages.mimiDecoder.release?.(decoderState);
     }
+  }
+}
+
+/** What decodes latents for `decodeAlongside`. */
+export interface LatentBatchDecoder {
+  decode(batch: Float32Array): Promise<Float32Array>;
+  /**
+   * True when a decode runs off the JS thread (a worker), so it can overlap the sampling of the next
+   * latents; in-process runs of either onnxruntime package block the thread (onnxruntime-web also refuses
+   * a second run while one is in progress), so there latents are sampled and decoded in turn.
+   */
+  concurrent: boolean;
+}
+
+/**
+ * Decodes a chunk's latents in growing batches, each batch's audio yielded as soon as it is decoded. The
+ * first latent is decoded alone, so first audio leaves at once; later batches take at least 1, 2, 4, … up
+ * to `maxBatchFrames` latents (doubling with the latents already sent), since one decoder call on k latents
+ * costs far less than k calls (anchors: 18.9 → 6.2 ms/frame from 1 to 15 per call). With a concurrent
+ * decoder, sampling goes on while a batch decodes; latents that pile up meanwhile wait for their batch.
+ * Any split of the latents into calls gives the same audio (§1.3 streaming state); batches decode in order.
+ */
+export async function* decodeAlongside(latents: AsyncIterable<Float32Array>, decoder: LatentBatchDecoder, options: { latentDim: number; maxBatchFrames: number }): AsyncGenerator<Float32Array, void, undefined> {
+  const pending: Float32Array[] = [];
+  let sentFrames = 0;
+  // Batch sizes follow the schedule alone, never timing: a different split changes float rounding, and
+  // the same seed must give the same bytes.
+  const batchSize = () => Math.min(options.maxBatchFrames, sentFrames + 1);
+  const takeBatch = (count = pending.length) => {
+    const batch = concatFloat32(pending.splice(0, count));
+    sentFrames += batch.length / options.latentDim;
+    return batch;
+  };
+  const batchIsDue = () => pending.length >= batchSize();
+
+  if (!decoder.concurrent) {
+    for await (const latent of latents) {
+      pending.push(latent);
+      if (batchIsDue()) yield await decoder.decode(takeBatch());
+    }
+    if (pending.length > 0) yield await decoder.decode(takeBatch());
+    return;
+  }
+
+  const iterator = latents[Symbol.asyncIterator]();
+  let inFlight = null as Promise<Float32Array> | null;
+  let next = iterator.next();
+  // Both promises are awaited below; these handlers keep an abandoned one's rejection from going unhandled.
+  next.catch(() => {});
+  try {
+    const startDueBatch = () => {
+      if (inFlight || !batchIsDue()) return;
+      inFlight = decoder.decode(takeBatch(batchSize()));
+      inFlight.catch(() => {});
+    };
+    for (;;) {
+      if (inFlight) {
+        const audioFirst = await Promise.race([inFlight.then(() => true), next.then(() => false)]);
+        if (audioFirst) {
+          const audio = await inFlight;
+          inFlight = null;
+          startDueBatch();
+          yield audio;
+          continue;
+        }
+      }
+      const result = await next;
+      if (result.done) break;
+      pending.push(result.value);
+      next = iterator.next();
+      next.catch(() => {});
+      startDueBatch();
+    }
+    while (inFlight) {
+      const audio: Float32Array = await inFlight;
+      inFlight = null;
+      startDueBatch();
+      yield audio;
+    }
+    if (pending.length > 0) yield await decoder.decode(takeBatch());
+  } finally {
+    await iterator.return?.();
   }
 }

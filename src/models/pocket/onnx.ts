@@ -23,7 +23,9 @@
 import { open, readFile, type FileHandle } from "node:fs/promises";
 // Types only: both packages re-export onnxruntime-common's declarations, so these describe either one.
 import type * as ort from "onnxruntime-web";
-import type { PocketBundle } from "./bundle.ts";
+import type { PocketBundle, StateEntry } from "./bundle.ts";
+import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "./cache-writes.ts";
+import { FLOW_LM_POSITIONS_AXIS } from "./stages.ts";
 
 export type CpuProvider = "onnxruntime-node" | "onnxruntime-web";
 export type CpuProviderChoice = "auto" | CpuProvider;
@@ -95,7 +97,8 @@ export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
 /** A loaded provider: its package, ready to create sessions. */
 export interface OnnxRuntime {
   readonly provider: CpuProvider;
-  createSession(path: string): Promise<OnnxSession>;
+  /** `model`: the file's bytes, already read (and possibly rewritten); `path` then only names it. */
+  createSession(path: string, model?: Uint8Array): Promise<OnnxSession>;
 }
 
 /**
@@ -136,10 +139,13 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
       : { executionProviders: ["cpu"], graphOptimizationLevel: "all", intraOpNumThreads: threads };
   return {
     provider,
-    async createSession(path) {
+    async createSession(path, model) {
       try {
         // onnxruntime-node reads the file natively; onnxruntime-web takes bytes in every runtime.
-        const session = provider === "onnxruntime-node" ? await ortPackage.InferenceSession.create(path, sessionOptions) : await ortPackage.InferenceSession.create(await readFile(path), sessionOptions);
+        const session =
+          provider === "onnxruntime-node" && !model
+            ? await ortPackage.InferenceSession.create(path, sessionOptions)
+            : await ortPackage.InferenceSession.create(model ?? (await readFile(path)), sessionOptions);
         return Object.assign(session, { provider, Tensor });
       } catch (error) {
         throw new Error(`${provider} could not load ${path}: ${(error as Error).message}`, { cause: error });
@@ -160,21 +166,52 @@ export interface PocketSessions {
   textConditioner: OnnxSession;
   voiceEncoder: OnnxSession | null;
   flowLmMain: OnnxSession;
+  /** How flow_lm_main's cache outputs are rebuilt on our side (cache-writes.ts); empty: fetched whole. */
+  flowLmCacheWrites: CacheWritePlan[];
+  /** flow_lm_main's inputs declared with a symbolic positions axis (cache-writes.ts). */
+  flowLmWindowedInputs: string[];
   flowLmFlow: OnnxSession;
   mimiDecoder: OnnxSession;
+  mimiCacheWrites: CacheWritePlan[];
 }
 
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
   const runtime = await loadOnnxRuntime(options);
   const { graphs } = bundle;
-  const [textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder] = await Promise.all([
+  const [textConditioner, voiceEncoder, flowLm, flowLmFlow, mimi] = await Promise.all([
     runtime.createSession(graphs.textConditioner.path),
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
-    runtime.createSession(graphs.flowLmMain.path),
+    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
     runtime.createSession(graphs.flowLmFlow.path),
-    runtime.createSession(graphs.mimiDecoder.path),
+    createCacheWritingSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest),
   ]);
-  return { provider: runtime.provider, textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder };
+  return {
+    provider: runtime.provider,
+    textConditioner,
+    voiceEncoder,
+    flowLmMain: flowLm.session,
+    flowLmCacheWrites: flowLm.cacheWrites,
+    flowLmWindowedInputs: flowLm.windowed,
+    flowLmFlow,
+    mimiDecoder: mimi.session,
+    mimiCacheWrites: mimi.cacheWrites,
+  };
+}
+
+/**
+ * A session of a stateful graph whose float KV caches are rebuilt on our side when the graph writes them
+ * with ScatterND (cache-writes.ts); other graphs load unchanged.
+ */
+export async function createCacheWritingSession(
+  runtime: OnnxRuntime,
+  path: string,
+  manifest: readonly StateEntry[],
+  options: RewriteOptions = {},
+): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
+  const model = await readFile(path);
+  // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
+  const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"), options);
+  return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [], windowed: rewritten?.windowed ?? [] };
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
@@ -225,7 +262,7 @@ const DIM_PARAM_FIELD = 2;
 
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
-const WIRE_LENGTH_DELIMITED = 2;
+export const WIRE_LENGTH_DELIMITED = 2;
 const WIRE_FIXED32 = 5;
 const READ_WINDOW_BYTES = 1 << 16;
 
@@ -342,13 +379,13 @@ class PositionedReader {
   }
 }
 
-/** Fields of a small message held in memory, each with its payload. */
-function* messageFields(bytes: Uint8Array): Generator<ProtoField & { payload: Uint8Array }> {
+/** Fields of a message held in memory, each with its payload and the offset of its tag (`start`). */
+export function* messageFields(bytes: Uint8Array): Generator<ProtoField & { payload: Uint8Array; start: number }> {
   let position = 0;
   while (position < bytes.length) {
     const field = readFieldHeader(bytes, position);
     if (field.next > bytes.length) throw new Error(`field ${field.number} runs past the end of its message`);
-    yield { ...field, payload: bytes.subarray(field.payloadStart, field.next) };
+    yield { ...field, payload: bytes.subarray(field.payloadStart, field.next), start: position };
     position = field.next;
   }
 }

@@ -8,13 +8,15 @@
  *   MimiDecoder (state, latents [1, n, 32]) ─▶ 1920·n samples
  *
  * D is the FlowLM width (1024 released). Stage objects hold only their session and constants, so one set
- * serves every request. Model states (`FlowLmState`, `MimiState`) are immutable values owned by the
- * request: each call returns a new state and never changes its input (onnxruntime never writes into feeds
- * and returns fresh outputs), so a cached voice state is reused by every chunk without a copy. Tensors are
+ * serves every request. Model states (`FlowLmState`, `MimiState`) are values owned by the request: each
+ * call returns a new state and leaves its input as it was, so a cached voice state is reused by every
+ * chunk without a copy; the one exception is a FlowLM call told `reuseState` by a caller that drops its
+ * input state (the generation loop), which then updates the KV caches in place (cache-writes.ts). Tensors are
  * built with the session's own `Tensor` class, never a statically imported one (see onnx.ts).
  */
 import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, type DecodedTensor, type PocketBundle, type StateEntry } from "./bundle.ts";
+import { applyScatterND, type CacheWritePlan } from "./cache-writes.ts";
 import type { OnnxSession, PocketSessions } from "./onnx.ts";
 
 /** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
@@ -39,11 +41,15 @@ export interface MimiState extends StateTensors {
   readonly frames: number;
 }
 
-/** Builds the initial state of a manifest. */
-function initialStateTensors(manifest: readonly StateEntry[], Tensor: typeof ort.Tensor): ort.Tensor[] {
+/**
+ * Builds the initial state of a manifest; `cacheRows`, if given, replaces the positions axis of the FlowLM
+ * caches (windowed caches, FlowLm).
+ */
+function initialStateTensors(manifest: readonly StateEntry[], Tensor: typeof ort.Tensor, cacheRows?: number): ort.Tensor[] {
   return manifest.map((entry) => {
-    const elementCount = entry.shape.reduce((product, dim) => product * dim, 1);
     const shape = [...entry.shape];
+    if (cacheRows !== undefined && entry.key === "cache" && shape.length === 5) shape[2] = cacheRows;
+    const elementCount = shape.reduce((product, dim) => product * dim, 1);
     // `mixed` (a tensor whose exporter-time values were not uniform) starts at zeros: zeros are
     // equivalent to every documented fill (NaN caches, `first` = true flags) for these graphs (§3.1 [RUN]).
     const one = entry.fill === "ones";
@@ -65,12 +71,48 @@ function stateFeeds(manifest: readonly StateEntry[], state: StateTensors, feeds:
   return feeds;
 }
 
-function stateOutputs(manifest: readonly StateEntry[], outputs: ort.InferenceSession.ReturnType, graph: string): ort.Tensor[] {
-  return manifest.map((entry) => {
-    const tensor = outputs[entry.outputName];
-    if (!tensor) throw new Error(`${graph} returned no ${entry.outputName}`);
-    return tensor;
-  });
+/**
+ * The next state of a stateful graph from one run's outputs: each state output is taken as returned, or,
+ * for a cache the graph writes with ScatterND (cache-writes.ts), rebuilt from the input cache and the
+ * graph's writes, copied first unless the caller gives up the input state (`reuseState`).
+ */
+class StateOutputs {
+  /** Per manifest entry: how its output is rebuilt, or undefined: fetched whole. */
+  private readonly plans: (CacheWritePlan | undefined)[];
+  /** Everything the graph returns but the rebuilt caches. */
+  readonly fetches: string[];
+
+  constructor(
+    private readonly session: OnnxSession,
+    private readonly manifest: readonly StateEntry[],
+    cacheWrites: readonly CacheWritePlan[],
+    private readonly graph: string,
+  ) {
+    this.plans = manifest.map((entry) => (entry.dtype === "float32" ? cacheWrites.find((plan) => plan.outputName === entry.outputName) : undefined));
+    const rebuilt = new Set(this.plans.flatMap((plan) => (plan ? [plan.outputName] : [])));
+    this.fetches = session.outputNames.filter((name) => !rebuilt.has(name));
+  }
+
+  next(state: StateTensors, outputs: ort.InferenceSession.ReturnType, options: StepOptions): ort.Tensor[] {
+    return this.manifest.map((entry, index) => {
+      const plan = this.plans[index];
+      if (!plan) return requiredOutput(outputs, entry.outputName, this.graph);
+      const input = state.tensors[index]!;
+      const cache = options.reuseState ? (input.data as Float32Array) : new Float32Array(input.data as Float32Array);
+      for (const write of plan.writes) {
+        const indices = requiredOutput(outputs, write.indices, this.graph);
+        const updates = requiredOutput(outputs, write.updates, this.graph);
+        applyScatterND(cache, input.dims, indices.data as BigInt64Array, indices.dims, updates.data as Float32Array);
+      }
+      return options.reuseState ? input : new this.session.Tensor("float32", cache, [...input.dims]);
+    });
+  }
+}
+
+function requiredOutput(outputs: ort.InferenceSession.ReturnType, name: string, graph: string): ort.Tensor {
+  const tensor = outputs[name];
+  if (!tensor) throw new Error(`${graph} returned no ${name}`);
+  return tensor;
 }
 
 function float32Output(outputs: ort.InferenceSession.ReturnType, name: string, graph: string): Float32Tensor {
@@ -178,6 +220,14 @@ export interface FlowLmConfig {
   cachePositions: number;
 }
 
+export interface StepOptions {
+  /**
+   * The caller never uses the input state again, so its KV caches are updated in place instead of copied
+   * (the generation loop's own state; never a cached voice state, which every chunk starts from).
+   */
+  reuseState?: boolean;
+}
+
 export interface FlowLmStepResult {
   state: FlowLmState;
   /** out_norm of the new position: the flow head's condition `c` [D]. */
@@ -186,17 +236,114 @@ export interface FlowLmStepResult {
   eosLogit: number;
 }
 
+/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
+export const FLOW_LM_POSITIONS_AXIS = 2;
+/** Windowed caches grow and shrink in blocks of this many positions. */
+const CACHE_WINDOW_BLOCK = 64;
+
 export class FlowLm {
   private readonly stepIndex: number;
+  private readonly states: StateOutputs;
+  private readonly isCache: boolean[];
+  /**
+   * True when the graph takes caches of any length and gives the same results for them (checked by
+   * `create`): caches then hold only the rows in use, in blocks of 64, instead of all 1000. Every step
+   * copies its caches inside the runtime (the ScatterND writes), so this is what a step costs: a full-size
+   * int8 step at 100 positions took 22.7 ms with 1000 rows and 8.7 ms with 128 (Bun, onnxruntime-node).
+   */
+  private windowed = false;
 
   constructor(
     private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: FlowLmConfig,
+    cacheWrites: readonly CacheWritePlan[] = [],
   ) {
     const stepIndex = manifest.findIndex((entry) => entry.key === "step");
     if (stepIndex < 0) throw new Error("FlowLM manifest has no step state");
     this.stepIndex = stepIndex;
+    this.states = new StateOutputs(session, manifest, cacheWrites, "flow_lm_main");
+    this.isCache = manifest.map((entry) => entry.key === "cache" && entry.dtype === "float32" && entry.shape.length === 5);
+  }
+
+  /**
+   * A FlowLM whose caches are windowed when `windowedInputs` (the cache inputs declared with a symbolic
+   * positions axis, cache-writes.ts) is not empty and a probe step gives identical outputs with a full and
+   * a windowed cache; otherwise caches keep their full 1000 rows.
+   */
+  static async create(session: OnnxSession, manifest: readonly StateEntry[], config: FlowLmConfig, cacheWrites: readonly CacheWritePlan[] = [], windowedInputs: readonly string[] = []): Promise<FlowLm> {
+    const flowLm = new FlowLm(session, manifest, config, cacheWrites);
+    const caches = manifest.filter((_, index) => flowLm.isCache[index]);
+    if (caches.length > 0 && caches.every((entry) => windowedInputs.includes(entry.inputName))) flowLm.windowed = await flowLm.windowMatchesFullCache();
+    return flowLm;
+  }
+
+  /** Whether caches hold only the rows in use (see `windowed`). */
+  get windowedCaches(): boolean {
+    return this.windowed;
+  }
+
+  /** Rows of a cache that must hold `positions` positions. */
+  capacityFor(positions: number): number {
+    if (!this.windowed) return this.config.cachePositions;
+    return Math.min(this.config.cachePositions, Math.max(CACHE_WINDOW_BLOCK, Math.ceil(positions / CACHE_WINDOW_BLOCK) * CACHE_WINDOW_BLOCK));
+  }
+
+  private async windowMatchesFullCache(): Promise<boolean> {
+    const filledRows = 5;
+    const latent = Float32Array.from({ length: this.config.latentDim }, (_, index) => Math.cos(index * 0.7));
+    try {
+      const full = await this.step(this.probeState(this.config.cachePositions, filledRows), latent);
+      const windowed = await this.step(this.probeState(CACHE_WINDOW_BLOCK, filledRows), latent);
+      const sameRows = this.manifest.every((_, index) => {
+        if (!this.isCache[index]) return true;
+        const writtenRows = (tensor: ort.Tensor) => cacheRows(tensor.data as Float32Array, tensor.dims, filledRows + 1, filledRows + 1);
+        return arraysEqual(writtenRows(full.state.tensors[index]!), writtenRows(windowed.state.tensors[index]!));
+      });
+      return sameRows && full.eosLogit === windowed.eosLogit && arraysEqual(full.conditioning, windowed.conditioning);
+    } catch {
+      return false;
+    }
+  }
+
+  /** A state with `filledRows` deterministic rows in caches of `capacity` rows. */
+  private probeState(capacity: number, filledRows: number): FlowLmState {
+    const empty = initialStateTensors(this.manifest, this.session.Tensor, capacity);
+    const tensors = empty.map((tensor, index) => {
+      const entry = this.manifest[index]!;
+      if (entry.key === "step") return new this.session.Tensor("int64", BigInt64Array.of(BigInt(filledRows)), [...entry.shape]);
+      if (!this.isCache[index]) return tensor;
+      const data = tensor.data as Float32Array;
+      const [planes, rowValues] = [tensor.dims[0]! * tensor.dims[1]!, tensor.dims[3]! * tensor.dims[4]!];
+      for (let plane = 0; plane < planes; plane++) {
+        for (let value = 0; value < filledRows * rowValues; value++) data[plane * capacity * rowValues + value] = Math.sin(plane * 1.3 + value * 0.01 + index);
+      }
+      return tensor;
+    });
+    return { tensors, positions: filledRows };
+  }
+
+  /**
+   * The state with every cache resized to `capacityFor(needed)` rows when it is too small for `needed`
+   * positions, or more than a block too large (a voice state read from a 1000-row file); otherwise the
+   * same state. A resized state is a fresh copy.
+   */
+  private fitCaches(state: FlowLmState, needed: number): FlowLmState {
+    if (!this.windowed) return state;
+    const capacity = this.capacityFor(needed);
+    const fits = this.manifest.every((_, index) => {
+      if (!this.isCache[index]) return true;
+      const rows = state.tensors[index]!.dims[FLOW_LM_POSITIONS_AXIS]!;
+      return rows >= needed && rows <= capacity + CACHE_WINDOW_BLOCK;
+    });
+    if (fits) return state;
+    const tensors = state.tensors.map((tensor, index) => {
+      if (!this.isCache[index]) return tensor;
+      const dims = [...tensor.dims];
+      dims[FLOW_LM_POSITIONS_AXIS] = capacity;
+      return new this.session.Tensor("float32", cacheRows(tensor.data as Float32Array, tensor.dims, capacity, state.positions), dims);
+    });
+    return { tensors, positions: state.positions };
   }
 
   /** The Tensor class of this stage's provider, for states built outside a run (voice files). */
@@ -206,40 +353,42 @@ export class FlowLm {
 
   /** An empty cache, from the manifest fills (§3.3: cache NaN, current_end empty, step 0). */
   emptyState(): FlowLmState {
-    return { tensors: initialStateTensors(this.manifest, this.session.Tensor), positions: 0 };
+    return { tensors: initialStateTensors(this.manifest, this.session.Tensor, this.capacityFor(0)), positions: 0 };
   }
 
   /**
    * Appends conditioning rows [1, n, D] (voice or text) with an empty latent sequence; the graph's
    * `conditioning`/`eos_logit` outputs of such a call are meaningless and dropped (§3.1).
    */
-  async prefill(state: FlowLmState, conditioning: Float32Tensor): Promise<FlowLmState> {
+  async prefill(state: FlowLmState, conditioning: Float32Tensor, options: StepOptions = {}): Promise<FlowLmState> {
     const rows = conditioning.dims[1]!;
     if (conditioning.dims.length !== 3 || conditioning.dims[2] !== this.config.conditioningDim) throw new Error(`prefill conditioning is [${conditioning.dims.join(", ")}], expected [1, n, ${this.config.conditioningDim}]`);
     const sequence = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.latentDim]);
     const text = new this.session.Tensor("float32", conditioning.data, [1, rows, this.config.conditioningDim]);
-    return (await this.run(state, sequence, text, rows)).state;
+    return (await this.run(state, sequence, text, rows, options)).state;
   }
 
   /**
    * One AR step (§2.2 steps 2–3): feeds `inputLatent` [latentDim] (normalised), or null for BOS, which
    * goes in as an all-NaN row that the graph replaces by `bos_emb` (§6.3: never zeros).
    */
-  async step(state: FlowLmState, inputLatent: Float32Array | null): Promise<FlowLmStepResult> {
+  async step(state: FlowLmState, inputLatent: Float32Array | null, options: StepOptions = {}): Promise<FlowLmStepResult> {
     const latent = inputLatent ?? new Float32Array(this.config.latentDim).fill(NaN);
     if (latent.length !== this.config.latentDim) throw new Error(`AR input latent has ${latent.length} values, expected ${this.config.latentDim}`);
     const sequence = new this.session.Tensor("float32", latent, [1, 1, this.config.latentDim]);
     const text = new this.session.Tensor("float32", new Float32Array(0), [1, 0, this.config.conditioningDim]);
-    return this.run(state, sequence, text, 1);
+    return this.run(state, sequence, text, 1, options);
   }
 
-  private async run(state: FlowLmState, sequence: ort.Tensor, text: ort.Tensor, addedPositions: number): Promise<FlowLmStepResult> {
+  private async run(state: FlowLmState, sequence: ort.Tensor, text: ort.Tensor, addedPositions: number, options: StepOptions): Promise<FlowLmStepResult> {
     const positions = state.positions + addedPositions;
     if (positions > this.config.cachePositions) {
       throw new RangeError(`FlowLM cache overflow: ${state.positions} + ${addedPositions} positions exceed ${this.config.cachePositions} (voice + text + frames must fit, §6.10)`);
     }
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { sequence, text_embeddings: text }));
-    const tensors = stateOutputs(this.manifest, outputs, "flow_lm_main");
+    const fitted = this.fitCaches(state, positions);
+    const outputs = await this.session.run(stateFeeds(this.manifest, fitted, { sequence, text_embeddings: text }), this.states.fetches);
+    // A resized state is already a copy of its own, so it is written in place.
+    const tensors = this.states.next(fitted, outputs, { reuseState: options.reuseState || fitted !== state });
     const graphStep = Number((tensors[this.stepIndex]!.data as BigInt64Array)[0]);
     if (graphStep !== positions) throw new Error(`flow_lm_main step counter is ${graphStep}, expected ${positions}`);
     return {
@@ -279,7 +428,11 @@ export async function voiceStateFromSafetensors(bytes: Uint8Array, flowLm: FlowL
     if (positions !== undefined && positions !== step) throw new Error(`voice state layers disagree on the step (${positions} vs ${step})`);
     positions = step;
     if (entry.key === "step") return new flowLm.Tensor("int64", BigInt64Array.of(BigInt(step)), [...entry.shape]);
-    if (entry.key === "cache") return new flowLm.Tensor("float32", copyCacheRows(source, entry, step), [...entry.shape]);
+    if (entry.key === "cache") {
+      const shape = [...entry.shape];
+      shape[FLOW_LM_POSITIONS_AXIS] = flowLm.capacityFor(step);
+      return new flowLm.Tensor("float32", copyCacheRows(source, { ...entry, shape }, step), shape);
+    }
     throw new Error(`FlowLM state ${entry.module}/${entry.key} has no counterpart in a voice state`);
   });
   if (positions === undefined) throw new Error("voice state holds no layer");
@@ -312,6 +465,23 @@ function copyCacheRows(source: DecodedTensor & { dtype: "F32" }, entry: StateEnt
     target.set(source.data.subarray(from, from + step * rowValues), plane * capacity * rowValues);
   }
   return target;
+}
+
+/**
+ * Rows [0, keptRows) of each K/V plane of a cache [2, 1, rows, H, Dh], in a cache of `capacity` rows whose
+ * other rows are NaN (the caches' fill, §3.3: rows past the step are never read).
+ */
+function cacheRows(data: Float32Array, dims: readonly number[], capacity: number, keptRows: number): Float32Array {
+  const [kv, batch, rows, heads, headDim] = dims as [number, number, number, number, number];
+  const rowValues = heads * headDim;
+  const kept = Math.min(keptRows, rows, capacity);
+  const target = new Float32Array(kv * batch * capacity * rowValues).fill(NaN);
+  for (let plane = 0; plane < kv * batch; plane++) target.set(data.subarray(plane * rows * rowValues, (plane * rows + kept) * rowValues), plane * capacity * rowValues);
+  return target;
+}
+
+function arraysEqual(a: Float32Array, b: Float32Array): boolean {
+  return a.length === b.length && a.every((value, index) => Object.is(value, b[index]));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -380,24 +550,33 @@ export interface MimiDecoderConfig {
 }
 
 /**
- * What generation and conformance need from a Mimi decoder, whichever runs it: the ONNX graph
- * (`MimiDecoder`) or our WGSL kernels (src/gpu/mimi-decoder.ts). Normalised latents [n, latentDim] →
- * 1920·n samples and the successor state; any split of a latent sequence into calls gives the same audio.
+ * What generation and conformance need of a Mimi decoder, whichever runs it: this module's MimiDecoder
+ * (in-process), WorkerMimiDecoder (worker-decoder.ts) or our WGSL kernels (src/gpu/mimi-decoder.ts).
+ * Normalised latents [n, latentDim] → 1920·n samples; any split into calls gives the same audio.
  */
 export interface LatentDecoder<State> {
   readonly config: MimiDecoderConfig;
+  /** Whether a decode leaves the JS thread, so it can overlap sampling (generation.ts). */
+  readonly concurrent: boolean;
   emptyState(): State;
-  decode(state: State, latents: Float32Array): Promise<{ state: State; audio: Float32Array }>;
-  /** Frees what a finished stream's state holds, when that is more than memory (GPU state slots). */
+  decode(state: State, latents: Float32Array, options?: StepOptions): Promise<{ state: State; audio: Float32Array }>;
+  /** Frees a state the caller is done with, where states hold resources beyond memory it owns. */
   release?(state: State): void;
 }
 
 export class MimiDecoder implements LatentDecoder<MimiState> {
+  private readonly states: StateOutputs;
+  /** Runs block the JS thread (see LatentBatchDecoder.concurrent in generation.ts). */
+  readonly concurrent: boolean = false;
+
   constructor(
     private readonly session: OnnxSession,
     readonly manifest: readonly StateEntry[],
     readonly config: MimiDecoderConfig,
-  ) {}
+    cacheWrites: readonly CacheWritePlan[] = [],
+  ) {
+    this.states = new StateOutputs(session, manifest, cacheWrites, "mimi_decoder");
+  }
 
   /** A fresh streaming state (manifest fills: `first` flags true, buffers zero, `[1, C, 0]` tensors empty). */
   emptyState(): MimiState {
@@ -408,13 +587,13 @@ export class MimiDecoder implements LatentDecoder<MimiState> {
    * Normalised latents [n, latentDim] (the graph denormalises with emb_std/emb_mean itself, §6.2) →
    * raw float PCM [1920·n], unclamped (§6.17). Any split of a sequence into calls gives the same audio.
    */
-  async decode(state: MimiState, latents: Float32Array): Promise<{ state: MimiState; audio: Float32Array }> {
+  async decode(state: MimiState, latents: Float32Array, options: StepOptions = {}): Promise<{ state: MimiState; audio: Float32Array }> {
     const frames = latents.length / this.config.latentDim;
     if (!Number.isInteger(frames) || frames < 1) throw new Error(`Mimi decoder input has ${latents.length} values, not a positive multiple of ${this.config.latentDim}`);
-    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new this.session.Tensor("float32", latents, [1, frames, this.config.latentDim]) }));
+    const outputs = await this.session.run(stateFeeds(this.manifest, state, { latent: new this.session.Tensor("float32", latents, [1, frames, this.config.latentDim]) }), this.states.fetches);
     const audio = float32Output(outputs, "audio_frame", "mimi_decoder").data;
     if (audio.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${audio.length} samples for ${frames} latents`);
-    return { state: { tensors: stateOutputs(this.manifest, outputs, "mimi_decoder"), frames: state.frames + frames }, audio };
+    return { state: { tensors: this.states.next(state, outputs, options), frames: state.frames + frames }, audio };
   }
 }
 
@@ -434,9 +613,9 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
   return {
     textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
     voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
-    flowLm: new FlowLm(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }),
+    flowLm: await FlowLm.create(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites, sessions.flowLmWindowedInputs),
     flowHead: new FlowHead(sessions.flowLmFlow, { latentDim, conditioningDim }),
-    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
+    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }, sessions.mimiCacheWrites),
   };
 }
 

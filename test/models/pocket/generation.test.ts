@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
 import {
+  decodeAlongside,
   chunkLatents,
   generateSpeech,
   maxFramesForTokens,
@@ -274,5 +275,69 @@ describe("speech generation on pocket-tiny", () => {
     expect(frames).toHaveLength(0);
     const nearlyFull = await stages.flowLm.prefill(voice, { data: new Float32Array(961 * 64), dims: [1, 961, 64] });
     expect((await collect({ voice: nearlyFull, seed: 1, params: { eosThreshold: 100 } })).traces).toHaveLength(3);
+  });
+});
+
+describe("decodeAlongside", () => {
+  const LATENT = 2;
+  /** Latents [k, k] for k = 0 … count − 1, each sampled after `sampleMs`, with a log of what happened when. */
+  async function* sampled(count: number, log: string[], sampleMs = 0): AsyncGenerator<Float32Array> {
+    for (let k = 0; k < count; k++) {
+      if (sampleMs > 0) await Bun.sleep(sampleMs);
+      log.push(`sampled ${k}`);
+      yield Float32Array.of(k, k);
+    }
+  }
+  /** A decoder whose "audio" is the latents' first values, logging each batch's size. */
+  const fakeDecoder = (concurrent: boolean, log: string[], decodeMs = 0) => ({
+    concurrent,
+    async decode(batch: Float32Array) {
+      log.push(`decode ${batch.length / LATENT}`);
+      if (decodeMs > 0) await Bun.sleep(decodeMs);
+      return Float32Array.from({ length: batch.length / LATENT }, (_, index) => batch[index * LATENT]!);
+    },
+  });
+
+  test("in turn: batches of 1, 2, 4, … up to the cap, every latent once and in order", async () => {
+    const log: string[] = [];
+    const audio: number[] = [];
+    for await (const piece of decodeAlongside(sampled(20, log), fakeDecoder(false, log), { latentDim: LATENT, maxBatchFrames: 4 })) audio.push(...piece);
+    expect(audio).toEqual(Array.from({ length: 20 }, (_, k) => k));
+    expect(log.filter((entry) => entry.startsWith("decode"))).toEqual(["decode 1", "decode 2", "decode 4", "decode 4", "decode 4", "decode 4", "decode 1"]);
+    // Sequential: nothing is sampled while a batch decodes, so each decode directly follows its last latent.
+    expect(log.slice(0, 4)).toEqual(["sampled 0", "decode 1", "sampled 1", "sampled 2"]);
+  });
+
+  test("concurrent: sampling goes on during a decode; batches keep the schedule whatever the timing, and the order", async () => {
+    const log: string[] = [];
+    const audio: number[] = [];
+    for await (const piece of decodeAlongside(sampled(30, log, 2), fakeDecoder(true, log, 15), { latentDim: LATENT, maxBatchFrames: 8 })) audio.push(...piece);
+    expect(audio).toEqual(Array.from({ length: 30 }, (_, k) => k));
+    const decodeIndex = log.indexOf("decode 1");
+    // The first latent is decoded alone and the next ones are sampled while it decodes.
+    expect(log[decodeIndex - 1]).toBe("sampled 0");
+    expect(log[decodeIndex + 1]).toBe("sampled 1");
+    const sizes = log.filter((entry) => entry.startsWith("decode")).map((entry) => Number(entry.split(" ")[1]));
+    // Latents pile up during each 15 ms decode (one per 2 ms), yet the split is the schedule's, so the same
+    // seed gives the same float rounding.
+    expect(sizes).toEqual([1, 2, 4, 8, 8, 7]);
+    // Sampling ran ahead: the batch of latents 3–6 started only when the 15 ms decode of 1–2 ended, by
+    // which time later latents had been sampled (in turn, "decode 4" would follow "sampled 6").
+    expect(log.indexOf("sampled 7")).toBeLessThan(log.indexOf("decode 4"));
+  });
+
+  test("concurrent: a decode that fails ends the stream with its error, and sampling is stopped", async () => {
+    const log: string[] = [];
+    const failing = { concurrent: true, decode: async () => Promise.reject(new Error("decoder lost")) };
+    const latents = sampled(100, log, 1);
+    await expect(async () => {
+      for await (const _ of decodeAlongside(latents, failing, { latentDim: LATENT, maxBatchFrames: 4 })) {
+        // nothing is decoded
+      }
+    }).toThrow("decoder lost");
+    const sampledCount = log.length;
+    await Bun.sleep(20);
+    expect(log.length).toBe(sampledCount);
+    expect(sampledCount).toBeLessThan(10);
   });
 });

@@ -1,0 +1,45 @@
+/**
+ * Which Mimi decoder serves a bundle: our WGSL kernels on a WebGPU device (src/gpu/mimi-decoder.ts) or the
+ * ONNX graph on the CPU (worker-decoder.ts, stages.ts).
+ *
+ * `--decoder wgsl` forces the WGSL decoder on whatever adapter there is (a software one included: slow, but
+ * it is how the kernels are checked without a GPU); `--decoder onnx` forces the ONNX one. `auto` uses WGSL
+ * only on a real GPU (architecture.md: a software adapter is slower than the CPU path), unless `--device cpu`,
+ * and with `--device gpu` any adapter. The WGSL decoder takes the bundle's fp32 graph (fp32 on WebGPU).
+ */
+import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
+import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
+
+export type DecoderChoice = "auto" | "wgsl" | "onnx";
+export type DevicePolicy = "auto" | "gpu" | "cpu";
+
+export interface WgslDecoderChoice {
+  decoder: MimiGpuDecoder;
+  adapterDescription: string;
+}
+
+/** The WGSL decoder, or null with the reason when the ONNX one is to be used. */
+export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle, options: { decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<WgslDecoderChoice | { reason: string }> {
+  const decoder = options.decoder ?? "auto";
+  const device = options.device ?? "auto";
+  if (decoder === "onnx") return { reason: "--decoder onnx" };
+  if (decoder === "auto" && device === "cpu") return { reason: "--device cpu" };
+  const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../../gpu/device.ts"), import("../../gpu/mimi-decoder.ts"), import("../../gpu/mimi-weights.ts")]);
+  let context;
+  try {
+    context = await acquireGpu({ allowSoftware: decoder === "wgsl" || device === "gpu" });
+  } catch (error) {
+    // Forced: no fallback, the operator asked for the GPU decoder.
+    if (decoder === "wgsl") throw new Error(`--decoder wgsl needs a WebGPU device: ${(error as Error).message}`, { cause: error });
+    return { reason: (error as Error).message };
+  }
+  // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+  const cache = bundle.mimiStateManifest.find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
+  if (!cache || cache.shape.length !== 5) throw new Error("the bundle's Mimi state manifest has no decoder_transformer KV cache to read the head count from");
+  const fp32 = await loadPocketBundle(bundleDir, { precision: "fp32" });
+  const gpuDecoder = new MimiGpuDecoder(context.device, await readMimiWeightsFromOnnx(fp32.graphs.mimiDecoder.path), { heads: cache.shape[2]! });
+  if (gpuDecoder.config.samplesPerFrame !== bundle.dims.samplesPerFrame || gpuDecoder.config.latentDim !== bundle.dims.latentDim) {
+    throw new Error(`the WGSL decoder makes ${gpuDecoder.config.samplesPerFrame} samples from ${gpuDecoder.config.latentDim}-value latents; the bundle expects ${bundle.dims.samplesPerFrame} from ${bundle.dims.latentDim}`);
+  }
+  return { decoder: gpuDecoder, adapterDescription: context.adapterDescription };
+}
