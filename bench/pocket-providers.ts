@@ -20,7 +20,7 @@ import { closePocketSessions, configureOnnxRuntime, createOnnxSession, loadOnnxR
 import { createPocketStages, MimiDecoder, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
-import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
+import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 import { concatFloat32 } from "../src/audio/concat.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -30,8 +30,7 @@ const MIMI_FULL_FIXTURE = join(SHARED, "fixtures", "mimi-full");
 const QUANTIZE_SCRIPT = join(SHARED, "tools", "quantize_int8.py");
 const PROVIDERS: readonly CpuProvider[] = ["onnxruntime-node", "onnxruntime-web"];
 const PRECISIONS: readonly GraphPrecision[] = ["fp32", "int8"];
-/** 30 words, as in ../shared/docs/anchors.md. */
-const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
+const SENTENCE = BENCH_SENTENCE;
 const MIMI_FULL_CALLS = 16;
 /** Native addons need --allow-ffi under Deno; the rest is what the benchmark reads. */
 const DENO_PERMISSIONS = ["--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-ffi"];

@@ -16,13 +16,12 @@ import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/st
 import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
 import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
-import { syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
+import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
 const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" }, precision: { type: "string", default: "int8" }, "decoder-worker": { type: "string", default: "on" } } });
 const bundleDir = values.model ?? fixtureBundle();
 const runs = Number(values.runs);
-/** 30 words, as in ../shared/docs/anchors.md and bench/pocket-providers.ts. */
-const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
+const SENTENCE = BENCH_SENTENCE;
 
 // int8 where the bundle has it, as the server runs on the CPU.
 const bundle = await loadPocketBundle(bundleDir, { precision: values.precision === "fp32" ? "fp32" : "int8" });

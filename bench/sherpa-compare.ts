@@ -33,6 +33,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { BENCH_SENTENCE } from "./pocket-timing.ts";
 import type { GraphPrecision } from "../src/models/pocket/bundle.ts";
 import { generateSpeech, maxFramesForTokens, planTextChunks } from "../src/models/pocket/generation.ts";
 import { closePocketSessions, configureOnnxRuntime, openPocketSessions } from "../src/models/pocket/onnx.ts";
@@ -43,7 +44,7 @@ import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { SHERPA_HARD_CODED_CONDITIONING_DIM, writeSherpaLayout } from "./sherpa-layout.ts";
 
 /** bench/pocket.ts's sentence (30 words, 44 tokens with the released tokenizer). */
-const SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below.";
+const SENTENCE = BENCH_SENTENCE;
 /** sherpa's EOS rule stops `frames_after_eos` steps after the first EOS; this many never comes before the cap. */
 const SHERPA_FRAMES_AFTER_EOS_NEVER = 1_000_000;
 const RESULT_PREFIX = "SHERPA_RESULT ";
