@@ -135,11 +135,14 @@ export class WorkerMimiDecoder {
 }
 
 /**
- * The bundle's Mimi decoder in a worker on the same provider, or null (with the reason on stderr) where a
- * worker cannot run it, e.g. a runtime without worker threads for native addons: generation then decodes
- * in-process.
+ * The bundle's Mimi decoder in a worker thread on onnxruntime-node, or null where that does not pay or
+ * cannot start (the reason on stderr): generation then decodes in-process.
  */
 export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider): Promise<WorkerMimiDecoder | null> {
+  // Measured (bench/pocket-providers.ts, 2 cores): with onnxruntime-node the worker takes RTF from 0.28 to
+  // 0.18; with onnxruntime-web the worker's wasm decoder ran at ~55 ms/frame and first audio took ~3 s, so
+  // onnxruntime-web decodes in-process.
+  if (provider !== "onnxruntime-node") return null;
   const { latentDim, samplesPerFrame } = bundle.dims;
   try {
     return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider });
