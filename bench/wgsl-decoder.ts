@@ -18,12 +18,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type * as ort from "onnxruntime-web";
 import { acquireGpu } from "../src/gpu/device.ts";
 import { MimiGpuDecoder, type MimiGpuState } from "../src/gpu/mimi-decoder.ts";
 import { readMimiWeightsFromOnnx } from "../src/gpu/mimi-weights.ts";
 import { parseStateManifest, type StateEntry } from "../src/models/pocket/bundle.ts";
-import { configureOnnxRuntime, createOnnxSession, type OnnxSession } from "../src/models/pocket/onnx.ts";
+import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/models/pocket/onnx.ts";
 import { MimiDecoder, type MimiState } from "../src/models/pocket/stages.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -145,29 +144,9 @@ function onnxRunner(decoder: MimiDecoder, batch: number): BatchRunner {
   };
 }
 
-/**
- * onnxruntime-web's WebGPU EP on our device. Under Bun two shims are needed (../shared/docs/architecture.md):
- * the EP refuses to start without `navigator.gpu` even when handed a device, and bun-webgpu's
- * queue.writeBuffer rejects the SharedArrayBuffer-backed views the EP writes from.
- */
+/** onnxruntime-web's WebGPU EP on our device, as the server opens it (src/models/pocket/onnx.ts). */
 async function ortWebGpuSession(device: GPUDevice): Promise<OnnxSession> {
-  if ("Bun" in globalThis) {
-    if (!(navigator as Navigator & { gpu?: GPU }).gpu) {
-      const { createGPUInstance } = await import("bun-webgpu");
-      Object.defineProperty(navigator, "gpu", { value: createGPUInstance(), configurable: true });
-    }
-    const queue = device.queue as GPUQueue & { writeBuffer: (...args: unknown[]) => void };
-    const writeBuffer = queue.writeBuffer.bind(queue);
-    queue.writeBuffer = (buffer: unknown, offset: unknown, data: unknown, ...rest: unknown[]) => {
-      const copy = ArrayBuffer.isView(data) && !(data.buffer instanceof ArrayBuffer) ? new (data.constructor as new (source: ArrayBufferView) => ArrayBufferView)(data) : data;
-      writeBuffer(buffer, offset, copy, ...rest);
-    };
-  }
-  const ortWeb = (await import("onnxruntime-web/webgpu")) as unknown as typeof ort;
-  ortWeb.env.wasm.numThreads = 1;
-  ortWeb.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
-  const session = await ortWeb.InferenceSession.create(readFileSync(modelPath), { executionProviders: [{ name: "webgpu", device } as ort.InferenceSession.ExecutionProviderConfig] });
-  return Object.assign(session, { provider: "onnxruntime-web" as const, Tensor: ortWeb.Tensor });
+  return (await loadOnnxRuntime({ gpuDevice: device })).createSession(modelPath);
 }
 
 function relativeRms(actual: Float32Array, reference: Float32Array): number {

@@ -49,12 +49,19 @@ describe("Mimi decoder choice", () => {
     }
   });
 
-  test("--device gpu takes the software adapter too", async () => {
-    const engine = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device: "gpu" });
+  test("--device gpu takes the software adapter too: language model on the WebGPU EP, WGSL decoder, same speech", async () => {
+    const gpu = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device: "gpu" });
+    const cpu = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
     try {
-      expect(engine.capabilities.description).toContain("Mimi decoder on WGSL kernels");
+      expect(gpu.capabilities.description).toContain("(WebGPU)");
+      expect(gpu.capabilities.description).toContain("Mimi decoder on WGSL kernels");
+      expect(cpu.capabilities.description).toContain("(CPU)");
+      const [fromGpu, fromCpu] = [await speak(gpu, 5), await speak(cpu, 5)];
+      expect(fromGpu.length).toBe(fromCpu.length);
+      expect(compareTensors(fromGpu, fromCpu).relRms).toBeLessThan(1e-4);
     } finally {
-      await engine.close();
+      await gpu.close();
+      await cpu.close();
     }
   });
 });

@@ -18,6 +18,21 @@ export interface WgslDecoderChoice {
   adapterDescription: string;
 }
 
+/**
+ * The WebGPU device the language-model graphs run on (onnxruntime-web's WebGPU EP, fp32), or null for the
+ * CPU: `--device gpu` takes any adapter (and fails without one), `auto` only a real GPU, `cpu` none.
+ */
+export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Promise<GPUDevice | null> {
+  if (device === "cpu") return null;
+  const { acquireGpu } = await import("../../gpu/device.ts");
+  try {
+    return (await acquireGpu({ allowSoftware: device === "gpu" })).device;
+  } catch (error) {
+    if (device === "gpu") throw new Error(`--device gpu needs a WebGPU device: ${(error as Error).message}`, { cause: error });
+    return null;
+  }
+}
+
 /** The WGSL decoder, or null with the reason when the ONNX one is to be used. */
 export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle, options: { decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<WgslDecoderChoice | { reason: string }> {
   const decoder = options.decoder ?? "auto";

@@ -19,7 +19,7 @@ import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type
 import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { startDecoderWorker, WorkerMimiDecoder } from "./worker-decoder.ts";
-import { chooseWgslDecoder, type DecoderChoice, type DevicePolicy } from "./decoder-choice.ts";
+import { chooseLanguageModelGpu, chooseWgslDecoder, type DecoderChoice, type DevicePolicy } from "./decoder-choice.ts";
 import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 
@@ -64,7 +64,7 @@ export class PocketEngine implements SpeechModelAdapter {
     this.capabilities = {
       modelId: "pocket-tts",
       kind: "neural",
-      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (CPU), ${describePlacement(decoder)}`,
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${describePlacement(decoder)}`,
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
@@ -96,9 +96,10 @@ export class PocketEngine implements SpeechModelAdapter {
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
   static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<PocketEngine> {
-    // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 otherwise.
-    const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
-    const sessions = await openPocketSessions(bundle, providerOptions);
+    // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
+    const gpuDevice = await chooseLanguageModelGpu(options.device);
+    const bundle = await loadPocketBundle(bundleDir, { precision: gpuDevice ? "fp32" : "int8" });
+    const sessions = await openPocketSessions(bundle, gpuDevice ? { ...providerOptions, gpuDevice } : providerOptions);
     const stages = await createPocketStages(bundle, sessions);
     const tokenizer =
       bundle.tokenizer.format === "sentencepiece"

@@ -65,11 +65,15 @@ export interface OnnxProviderOptions {
   /** Which package runs the sessions; "auto" takes the first of AUTO_PROVIDER_ORDER that loads. Default "auto". */
   provider?: CpuProviderChoice;
   loader?: OnnxPackageLoader;
+  /** Run the sessions on this WebGPU device through onnxruntime-web's WebGPU EP instead (provider ignored). */
+  gpuDevice?: GPUDevice;
 }
 
 /** A session together with the provider that made it and that provider's Tensor class. */
 export type OnnxSession = ort.InferenceSession & {
   readonly provider: CpuProvider;
+  /** Where onnxruntime runs the graph: the CPU (either package), or the WebGPU EP. */
+  readonly executionProvider: "cpu" | "webgpu";
   readonly Tensor: typeof ort.Tensor;
 };
 
@@ -97,6 +101,7 @@ export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
 /** A loaded provider: its package, ready to create sessions. */
 export interface OnnxRuntime {
   readonly provider: CpuProvider;
+  readonly executionProvider: "cpu" | "webgpu";
   /** `model`: the file's bytes, already read (and possibly rewritten); `path` then only names it. */
   createSession(path: string, model?: Uint8Array): Promise<OnnxSession>;
 }
@@ -106,6 +111,7 @@ export interface OnnxRuntime {
  * the faster provider, then the other, and reports both failures if neither loads.
  */
 export async function loadOnnxRuntime(options: OnnxProviderOptions = {}): Promise<OnnxRuntime> {
+  if (options.gpuDevice) return webGpuRuntime(options.gpuDevice);
   const choice = options.provider ?? "auto";
   const loader = options.loader ?? importOnnxPackage;
   const candidates = choice === "auto" ? AUTO_PROVIDER_ORDER : [choice];
@@ -139,6 +145,7 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
       : { executionProviders: ["cpu"], graphOptimizationLevel: "all", intraOpNumThreads: threads };
   return {
     provider,
+    executionProvider: "cpu",
     async createSession(path, model) {
       try {
         // onnxruntime-node reads the file natively; onnxruntime-web takes bytes in every runtime.
@@ -146,9 +153,31 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
           provider === "onnxruntime-node" && !model
             ? await ortPackage.InferenceSession.create(path, sessionOptions)
             : await ortPackage.InferenceSession.create(model ?? (await readFile(path)), sessionOptions);
-        return Object.assign(session, { provider, Tensor });
+        return Object.assign(session, { provider, executionProvider: "cpu" as const, Tensor });
       } catch (error) {
         throw new Error(`${provider} could not load ${path}: ${(error as Error).message}`, { cause: error });
+      }
+    },
+  };
+}
+
+async function webGpuRuntime(device: GPUDevice): Promise<OnnxRuntime> {
+  const { loadOrtWebGpu } = await import("../../gpu/ort-webgpu.ts");
+  const ortWebGpu = await loadOrtWebGpu(device);
+  // The EP creates one session at a time ("another WebGPU EP inference session is being created").
+  let creating: Promise<unknown> = Promise.resolve();
+  return {
+    provider: "onnxruntime-web",
+    executionProvider: "webgpu",
+    async createSession(path, model) {
+      try {
+        const bytes = model ?? (await readFile(path));
+        const created = creating.then(() => ortWebGpu.InferenceSession.create(bytes, ortWebGpu.sessionOptions));
+        creating = created.catch(() => {});
+        const session = await created;
+        return Object.assign(session, { provider: "onnxruntime-web" as const, executionProvider: "webgpu" as const, Tensor: ortWebGpu.Tensor });
+      } catch (error) {
+        throw new Error(`onnxruntime-web (WebGPU) could not load ${path}: ${(error as Error).message}`, { cause: error });
       }
     },
   };
@@ -163,6 +192,7 @@ export async function createOnnxSession(path: string, options: OnnxProviderOptio
 export interface PocketSessions {
   /** The package every session below was made by. */
   provider: CpuProvider;
+  executionProvider: "cpu" | "webgpu";
   textConditioner: OnnxSession;
   voiceEncoder: OnnxSession | null;
   flowLmMain: OnnxSession;
@@ -187,6 +217,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   ]);
   return {
     provider: runtime.provider,
+    executionProvider: runtime.executionProvider,
     textConditioner,
     voiceEncoder,
     flowLmMain: flowLm.session,

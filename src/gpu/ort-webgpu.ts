@@ -1,0 +1,46 @@
+/**
+ * onnxruntime-web's WebGPU execution provider on our shared device (device.ts), so the language-model
+ * stages and the WGSL decoder use one GPUDevice. Two shims are needed under Bun (architecture.md): the EP
+ * refuses to start without `navigator.gpu` even when handed a device, and bun-webgpu's queue.writeBuffer
+ * rejects the SharedArrayBuffer-backed views the EP writes from. Setting `env.webgpu.device` before the
+ * first session is ignored, so the device goes in the EP options of every session.
+ */
+import type * as ort from "onnxruntime-web";
+
+export interface OrtWebGpu {
+  InferenceSession: typeof ort.InferenceSession;
+  Tensor: typeof ort.Tensor;
+  env: ort.Env;
+  sessionOptions: ort.InferenceSession.SessionOptions;
+}
+
+const patchedQueues = new WeakSet<GPUQueue>();
+
+export async function loadOrtWebGpu(device: GPUDevice): Promise<OrtWebGpu> {
+  if ("Bun" in globalThis) {
+    if (!(navigator as Navigator & { gpu?: GPU }).gpu) {
+      const { createGPUInstance } = await import("bun-webgpu");
+      Object.defineProperty(navigator, "gpu", { value: createGPUInstance(), configurable: true });
+    }
+    const queue = device.queue as GPUQueue & { writeBuffer: (...args: unknown[]) => void };
+    if (!patchedQueues.has(queue)) {
+      patchedQueues.add(queue);
+      const writeBuffer = queue.writeBuffer.bind(queue);
+      queue.writeBuffer = (buffer: unknown, offset: unknown, data: unknown, ...rest: unknown[]) => {
+        const copy = ArrayBuffer.isView(data) && !(data.buffer instanceof ArrayBuffer) ? new (data.constructor as new (source: ArrayBufferView) => ArrayBufferView)(data) : data;
+        writeBuffer(buffer, offset, copy, ...rest);
+      };
+    }
+  }
+  const ortWeb = (await import("onnxruntime-web/webgpu")) as unknown as typeof ort;
+  // The .wasm and its loader sit beside the package entry point: every load stays local.
+  ortWeb.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
+  // Shape ops placed on the CPU by design are reported as a warning for every session.
+  ortWeb.env.logLevel = "error";
+  return {
+    InferenceSession: ortWeb.InferenceSession,
+    Tensor: ortWeb.Tensor,
+    env: ortWeb.env,
+    sessionOptions: { executionProviders: [{ name: "webgpu", device } as ort.InferenceSession.ExecutionProviderConfig], graphOptimizationLevel: "all" },
+  };
+}
