@@ -18,7 +18,7 @@
  * symbolic axis FlowLM feeds only the rows in use (stages.ts, after checking the results are identical).
  */
 import { concatBytes } from "../../audio/concat.ts";
-import { messageFields, WIRE_LENGTH_DELIMITED } from "./onnx.ts";
+import { messageFields, parseValueInfo, WIRE_LENGTH_DELIMITED } from "./onnx.ts";
 
 /** One `ScatterND(data, indices, updates)` of a cache chain, by tensor name. */
 export interface ScatterWrite {
@@ -132,10 +132,10 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
   const fields: Uint8Array[] = [];
   for (const field of messageFields(graph)) {
     const isValueInfo = field.number === GRAPH_INPUT || field.number === GRAPH_OUTPUT;
-    const info = isValueInfo ? parseTensorValueInfo(field.payload) : undefined;
+    const info = isValueInfo ? parseValueInfo(field.payload) : undefined;
     if (info && windowed.has(info.name) && info.dims.length > options.positionsAxis!) {
       info.dims[options.positionsAxis!] = CACHE_POSITIONS_SYMBOL;
-      fields.push(lengthDelimited(field.number, valueInfo(info.name, info.elementType, info.dims)));
+      fields.push(lengthDelimited(field.number, valueInfo(info.name, info.elementTypeCode, info.dims)));
     } else {
       fields.push(graph.subarray(field.start, field.next));
     }
@@ -161,38 +161,6 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
 }
 
 const CACHE_POSITIONS_SYMBOL = "cache_positions";
-
-interface TensorValueInfo {
-  name: string;
-  elementType: number;
-  dims: (number | string)[];
-}
-
-function parseTensorValueInfo(bytes: Uint8Array): TensorValueInfo {
-  const text = new TextDecoder();
-  const info: TensorValueInfo = { name: "", elementType: 0, dims: [] };
-  for (const field of messageFields(bytes)) {
-    if (field.number === VALUE_INFO_NAME) info.name = text.decode(field.payload);
-    if (field.number !== VALUE_INFO_TYPE) continue;
-    for (const typeField of messageFields(field.payload)) {
-      if (typeField.number !== TYPE_TENSOR) continue;
-      for (const tensorField of messageFields(typeField.payload)) {
-        if (tensorField.number === TENSOR_TYPE_ELEMENT) info.elementType = tensorField.value;
-        if (tensorField.number !== TENSOR_TYPE_SHAPE) continue;
-        for (const dimField of messageFields(tensorField.payload)) {
-          if (dimField.number !== SHAPE_DIM) continue;
-          let dim: number | string = "";
-          for (const valueField of messageFields(dimField.payload)) {
-            if (valueField.number === DIM_VALUE) dim = valueField.value;
-            if (valueField.number === DIM_PARAM) dim = text.decode(valueField.payload);
-          }
-          info.dims.push(dim);
-        }
-      }
-    }
-  }
-  return info;
-}
 
 /** The writes from `inputName` to `outputName` if the output is a chain of plain ScatterNDs on the input. */
 function scatterChain(producers: ReadonlyMap<string, GraphNode>, inputName: string, outputName: string): ScatterWrite[] | null {
@@ -236,13 +204,13 @@ export function applyScatterND(data: Float32Array, dataDims: readonly number[], 
   }
 }
 
-/** A tensor ValueInfoProto; without `dims` the shape is left unknown. */
+/** A tensor ValueInfoProto; without `dims` the shape is left unknown; a "?" dimension stays unknown. */
 function valueInfo(name: string, elementType: number, dims?: readonly (number | string)[]): Uint8Array {
   const encoder = new TextEncoder();
   const parts = [varintField(TENSOR_TYPE_ELEMENT, elementType)];
   if (dims) {
     const dimFields = dims.map((dim) =>
-      lengthDelimited(SHAPE_DIM, typeof dim === "number" ? varintField(DIM_VALUE, dim) : dim === "" ? new Uint8Array(0) : lengthDelimited(DIM_PARAM, encoder.encode(dim))),
+      lengthDelimited(SHAPE_DIM, typeof dim === "number" ? varintField(DIM_VALUE, dim) : dim === "?" ? new Uint8Array(0) : lengthDelimited(DIM_PARAM, encoder.encode(dim))),
     );
     parts.push(lengthDelimited(TENSOR_TYPE_SHAPE, concatBytes(dimFields)));
   }

@@ -257,6 +257,8 @@ export interface OnnxGraphInput {
   name: string;
   /** ONNX TensorProto.DataType name in lower case: float, int64, bool, … */
   elementType: string;
+  /** The TensorProto.DataType number itself (0: not declared). */
+  elementTypeCode: number;
   /** A number for a fixed dimension, the symbol's name for a symbolic one. */
   dims: (number | string)[];
 }
@@ -421,8 +423,9 @@ export function* messageFields(bytes: Uint8Array): Generator<ProtoField & { payl
   }
 }
 
-function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
-  const input: OnnxGraphInput = { name: "", elementType: "undefined", dims: [] };
+/** A tensor ValueInfoProto (a graph input or output); a dimension with neither value nor name is "?". */
+export function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
+  const input: OnnxGraphInput = { name: "", elementType: "undefined", elementTypeCode: 0, dims: [] };
   const text = new TextDecoder();
   for (const field of messageFields(bytes)) {
     if (field.number === VALUE_INFO_NAME_FIELD) input.name = text.decode(field.payload);
@@ -430,7 +433,10 @@ function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
     for (const typeField of messageFields(field.payload)) {
       if (typeField.number !== TYPE_TENSOR_FIELD) continue;
       for (const tensorField of messageFields(typeField.payload)) {
-        if (tensorField.number === TENSOR_TYPE_ELEMENT_FIELD) input.elementType = ELEMENT_TYPES[tensorField.value] ?? `type${tensorField.value}`;
+        if (tensorField.number === TENSOR_TYPE_ELEMENT_FIELD) {
+          input.elementTypeCode = tensorField.value;
+          input.elementType = ELEMENT_TYPES[tensorField.value] ?? `type${tensorField.value}`;
+        }
         if (tensorField.number !== TENSOR_TYPE_SHAPE_FIELD) continue;
         for (const dimField of messageFields(tensorField.payload)) {
           if (dimField.number !== SHAPE_DIM_FIELD) continue;
