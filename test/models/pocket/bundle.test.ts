@@ -183,15 +183,15 @@ describe("file formats", () => {
   test("readOnnxGraphInputs reads names, element types and symbolic dims", async () => {
     const inputs = await readOnnxGraphInputs(join(TINY_DIR, "flow_lm_main.onnx"));
     expect(inputs.slice(0, 5)).toEqual([
-      { name: "sequence", elementType: "float", dims: [1, "seq_len", 32] },
-      { name: "text_embeddings", elementType: "float", dims: [1, "text_len", 64] },
-      { name: "state_0", elementType: "float", dims: [2, 1, 1000, 4, 16] },
-      { name: "state_1", elementType: "float", dims: [0] },
-      { name: "state_2", elementType: "int64", dims: [1] },
+      { name: "sequence", elementType: "float", elementTypeCode: 1, dims: [1, "seq_len", 32] },
+      { name: "text_embeddings", elementType: "float", elementTypeCode: 1, dims: [1, "text_len", 64] },
+      { name: "state_0", elementType: "float", elementTypeCode: 1, dims: [2, 1, 1000, 4, 16] },
+      { name: "state_1", elementType: "float", elementTypeCode: 1, dims: [0] },
+      { name: "state_2", elementType: "int64", elementTypeCode: 7, dims: [1] },
     ]);
     const decoder = await readOnnxGraphInputs(join(FIXTURES_DIR, "mimi-full", "mimi_decoder.onnx"));
     expect(decoder).toHaveLength(57);
-    expect(decoder[1]).toEqual({ name: "state_0", elementType: "bool", dims: [1] });
+    expect(decoder[1]).toEqual({ name: "state_0", elementType: "bool", elementTypeCode: 9, dims: [1] });
   });
 
   test("readOnnxGraphInputs rejects a file that is not ONNX", async () => {
