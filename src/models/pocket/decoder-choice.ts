@@ -7,6 +7,7 @@
  * only on a real GPU (architecture.md: a software adapter is slower than the CPU path), unless `--device cpu`,
  * and with `--device gpu` any adapter. The WGSL decoder takes the bundle's fp32 graph (fp32 on WebGPU).
  */
+import { existsSync, readdirSync } from "node:fs";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 
@@ -24,6 +25,7 @@ export interface WgslDecoderChoice {
  */
 export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Promise<GPUDevice | null> {
   if (device === "cpu") return null;
+  if (device === "auto" && !mayHaveRealGpu()) return null;
   const { acquireGpu } = await import("../../gpu/device.ts");
   try {
     return (await acquireGpu({ allowSoftware: device === "gpu" })).device;
@@ -39,6 +41,7 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
   const device = options.device ?? "auto";
   if (decoder === "onnx") return { reason: "--decoder onnx" };
   if (decoder === "auto" && device === "cpu") return { reason: "--device cpu" };
+  if (decoder === "auto" && device === "auto" && !mayHaveRealGpu()) return { reason: "no GPU device node" };
   const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../../gpu/device.ts"), import("../../gpu/mimi-decoder.ts"), import("../../gpu/mimi-weights.ts")]);
   let context;
   try {
@@ -57,4 +60,19 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
     throw new Error(`the WGSL decoder makes ${gpuDecoder.config.samplesPerFrame} samples from ${gpuDecoder.config.latentDim}-value latents; the bundle expects ${bundle.dims.samplesPerFrame} from ${bundle.dims.latentDim}`);
   }
   return { decoder: gpuDecoder, adapterDescription: context.adapterDescription };
+}
+
+/**
+ * False on a Linux machine without any GPU device node (DRM render nodes, NVIDIA's, WSL's /dev/dxg): it has
+ * no real GPU, so `auto` skips the adapter probe, which loads Dawn and lets Mesa print warnings at start.
+ * Elsewhere the probe decides.
+ */
+function mayHaveRealGpu(): boolean {
+  if (process.platform !== "linux") return true;
+  if (existsSync("/dev/dxg") || existsSync("/dev/nvidia0")) return true;
+  try {
+    return readdirSync("/dev/dri").some((name) => name.startsWith("renderD"));
+  } catch {
+    return false;
+  }
 }
