@@ -23,6 +23,7 @@ import { join, resolve } from "node:path";
 import { loadPocketBundle, type GraphFile, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { syntheticVoice } from "./pocket-timing.ts";
 import { concatBytes } from "../src/audio/concat.ts";
+import { lengthDelimitedField, protobufFields, WIRE_FIXED32, WIRE_LENGTH_DELIMITED } from "../src/models/pocket/protobuf.ts";
 
 /** The width sherpa-onnx 1.13.x assumes for FlowLM conditioning rows (its empty AR text tensor). */
 export const SHERPA_HARD_CODED_CONDITIONING_DIM = 1024;
@@ -151,77 +152,11 @@ export function decodeWav16(data: Uint8Array): { samples: Float32Array; sampleRa
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Protobuf: just enough wire format for sentencepiece_model.proto and onnx.proto
-
-const WIRE_VARINT = 0;
-const WIRE_FIXED64 = 1;
-const WIRE_LENGTH_DELIMITED = 2;
-const WIRE_FIXED32 = 5;
-
-interface WireField {
-  field: number;
-  wire: number;
-  /** The whole field as encoded (key + value), for verbatim copying. */
-  raw: Uint8Array;
-  /** The value: the payload of a length-delimited field, the 4/8 bytes of a fixed one, the varint bytes. */
-  value: Uint8Array;
-  varint: bigint;
-}
-
-function* wireFields(bytes: Uint8Array): Generator<WireField> {
-  let position = 0;
-  const varint = (): bigint => {
-    let result = 0n;
-    for (let shift = 0n; ; shift += 7n) {
-      if (position >= bytes.length) throw new Error("truncated protobuf varint");
-      const byte = bytes[position++]!;
-      result |= BigInt(byte & 0x7f) << shift;
-      if (byte < 0x80) return result;
-    }
-  };
-  while (position < bytes.length) {
-    const start = position;
-    const key = Number(varint());
-    const field = key >>> 3;
-    const wire = key & 7;
-    let valueStart = position;
-    let value = 0n;
-    if (wire === WIRE_VARINT) value = varint();
-    else if (wire === WIRE_FIXED64) position += 8;
-    else if (wire === WIRE_FIXED32) position += 4;
-    else if (wire === WIRE_LENGTH_DELIMITED) {
-      const length = Number(varint());
-      valueStart = position;
-      position += length;
-    } else throw new Error(`unsupported protobuf wire type ${wire}`);
-    if (position > bytes.length) throw new Error("truncated protobuf field");
-    yield { field, wire, raw: bytes.subarray(start, position), value: bytes.subarray(valueStart, position), varint: value };
-  }
-}
-
-function encodeVarint(value: number): number[] {
-  const out: number[] = [];
-  let rest = BigInt(value);
-  do {
-    const byte = Number(rest & 0x7fn);
-    rest >>= 7n;
-    out.push(rest > 0n ? byte | 0x80 : byte);
-  } while (rest > 0n);
-  return out;
-}
-
-function lengthDelimited(field: number, payload: Uint8Array): Uint8Array {
-  const head = [...encodeVarint((field << 3) | WIRE_LENGTH_DELIMITED), ...encodeVarint(payload.length)];
-  const out = new Uint8Array(head.length + payload.length);
-  out.set(head);
-  out.set(payload, head.length);
-  return out;
-}
-
+// Protobuf rewrites (wire format from src/models/pocket/protobuf.ts)
 
 /** Re-encodes `message` with each length-delimited field `field` replaced by `rewrite(payload)`. */
 function rewriteSubmessages(message: Uint8Array, field: number, rewrite: (payload: Uint8Array) => Uint8Array): Uint8Array {
-  return concatBytes([...wireFields(message)].map((entry) => (entry.field === field && entry.wire === WIRE_LENGTH_DELIMITED ? lengthDelimited(field, rewrite(entry.value)) : entry.raw)));
+  return concatBytes([...protobufFields(message)].map((entry) => (entry.number === field && entry.wireType === WIRE_LENGTH_DELIMITED ? lengthDelimitedField(field, rewrite(entry.payload)) : entry.raw)));
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -235,13 +170,13 @@ export function sherpaTokenizerJson(modelProto: Uint8Array): { vocab: Record<str
   const vocab: Record<string, number> = {};
   const scores: Record<string, number> = {};
   let id = 0;
-  for (const entry of wireFields(modelProto)) {
-    if (entry.field !== 1 || entry.wire !== WIRE_LENGTH_DELIMITED) continue;
+  for (const entry of protobufFields(modelProto)) {
+    if (entry.number !== 1 || entry.wireType !== WIRE_LENGTH_DELIMITED) continue;
     let piece: string | undefined;
     let score = 0;
-    for (const pieceField of wireFields(entry.value)) {
-      if (pieceField.field === 1 && pieceField.wire === WIRE_LENGTH_DELIMITED) piece = utf8.decode(pieceField.value);
-      else if (pieceField.field === 2 && pieceField.wire === WIRE_FIXED32) score = new DataView(pieceField.value.buffer, pieceField.value.byteOffset, 4).getFloat32(0, true);
+    for (const pieceField of protobufFields(entry.payload)) {
+      if (pieceField.number === 1 && pieceField.wireType === WIRE_LENGTH_DELIMITED) piece = utf8.decode(pieceField.payload);
+      else if (pieceField.number === 2 && pieceField.wireType === WIRE_FIXED32) score = new DataView(pieceField.payload.buffer, pieceField.payload.byteOffset, 4).getFloat32(0, true);
     }
     if (piece === undefined) throw new Error(`tokenizer.model piece ${id} has no text`);
     if (piece in vocab) throw new Error(`tokenizer.model piece '${piece}' appears twice`);
@@ -259,14 +194,14 @@ export function sherpaTokenizerJson(modelProto: Uint8Array): { vocab: Record<str
  */
 export function relaxOnnxInputDim(model: Uint8Array, inputName: string, axis: number, dimParam: string): Uint8Array {
   let found = false;
-  const dimension = lengthDelimited(2, new TextEncoder().encode(dimParam));
+  const dimension = lengthDelimitedField(2, new TextEncoder().encode(dimParam));
   const relaxShape = (shape: Uint8Array): Uint8Array => {
     let index = 0;
-    return concatBytes([...wireFields(shape)].map((entry) => (entry.field === 1 && entry.wire === WIRE_LENGTH_DELIMITED && index++ === axis ? lengthDelimited(1, dimension) : entry.raw)));
+    return concatBytes([...protobufFields(shape)].map((entry) => (entry.number === 1 && entry.wireType === WIRE_LENGTH_DELIMITED && index++ === axis ? lengthDelimitedField(1, dimension) : entry.raw)));
   };
   const relaxValueInfo = (valueInfo: Uint8Array): Uint8Array => {
-    const name = [...wireFields(valueInfo)].find((entry) => entry.field === 1 && entry.wire === WIRE_LENGTH_DELIMITED);
-    if (!name || utf8.decode(name.value) !== inputName) return valueInfo;
+    const name = [...protobufFields(valueInfo)].find((entry) => entry.number === 1 && entry.wireType === WIRE_LENGTH_DELIMITED);
+    if (!name || utf8.decode(name.payload) !== inputName) return valueInfo;
     found = true;
     return rewriteSubmessages(valueInfo, 2, (type) => rewriteSubmessages(type, 1, (tensor) => rewriteSubmessages(tensor, 2, relaxShape)));
   };

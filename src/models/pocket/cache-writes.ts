@@ -18,7 +18,8 @@
  * symbolic axis FlowLM feeds only the rows in use (stages.ts, after checking the results are identical).
  */
 import { concatBytes } from "../../audio/concat.ts";
-import { messageFields, parseValueInfo, WIRE_LENGTH_DELIMITED } from "./onnx.ts";
+import { parseValueInfo } from "./onnx.ts";
+import { lengthDelimitedField as lengthDelimited, protobufFields, varintField, WIRE_LENGTH_DELIMITED } from "./protobuf.ts";
 
 /** One `ScatterND(data, indices, updates)` of a cache chain, by tensor name. */
 export interface ScatterWrite {
@@ -89,7 +90,7 @@ interface GraphNode {
 export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputName: string; outputName: string }[], options: RewriteOptions = {}): RewrittenGraph | null {
   const text = new TextDecoder();
   let graphField: { start: number; payloadStart: number; next: number } | undefined;
-  for (const field of messageFields(model)) {
+  for (const field of protobufFields(model)) {
     if (field.number === MODEL_GRAPH && field.wireType === WIRE_LENGTH_DELIMITED) graphField = { start: field.start, payloadStart: field.payloadStart, next: field.next };
   }
   if (!graphField) return null;
@@ -97,13 +98,13 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
 
   const producers = new Map<string, GraphNode>();
   const graphOutputs = new Set<string>();
-  for (const field of messageFields(graph)) {
+  for (const field of protobufFields(graph)) {
     if (field.number === GRAPH_OUTPUT) {
-      for (const infoField of messageFields(field.payload)) if (infoField.number === VALUE_INFO_NAME) graphOutputs.add(text.decode(infoField.payload));
+      for (const infoField of protobufFields(field.payload)) if (infoField.number === VALUE_INFO_NAME) graphOutputs.add(text.decode(infoField.payload));
     }
     if (field.number !== GRAPH_NODE) continue;
     const node: GraphNode = { opType: "", domain: "", inputs: [], outputs: [], reduction: "none" };
-    for (const nodeField of messageFields(field.payload)) {
+    for (const nodeField of protobufFields(field.payload)) {
       if (nodeField.number === NODE_INPUT) node.inputs.push(text.decode(nodeField.payload));
       else if (nodeField.number === NODE_OUTPUT) node.outputs.push(text.decode(nodeField.payload));
       else if (nodeField.number === NODE_OP_TYPE) node.opType = text.decode(nodeField.payload);
@@ -111,7 +112,7 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
       else if (nodeField.number === NODE_ATTRIBUTE) {
         let name = "";
         let value = "";
-        for (const attributeField of messageFields(nodeField.payload)) {
+        for (const attributeField of protobufFields(nodeField.payload)) {
           if (attributeField.number === ATTRIBUTE_NAME) name = text.decode(attributeField.payload);
           if (attributeField.number === ATTRIBUTE_STRING) value = text.decode(attributeField.payload);
         }
@@ -130,7 +131,7 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
 
   const windowed = new Set(options.positionsAxis === undefined ? [] : plans.flatMap((plan) => [plan.inputName, plan.outputName]));
   const fields: Uint8Array[] = [];
-  for (const field of messageFields(graph)) {
+  for (const field of protobufFields(graph)) {
     const isValueInfo = field.number === GRAPH_INPUT || field.number === GRAPH_OUTPUT;
     const info = isValueInfo ? parseValueInfo(field.payload) : undefined;
     if (info && windowed.has(info.name) && info.dims.length > options.positionsAxis!) {
@@ -215,23 +216,4 @@ function valueInfo(name: string, elementType: number, dims?: readonly (number | 
     parts.push(lengthDelimited(TENSOR_TYPE_SHAPE, concatBytes(dimFields)));
   }
   return concatBytes([lengthDelimited(VALUE_INFO_NAME, encoder.encode(name)), lengthDelimited(VALUE_INFO_TYPE, lengthDelimited(TYPE_TENSOR, concatBytes(parts)))]);
-}
-
-function lengthDelimited(fieldNumber: number, payload: Uint8Array): Uint8Array {
-  return concatBytes([varint(fieldNumber * 8 + WIRE_LENGTH_DELIMITED), varint(payload.length), payload]);
-}
-
-function varintField(fieldNumber: number, value: number): Uint8Array {
-  return concatBytes([varint(fieldNumber * 8), varint(value)]);
-}
-
-function varint(value: number): Uint8Array {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  bytes.push(rest);
-  return Uint8Array.from(bytes);
 }

@@ -24,6 +24,7 @@ import { open, readFile, type FileHandle } from "node:fs/promises";
 // Types only: both packages re-export onnxruntime-common's declarations, so these describe either one.
 import type * as ort from "onnxruntime-web";
 import type { PocketBundle, StateEntry } from "./bundle.ts";
+import { protobufFields, readFieldHeader, readVarint, WIRE_FIXED32, WIRE_LENGTH_DELIMITED, WIRE_VARINT, type ProtobufField, type ProtobufFieldHeader } from "./protobuf.ts";
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "./cache-writes.ts";
 import { FLOW_LM_POSITIONS_AXIS } from "./stages.ts";
 
@@ -293,10 +294,6 @@ const SHAPE_DIM_FIELD = 1;
 const DIM_VALUE_FIELD = 1;
 const DIM_PARAM_FIELD = 2;
 
-const WIRE_VARINT = 0;
-const WIRE_FIXED64 = 1;
-export const WIRE_LENGTH_DELIMITED = 2;
-const WIRE_FIXED32 = 5;
 const READ_WINDOW_BYTES = 1 << 16;
 
 /**
@@ -323,52 +320,6 @@ export async function readOnnxGraphInputs(path: string): Promise<OnnxGraphInput[
   } finally {
     await handle.close();
   }
-}
-
-/** One protobuf field header: for length-delimited fields the payload is bytes [payloadStart, next). */
-interface ProtoField {
-  number: number;
-  wireType: number;
-  /** The value of a varint field. */
-  value: number;
-  payloadStart: number;
-  /** Offset just past the field. */
-  next: number;
-}
-
-/** Parses the field starting at `offset` of `bytes`; the payload of a length-delimited field may lie beyond `bytes`. */
-function readFieldHeader(bytes: Uint8Array, offset: number): ProtoField {
-  const tag = readVarint(bytes, offset);
-  const field: ProtoField = { number: Math.floor(tag.value / 8), wireType: tag.value % 8, value: 0, payloadStart: tag.next, next: tag.next };
-  if (field.wireType === WIRE_VARINT) {
-    const varint = readVarint(bytes, tag.next);
-    field.value = varint.value;
-    field.next = varint.next;
-  } else if (field.wireType === WIRE_LENGTH_DELIMITED) {
-    const length = readVarint(bytes, tag.next);
-    field.payloadStart = length.next;
-    field.next = length.next + length.value;
-  } else if (field.wireType === WIRE_FIXED64) {
-    field.next = tag.next + 8;
-  } else if (field.wireType === WIRE_FIXED32) {
-    field.next = tag.next + 4;
-  } else {
-    throw new Error(`unsupported protobuf wire type ${field.wireType}`);
-  }
-  return field;
-}
-
-/** Decodes a varint as a JS number (exact below 2^53, which covers every length and dim here). */
-function readVarint(bytes: Uint8Array, offset: number): { value: number; next: number } {
-  let value = 0;
-  let scale = 1;
-  for (let index = offset; index < bytes.length && index < offset + 10; index++) {
-    const byte = bytes[index]!;
-    value += (byte & 0x7f) * scale;
-    scale *= 128;
-    if ((byte & 0x80) === 0) return { value, next: index + 1 };
-  }
-  throw new Error("truncated varint");
 }
 
 /** Walks the fields of a message stored in a file, reading only field headers and what the caller asks for. */
@@ -399,7 +350,7 @@ class PositionedReader {
   }
 
   /** Fields of the message occupying [start, end) of the file, with absolute offsets. */
-  async *fields(start: number, end: number): AsyncGenerator<ProtoField> {
+  async *fields(start: number, end: number): AsyncGenerator<ProtobufFieldHeader> {
     let position = start;
     while (position < end) {
       // A tag and a length are at most 10 bytes each.
@@ -412,36 +363,25 @@ class PositionedReader {
   }
 }
 
-/** Fields of a message held in memory, each with its payload and the offset of its tag (`start`). */
-export function* messageFields(bytes: Uint8Array): Generator<ProtoField & { payload: Uint8Array; start: number }> {
-  let position = 0;
-  while (position < bytes.length) {
-    const field = readFieldHeader(bytes, position);
-    if (field.next > bytes.length) throw new Error(`field ${field.number} runs past the end of its message`);
-    yield { ...field, payload: bytes.subarray(field.payloadStart, field.next), start: position };
-    position = field.next;
-  }
-}
-
 /** A tensor ValueInfoProto (a graph input or output); a dimension with neither value nor name is "?". */
 export function parseValueInfo(bytes: Uint8Array): OnnxGraphInput {
   const input: OnnxGraphInput = { name: "", elementType: "undefined", elementTypeCode: 0, dims: [] };
   const text = new TextDecoder();
-  for (const field of messageFields(bytes)) {
+  for (const field of protobufFields(bytes)) {
     if (field.number === VALUE_INFO_NAME_FIELD) input.name = text.decode(field.payload);
     if (field.number !== VALUE_INFO_TYPE_FIELD) continue;
-    for (const typeField of messageFields(field.payload)) {
+    for (const typeField of protobufFields(field.payload)) {
       if (typeField.number !== TYPE_TENSOR_FIELD) continue;
-      for (const tensorField of messageFields(typeField.payload)) {
+      for (const tensorField of protobufFields(typeField.payload)) {
         if (tensorField.number === TENSOR_TYPE_ELEMENT_FIELD) {
           input.elementTypeCode = tensorField.value;
           input.elementType = ELEMENT_TYPES[tensorField.value] ?? `type${tensorField.value}`;
         }
         if (tensorField.number !== TENSOR_TYPE_SHAPE_FIELD) continue;
-        for (const dimField of messageFields(tensorField.payload)) {
+        for (const dimField of protobufFields(tensorField.payload)) {
           if (dimField.number !== SHAPE_DIM_FIELD) continue;
           let dim: number | string = "?";
-          for (const valueField of messageFields(dimField.payload)) {
+          for (const valueField of protobufFields(dimField.payload)) {
             if (valueField.number === DIM_VALUE_FIELD) dim = valueField.value;
             if (valueField.number === DIM_PARAM_FIELD) dim = text.decode(valueField.payload);
           }
@@ -506,9 +446,9 @@ export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeigh
   try {
     const initializers = new Map<string, OnnxInitializer>();
     const nodes: OnnxNode[] = [];
-    for (const field of messageFields(bytes)) {
+    for (const field of protobufFields(bytes)) {
       if (field.number !== MODEL_GRAPH_FIELD || field.wireType !== WIRE_LENGTH_DELIMITED) continue;
-      for (const graphField of messageFields(field.payload)) {
+      for (const graphField of protobufFields(field.payload)) {
         if (graphField.wireType !== WIRE_LENGTH_DELIMITED) continue;
         if (graphField.number === GRAPH_INITIALIZER_FIELD) {
           const tensor = parseTensor(graphField.payload);
@@ -530,7 +470,7 @@ function parseNode(bytes: Uint8Array): { node: OnnxNode; value: OnnxInitializer 
   const text = new TextDecoder();
   const node: OnnxNode = { name: "", opType: "", inputs: [], outputs: [] };
   let value: OnnxInitializer | null = null;
-  for (const field of messageFields(bytes)) {
+  for (const field of protobufFields(bytes)) {
     if (field.number === NODE_INPUT_FIELD) node.inputs.push(text.decode(field.payload));
     else if (field.number === NODE_OUTPUT_FIELD) node.outputs.push(text.decode(field.payload));
     else if (field.number === NODE_NAME_FIELD) node.name = text.decode(field.payload);
@@ -538,7 +478,7 @@ function parseNode(bytes: Uint8Array): { node: OnnxNode; value: OnnxInitializer 
     else if (field.number === NODE_ATTRIBUTE_FIELD) {
       let attributeName = "";
       let tensor: Uint8Array | null = null;
-      for (const attributeField of messageFields(field.payload)) {
+      for (const attributeField of protobufFields(field.payload)) {
         if (attributeField.number === ATTRIBUTE_NAME_FIELD) attributeName = text.decode(attributeField.payload);
         if (attributeField.number === ATTRIBUTE_TENSOR_FIELD) tensor = attributeField.payload;
       }
@@ -549,7 +489,7 @@ function parseNode(bytes: Uint8Array): { node: OnnxNode; value: OnnxInitializer 
 }
 
 /** Packed (or, for old writers, one-per-field) repeated varints. */
-function repeatedVarints(field: ProtoField & { payload: Uint8Array }): number[] {
+function repeatedVarints(field: ProtobufField): number[] {
   if (field.wireType === WIRE_VARINT) return [field.value];
   const values: number[] = [];
   for (let offset = 0; offset < field.payload.length; ) {
@@ -568,7 +508,7 @@ function parseTensor(bytes: Uint8Array): OnnxInitializer {
   let raw: Uint8Array | null = null;
   const floats: number[] = [];
   const ints: number[] = [];
-  for (const field of messageFields(bytes)) {
+  for (const field of protobufFields(bytes)) {
     if (field.number === TENSOR_DIMS_FIELD) dims.push(...repeatedVarints(field));
     else if (field.number === TENSOR_DATA_TYPE_FIELD) dataType = field.value;
     else if (field.number === TENSOR_NAME_FIELD) name = text.decode(field.payload);

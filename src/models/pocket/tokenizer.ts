@@ -31,6 +31,7 @@
  * none of the Pocket TTS tokenizers uses them.
  */
 import { readFile } from "node:fs/promises";
+import { protobufFields, ProtobufError, WIRE_FIXED32, WIRE_FIXED64, WIRE_LENGTH_DELIMITED, WIRE_VARINT, type ProtobufField } from "./protobuf.ts";
 
 /** `ModelProto.SentencePiece.Type` in sentencepiece_model.proto. */
 const PieceType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -532,8 +533,8 @@ function parseJsonObject(json: string, fileName: string): Record<string, unknown
 
 // ---- ModelProto (sentencepiece_model.proto), read with just the protobuf wire format ----
 
-/** Protobuf wire types (protobuf.dev/programming-guides/encoding); groups (3, 4) never occur in this schema. */
-const WireType = { VARINT: 0, FIXED64: 1, LENGTH_DELIMITED: 2, FIXED32: 5 } as const;
+/** Protobuf wire types (protobuf.ts). */
+const WireType = { VARINT: WIRE_VARINT, FIXED64: WIRE_FIXED64, LENGTH_DELIMITED: WIRE_LENGTH_DELIMITED, FIXED32: WIRE_FIXED32 } as const;
 
 interface ProtoField {
   fieldNumber: number;
@@ -547,43 +548,20 @@ interface ProtoField {
   payload: Uint8Array;
 }
 
+/** The fields of `message`; malformed bytes are an InvalidTokenizerModelError naming the message. */
 function* protoFields(message: Uint8Array, messageName: string): Generator<ProtoField> {
-  let offset = 0;
-  const take = (byteCount: number): Uint8Array => {
-    if (offset + byteCount > message.length) throw new InvalidTokenizerModelError(`${messageName} is truncated`);
-    offset += byteCount;
-    return message.subarray(offset - byteCount, offset);
-  };
-  const readVarint = (): number => {
-    let value = 0;
-    for (let shift = 0; shift < 64; shift += 7) {
-      const byte = take(1)[0]!;
-      value += (byte & 0x7f) * 2 ** shift;
-      if ((byte & 0x80) === 0) return value;
+  const fields = protobufFields(message);
+  for (;;) {
+    let next: IteratorResult<ProtobufField>;
+    try {
+      next = fields.next();
+    } catch (error) {
+      if (error instanceof ProtobufError) throw new InvalidTokenizerModelError(`${messageName}: ${error.message}`);
+      throw error;
     }
-    throw new InvalidTokenizerModelError(`${messageName} has a varint longer than 10 bytes`);
-  };
-  const noPayload = new Uint8Array(0);
-  while (offset < message.length) {
-    const key = readVarint();
-    const fieldNumber = Math.floor(key / 8);
-    const wireType = key % 8;
-    switch (wireType) {
-      case WireType.VARINT:
-        yield { fieldNumber, wireType, varint: readVarint(), payload: noPayload };
-        break;
-      case WireType.FIXED64:
-        yield { fieldNumber, wireType, varint: 0, payload: take(8) };
-        break;
-      case WireType.LENGTH_DELIMITED:
-        yield { fieldNumber, wireType, varint: 0, payload: take(readVarint()) };
-        break;
-      case WireType.FIXED32:
-        yield { fieldNumber, wireType, varint: 0, payload: take(4) };
-        break;
-      default:
-        throw new InvalidTokenizerModelError(`${messageName} field ${fieldNumber} has unsupported wire type ${wireType}`);
-    }
+    if (next.done) return;
+    const field = next.value;
+    yield { fieldNumber: field.number, wireType: field.wireType, varint: field.value, payload: field.wireType === WIRE_VARINT ? new Uint8Array(0) : field.payload };
   }
 }
 
