@@ -48,7 +48,7 @@ const OPTIONS = {
     flag: "decoder",
     env: "VOXEDGE_DECODER",
     schema: z.enum(["auto", "wgsl", "onnx"]).default("auto"),
-    description: "Pocket TTS Mimi decoder: wgsl (our WebGPU kernels) or onnx (onnxruntime on the CPU); auto picks wgsl on a GPU the device policy allows",
+    description: "Pocket TTS Mimi decoder: wgsl (our WebGPU kernels) or onnx (the bundle's graph through onnxruntime, on the language model's device); auto picks wgsl on a GPU the device policy allows",
   },
   speakerDir: {
     flag: "speaker-dir",

@@ -284,10 +284,34 @@ export async function gpuForTests(): Promise<GpuContext> {
  * wait on the GPU (buffer maps, `onSubmittedWorkDone`) so a lost device is an error, not a hang.
  */
 export function whileDeviceAlive<T>(device: GPUDevice, work: Promise<T>): Promise<T> {
-  const lost = device.lost.then((info) => {
-    throw new GpuDeviceLostError(info.reason ?? "unknown", info.message ?? "");
+  const watch = lossWatch(device);
+  if (watch.lost) return Promise.reject(watch.lost);
+  return new Promise<T>((resolve, reject) => {
+    // One listener per device rejects the waiters still pending when it is lost; each waiter leaves the
+    // set when it settles, so nothing accumulates on the device's lifelong `lost` promise.
+    watch.waiters.add(reject);
+    work.then(resolve, reject).finally(() => watch.waiters.delete(reject));
   });
-  // The loss branch must not surface as an unhandled rejection when `work` wins the race.
-  lost.catch(() => undefined);
-  return Promise.race([work, lost]);
+}
+
+interface LossWatch {
+  waiters: Set<(error: GpuDeviceLostError) => void>;
+  lost?: GpuDeviceLostError;
+}
+
+const lossWatches = new WeakMap<GPUDevice, LossWatch>();
+
+function lossWatch(device: GPUDevice): LossWatch {
+  let watch = lossWatches.get(device);
+  if (!watch) {
+    const created: LossWatch = { waiters: new Set() };
+    watch = created;
+    lossWatches.set(device, created);
+    void device.lost.then((info) => {
+      created.lost = new GpuDeviceLostError(info.reason ?? "unknown", info.message ?? "");
+      for (const reject of created.waiters) reject(created.lost);
+      created.waiters.clear();
+    });
+  }
+  return watch;
 }

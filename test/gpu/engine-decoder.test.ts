@@ -1,11 +1,12 @@
 /**
- * The server's choice of Mimi decoder (src/models/pocket/decoder-choice.ts) on this machine, whose only
- * WebGPU adapter is a software one: auto keeps the CPU decoder, `--decoder wgsl` (or `--device gpu`) serves
- * with the WGSL kernels, and both give the same speech for a seed.
+ * The server's choice of Mimi decoder (src/models/pocket/decoder-choice.ts): auto takes the WGSL kernels on
+ * a real GPU only, `--decoder wgsl` (or `--device gpu`) on any adapter, the software one here included, and
+ * both decoders give the same speech for a seed.
  */
 import { describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../src/engine/adapter.ts";
 import { compareTensors } from "../../src/models/pocket/conformance.ts";
+import { gpuForTests } from "../../src/gpu/device.ts";
 import { PocketEngine } from "../../src/models/pocket/engine.ts";
 import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
 
@@ -19,20 +20,36 @@ async function speak(engine: PocketEngine, seed: number): Promise<Float32Array> 
 }
 
 describe("Mimi decoder choice", () => {
-  test("auto keeps the CPU decoder on a software adapter; --device cpu never asks for one", async () => {
+  test("auto takes the WGSL decoder only on a real GPU (not the software adapter here); --device cpu never", async () => {
+    const { isSoftware } = await gpuForTests();
     for (const device of ["auto", "cpu"] as const) {
       const engine = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device });
       try {
-        expect(engine.capabilities.description).not.toContain("WGSL");
+        expect(engine.capabilities.description.includes("WGSL")).toBe(device === "auto" && !isSoftware);
       } finally {
         await engine.close();
       }
     }
   });
 
+  test("with the WGSL decoder, more concurrent requests than its 16 state slots wait their turn instead of failing", async () => {
+    const engine = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
+    try {
+      const requests = Array.from({ length: 20 }, async (_, index) => {
+        const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: index, maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
+        let samples = 0;
+        for await (const chunk of engine.synthesize(job)) samples += chunk.samples.length;
+        return samples;
+      });
+      expect(await Promise.all(requests)).toEqual(Array<number>(20).fill(3 * 1920));
+    } finally {
+      await engine.close();
+    }
+  });
+
   test("--decoder wgsl serves with the WGSL kernels, and the speech matches the ONNX decoder's for a seed", async () => {
     const wgsl = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
-    const onnx = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx" });
+    const onnx = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
     try {
       expect(wgsl.capabilities.description).toContain("Mimi decoder on WGSL kernels");
       expect(onnx.capabilities.description).toContain("worker thread");

@@ -16,7 +16,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "./generation.ts";
-import { closePocketSessions, createCacheWritingSession, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
+import { closePocketSessions, loadOnnxRuntime, openPocketSessions, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession, type PocketSessions } from "./onnx.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type PocketStages } from "./stages.ts";
@@ -165,12 +165,8 @@ class Fixture {
     if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
-    // Opened as the engine opens it: the KV caches rebuilt from the graph's writes (cache-writes.ts).
-    const manifest = await this.mimiManifest();
-    const opened = createCacheWritingSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), manifest);
-    this.extraSessions.push(opened.then(({ session }) => session));
-    const { session, cacheWrites } = await opened;
-    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate }, cacheWrites);
+    const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
+    return new MimiDecoder(session, await this.mimiManifest(), { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
   }
 
   /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */

@@ -12,6 +12,9 @@ import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 
 export type DecoderChoice = "auto" | "wgsl" | "onnx";
+
+/** Streams the WGSL decoder holds state for at once (the engine makes further requests wait). */
+export const WGSL_DECODER_STREAMS = 16;
 export type DevicePolicy = "auto" | "gpu" | "cpu";
 
 export interface WgslDecoderChoice {
@@ -51,15 +54,23 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
     if (decoder === "wgsl") throw new Error(`--decoder wgsl needs a WebGPU device: ${(error as Error).message}`, { cause: error });
     return { reason: (error as Error).message };
   }
-  // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
-  const cache = bundle.mimiStateManifest.find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
-  if (!cache || cache.shape.length !== 5) throw new Error("the bundle's Mimi state manifest has no decoder_transformer KV cache to read the head count from");
-  const fp32 = await loadPocketBundle(bundleDir, { precision: "fp32" });
-  const gpuDecoder = new MimiGpuDecoder(context.device, await readMimiWeightsFromOnnx(fp32.graphs.mimiDecoder.path), { heads: cache.shape[2]! });
-  if (gpuDecoder.config.samplesPerFrame !== bundle.dims.samplesPerFrame || gpuDecoder.config.latentDim !== bundle.dims.latentDim) {
-    throw new Error(`the WGSL decoder makes ${gpuDecoder.config.samplesPerFrame} samples from ${gpuDecoder.config.latentDim}-value latents; the bundle expects ${bundle.dims.samplesPerFrame} from ${bundle.dims.latentDim}`);
+  try {
+    // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+    const cache = bundle.mimiStateManifest.find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
+    if (!cache || cache.shape.length !== 5) throw new Error("the bundle's Mimi state manifest has no decoder_transformer KV cache to read the head count from");
+    const fp32 = await loadPocketBundle(bundleDir, { precision: "fp32" });
+    const gpuDecoder = new MimiGpuDecoder(context.device, await readMimiWeightsFromOnnx(fp32.graphs.mimiDecoder.path), { heads: cache.shape[2]!, maxStreams: WGSL_DECODER_STREAMS });
+    if (gpuDecoder.config.samplesPerFrame !== bundle.dims.samplesPerFrame || gpuDecoder.config.latentDim !== bundle.dims.latentDim) {
+      gpuDecoder.destroy();
+      throw new Error(`the WGSL decoder makes ${gpuDecoder.config.samplesPerFrame} samples from ${gpuDecoder.config.latentDim}-value latents; the bundle expects ${bundle.dims.samplesPerFrame} from ${bundle.dims.latentDim}`);
+    }
+    return { decoder: gpuDecoder, adapterDescription: context.adapterDescription };
+  } catch (error) {
+    if (decoder === "wgsl") throw error;
+    // auto: the ONNX decoder still works.
+    console.warn(`the WGSL Mimi decoder could not be set up (${(error as Error).message}); decoding with the ONNX graph`);
+    return { reason: (error as Error).message };
   }
-  return { decoder: gpuDecoder, adapterDescription: context.adapterDescription };
 }
 
 /**

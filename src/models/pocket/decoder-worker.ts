@@ -8,12 +8,12 @@
  */
 import { parentPort } from "node:worker_threads";
 import type { StateEntry } from "./bundle.ts";
-import { createCacheWritingSession, loadOnnxRuntime, type CpuProvider } from "./onnx.ts";
+import { configureOnnxRuntime, loadOnnxRuntime, type CpuProvider } from "./onnx.ts";
 import { MimiDecoder, type MimiDecoderConfig, type MimiState } from "./stages.ts";
 
 export type DecoderWorkerRequest =
-  | { kind: "open"; path: string; manifest: StateEntry[]; config: MimiDecoderConfig; provider: CpuProvider }
-  | { kind: "decode"; requestId: number; stateId: number; nextStateId: number; latents: Float32Array }
+  | { kind: "open"; path: string; manifest: StateEntry[]; config: MimiDecoderConfig; provider: CpuProvider; threads: number }
+  | { kind: "decode"; requestId: number; stateId: number; fresh: boolean; nextStateId: number; latents: Float32Array }
   | { kind: "release"; stateId: number };
 
 export type DecoderWorkerReply =
@@ -32,20 +32,16 @@ const states = new Map<number, MimiState>();
 let queue: Promise<void> = Promise.resolve();
 
 port.on("message", (message: DecoderWorkerRequest) => {
-  if (message.kind === "open") {
-    queue = queue.then(() => open(message));
-  } else if (message.kind === "decode") {
-    queue = queue.then(() => decode(message));
-  } else {
-    queue = queue.then(() => void states.delete(message.stateId));
-  }
+  const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => void states.delete(message.stateId);
+  // A handler that throws must not stop the queue: every later message would go unanswered.
+  queue = queue.then(handle).catch((error: unknown) => console.error(`Mimi decoder worker: ${(error as Error).message}`));
 });
 
 async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): Promise<void> {
   try {
+    configureOnnxRuntime({ threads: message.threads });
     const runtime = await loadOnnxRuntime({ provider: message.provider });
-    const { session, cacheWrites } = await createCacheWritingSession(runtime, message.path, message.manifest);
-    decoder = new MimiDecoder(session, message.manifest, message.config, cacheWrites);
+    decoder = new MimiDecoder(await runtime.createSession(message.path), message.manifest, message.config);
     reply({ kind: "ready" });
   } catch (error) {
     reply({ kind: "failed", message: (error as Error).message });
@@ -55,8 +51,9 @@ async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): P
 async function decode(message: Extract<DecoderWorkerRequest, { kind: "decode" }>): Promise<void> {
   try {
     if (!decoder) throw new Error("the decoder worker has no open decoder");
-    // An id seen for the first time is a fresh state (emptyState on the main thread allocates ids only).
-    const state = states.get(message.stateId) ?? decoder.emptyState();
+    // emptyState on the main thread only allocates an id; the state itself is made here on first use.
+    const state = states.get(message.stateId) ?? (message.fresh ? decoder.emptyState() : undefined);
+    if (!state) throw new Error(`decoder state ${message.stateId} is unknown or was released`);
     const reuseState = message.nextStateId === message.stateId;
     const result = await decoder.decode(state, message.latents, { reuseState });
     states.set(message.nextStateId, result.state);

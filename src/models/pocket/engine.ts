@@ -16,10 +16,10 @@ import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapte
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
 import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type PocketSessions } from "./onnx.ts";
-import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "./stages.ts";
+import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type MimiState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
-import { startDecoderWorker, WorkerMimiDecoder } from "./worker-decoder.ts";
-import { chooseLanguageModelGpu, chooseWgslDecoder, type DecoderChoice, type DevicePolicy } from "./decoder-choice.ts";
+import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./worker-decoder.ts";
+import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder-choice.ts";
 import type { MimiGpuDecoder } from "../../gpu/mimi-decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 
@@ -31,6 +31,74 @@ type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: 
 function describePlacement(placement: MimiDecoderPlacement): string {
   if (placement.kind === "wgsl") return `Mimi decoder on WGSL kernels (${placement.adapterDescription})`;
   return placement.kind === "worker" ? "Mimi decoder in a worker thread" : "Mimi decoder in the main thread";
+}
+
+/**
+ * The bundle's sessions on a WebGPU device where the policy picks one (fp32 graphs), else on the CPU (int8
+ * where the bundle has them). Under `auto`, a GPU that fails to open the sessions falls back to the CPU.
+ */
+async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
+  const gpuDevice = await chooseLanguageModelGpu(device);
+  if (gpuDevice) {
+    const bundle = await loadPocketBundle(bundleDir, { precision: "fp32" });
+    try {
+      return { bundle, sessions: await openPocketSessions(bundle, { ...providerOptions, gpuDevice }) };
+    } catch (error) {
+      if (device === "gpu") throw error;
+      console.warn(`Pocket TTS on WebGPU failed (${(error as Error).message}); running on the CPU`);
+    }
+  }
+  const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
+  return { bundle, sessions: await openPocketSessions(bundle, providerOptions) };
+}
+
+/**
+ * The worker's decoder until the worker stops, then the in-process one: the chunk decoding at that moment
+ * fails, later ones decode in the main thread instead of failing too.
+ */
+export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: LatentDecoder<MimiState>): LatentDecoder<unknown> {
+  let warned = false;
+  const workerAlive = () => {
+    if (!worker.failed) return true;
+    if (!warned) console.warn("the Mimi decoder worker stopped; decoding in the main thread from now on");
+    warned = true;
+    return false;
+  };
+  const isWorkerState = (state: unknown): state is WorkerDecoderState => typeof state === "object" && state !== null && "fresh" in state;
+  return {
+    config: worker.config,
+    get concurrent() {
+      return !worker.failed;
+    },
+    emptyState: () => (workerAlive() ? worker.emptyState() : inProcess.emptyState()),
+    decode: (state, latents, options) => (isWorkerState(state) ? worker.decode(state, latents, options) : inProcess.decode(state as MimiState, latents, options)),
+    release: (state) => {
+      if (isWorkerState(state)) worker.release(state);
+    },
+  };
+}
+
+/** Counts out a fixed number of permits; `acquire` waits for one and returns its release. */
+class Semaphore {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(permits: number) {
+    this.#free = permits;
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    };
+  }
 }
 
 /** Serialises calls into the shared sessions. */
@@ -47,6 +115,7 @@ export class PocketEngine implements SpeechModelAdapter {
   readonly capabilities: AdapterCapabilities;
   readonly #queue = new SessionQueue();
   readonly #decoder: MimiDecoderPlacement;
+  readonly #streamPermits: Semaphore | null;
   readonly #stages: GenerationStages;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
 
@@ -90,16 +159,21 @@ export class PocketEngine implements SpeechModelAdapter {
       textConditioner: queued(stages.textConditioner, ["embed"]),
       flowLm: queued(stages.flowLm, ["prefill", "step"]),
       flowHead: queued(stages.flowHead, ["sample"]),
-      mimiDecoder: decoder.kind === "in-process" ? queued(stages.mimiDecoder, ["decode"]) : decoder.kind === "worker" ? decoder.decoder : queued(decoder.decoder, ["decode"], new SessionQueue()),
+      mimiDecoder:
+        decoder.kind === "in-process"
+          ? queued(stages.mimiDecoder, ["decode"])
+          : decoder.kind === "worker"
+            ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]))
+            : queued(decoder.decoder, ["decode"], new SessionQueue()),
     };
+    // The WGSL decoder holds one state slot per stream on the device: requests beyond that wait their turn.
+    this.#streamPermits = decoder.kind === "wgsl" ? new Semaphore(WGSL_DECODER_STREAMS) : null;
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
   static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<PocketEngine> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
-    const gpuDevice = await chooseLanguageModelGpu(options.device);
-    const bundle = await loadPocketBundle(bundleDir, { precision: gpuDevice ? "fp32" : "int8" });
-    const sessions = await openPocketSessions(bundle, gpuDevice ? { ...providerOptions, gpuDevice } : providerOptions);
+    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto");
     const stages = await createPocketStages(bundle, sessions);
     const tokenizer =
       bundle.tokenizer.format === "sentencepiece"
@@ -127,9 +201,14 @@ export class PocketEngine implements SpeechModelAdapter {
     const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
     const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags);
     let frames = 0;
-    for await (const frame of generateSpeech(this.#stages, { voice, chunks, params: generationParams(job.extraParams), seed: job.seed, signal: job.signal })) {
-      yield { samples: frame.samples, sampleRateHz: this.bundle.dims.sampleRateHz, frameCount: 1 };
-      if (job.maxNewTokens !== undefined && ++frames >= job.maxNewTokens) return;
+    const releasePermit = await this.#streamPermits?.acquire();
+    try {
+      for await (const frame of generateSpeech(this.#stages, { voice, chunks, params: generationParams(job.extraParams), seed: job.seed, signal: job.signal })) {
+        yield { samples: frame.samples, sampleRateHz: this.bundle.dims.sampleRateHz, frameCount: 1 };
+        if (job.maxNewTokens !== undefined && ++frames >= job.maxNewTokens) return;
+      }
+    } finally {
+      releasePermit?.();
     }
   }
 

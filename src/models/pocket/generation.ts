@@ -387,6 +387,8 @@ export async function* decodeAlongside(latents: AsyncIterable<Float32Array>, dec
     }
     if (pending.length > 0) yield await decoder.decode(takeBatch());
   } finally {
+    // A decode still running when the consumer stops is waited for, so the caller may release the state.
+    await inFlight?.catch(() => {});
     await iterator.return?.();
   }
 }

@@ -99,6 +99,12 @@ export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
   configuredThreads = threads;
 }
 
+/** The process-wide thread count (configureOnnxRuntime), so a worker's sessions can use the same. */
+export function configuredOnnxThreads(): number {
+  if (configuredThreads === undefined) configureOnnxRuntime();
+  return configuredThreads!;
+}
+
 /** A loaded provider: its package, ready to create sessions. */
 export interface OnnxRuntime {
   readonly provider: CpuProvider;
@@ -203,7 +209,6 @@ export interface PocketSessions {
   flowLmWindowedInputs: string[];
   flowLmFlow: OnnxSession;
   mimiDecoder: OnnxSession;
-  mimiCacheWrites: CacheWritePlan[];
 }
 
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
@@ -214,7 +219,9 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
     createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
     runtime.createSession(graphs.flowLmFlow.path),
-    createCacheWritingSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest),
+    // Not the Mimi decoder: its ring writes replace a whole K/V plane per call, so fetching the writes
+    // instead of the caches would save nothing.
+    runtime.createSession(graphs.mimiDecoder.path),
   ]);
   return {
     provider: runtime.provider,
@@ -225,8 +232,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     flowLmCacheWrites: flowLm.cacheWrites,
     flowLmWindowedInputs: flowLm.windowed,
     flowLmFlow,
-    mimiDecoder: mimi.session,
-    mimiCacheWrites: mimi.cacheWrites,
+    mimiDecoder: mimi,
   };
 }
 

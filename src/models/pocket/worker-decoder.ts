@@ -10,12 +10,14 @@
 import { Worker } from "node:worker_threads";
 import type { PocketBundle, StateEntry } from "./bundle.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./decoder-worker.ts";
-import type { CpuProvider } from "./onnx.ts";
+import { configuredOnnxThreads, type CpuProvider } from "./onnx.ts";
 import type { MimiDecoderConfig, StepOptions } from "./stages.ts";
 
 /** A decoder state held by the worker. */
 export interface WorkerDecoderState {
   readonly id: number;
+  /** Not yet decoded from: the worker makes the state on first use. */
+  fresh: boolean;
   /** Latent frames decoded since the state was fresh. */
   frames: number;
 }
@@ -25,6 +27,8 @@ export interface DecoderWorkerOptions {
   manifest: readonly StateEntry[];
   config: MimiDecoderConfig;
   provider: CpuProvider;
+  /** Intra-op threads of the worker's session (default 1). */
+  threads?: number;
   /** How long the worker may take to open its session. */
   startTimeoutMs?: number;
 }
@@ -45,12 +49,16 @@ export class WorkerMimiDecoder {
       if (reply.kind !== "decoded" && reply.kind !== "error") return;
       const pending = this.#pending.get(reply.requestId);
       this.#pending.delete(reply.requestId);
+      if (this.#pending.size === 0) worker.unref();
       if (reply.kind === "decoded") pending?.resolve(reply.audio);
       else pending?.reject(new Error(`Mimi decoder: ${reply.message}`));
     });
     worker.on("error", (error: Error) => this.#fail(new Error(`the Mimi decoder worker stopped: ${error.message}`)));
+    // A reply that cannot be deserialised would otherwise leave its decode waiting forever.
+    worker.on("messageerror", (error: Error) => this.#fail(new Error(`a Mimi decoder worker reply could not be read: ${error.message}`)));
     worker.on("exit", (code: number) => this.#fail(new Error(`the Mimi decoder worker exited (code ${code})`)));
-    // An idle decoder must not keep the process alive.
+    // An idle decoder must not keep the process alive, but one with decodes pending must: a worker that is
+    // not referenced does not wake the event loop for its replies.
     worker.unref();
   }
 
@@ -72,7 +80,7 @@ export class WorkerMimiDecoder {
           clearTimeout(timer);
           reject(error);
         });
-        const open: DecoderWorkerRequest = { kind: "open", path: options.path, manifest: [...options.manifest], config: options.config, provider: options.provider };
+        const open: DecoderWorkerRequest = { kind: "open", path: options.path, manifest: [...options.manifest], config: options.config, provider: options.provider, threads: options.threads ?? 1 };
         worker.postMessage(open);
       });
     } catch (error) {
@@ -93,14 +101,17 @@ export class WorkerMimiDecoder {
     const next = options.reuseState ? state : this.#handle();
     const requestId = this.#nextRequestId++;
     const audio = new Promise<Float32Array>((resolve, reject) => this.#pending.set(requestId, { resolve, reject }));
+    if (this.#pending.size === 1) this.worker.ref();
     // A copy is sent: the caller keeps its latents.
-    this.#post({ kind: "decode", requestId, stateId: state.id, nextStateId: next.id, latents: latents.slice() });
+    this.#post({ kind: "decode", requestId, stateId: state.id, fresh: state.fresh, nextStateId: next.id, latents: latents.slice() });
+    state.fresh = false;
     const samples = await audio;
     if (samples.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${samples.length} samples for ${frames} latents`);
     if (options.reuseState) {
       state.frames += frames;
       return { state, audio: samples };
     }
+    next.fresh = false;
     next.frames = state.frames + frames;
     return { state: next, audio: samples };
   }
@@ -111,13 +122,18 @@ export class WorkerMimiDecoder {
     this.#post({ kind: "release", stateId: state.id });
   }
 
+  /** Whether the worker has stopped (crashed, exited or closed): every decode now fails. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
   close(): void {
     this.#fail(new Error("the Mimi decoder worker was closed"));
     this.worker.terminate();
   }
 
   #handle(): WorkerDecoderState {
-    const state = { id: this.#nextStateId++, frames: 0 };
+    const state = { id: this.#nextStateId++, fresh: true, frames: 0 };
     this.#released.register(state, state.id, state);
     return state;
   }
@@ -145,7 +161,7 @@ export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProv
   if (provider !== "onnxruntime-node") return null;
   const { latentDim, samplesPerFrame } = bundle.dims;
   try {
-    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider });
+    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads() });
   } catch (error) {
     console.warn(`${(error as Error).message}; decoding in the main thread`);
     return null;

@@ -326,6 +326,20 @@ describe("decodeAlongside", () => {
     expect(log.indexOf("sampled 7")).toBeLessThan(log.indexOf("decode 4"));
   });
 
+  test("concurrent: a consumer that stops early returns only after the decode in flight is done", async () => {
+    const log: string[] = [];
+    const decoder = fakeDecoder(true, log, 20);
+    const finished: string[] = [];
+    const tracked = { concurrent: true, decode: async (batch: Float32Array) => { const audio = await decoder.decode(batch); finished.push(`decoded ${batch.length / LATENT}`); return audio; } };
+    const stream = decodeAlongside(sampled(50, log, 1), tracked, { latentDim: LATENT, maxBatchFrames: 4 });
+    await stream.next();
+    // The second batch is decoding while the consumer leaves.
+    await Bun.sleep(5);
+    const started = log.filter((entry) => entry.startsWith("decode")).length;
+    await stream.return(undefined);
+    expect(finished.length).toBe(started);
+  });
+
   test("concurrent: a decode that fails ends the stream with its error, and sampling is stopped", async () => {
     const log: string[] = [];
     const failing = { concurrent: true, decode: async () => Promise.reject(new Error("decoder lost")) };

@@ -8,6 +8,7 @@ import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/onnx.ts";
 import { createPocketStages, type PocketStages } from "../../../src/models/pocket/stages.ts";
 import { startDecoderWorker, WorkerMimiDecoder } from "../../../src/models/pocket/worker-decoder.ts";
+import { withInProcessFallback } from "../../../src/models/pocket/engine.ts";
 import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
 let bundle: PocketBundle;
@@ -82,6 +83,28 @@ describe("Mimi decoder in a worker thread", () => {
   test("a graph the worker cannot open rejects the start instead of hanging", async () => {
     const options = { path: "/nonexistent/mimi_decoder.onnx", manifest: bundle.mimiStateManifest, config: { latentDim: 32, samplesPerFrame: 1920 }, provider: "onnxruntime-node" as const };
     await expect(WorkerMimiDecoder.start(options)).rejects.toThrow(/could not start/);
+  });
+
+  test("a released state is refused, not silently decoded from a fresh one", async () => {
+    const first = await worker.decode(worker.emptyState(), latents.subarray(0, 32));
+    worker.release(first.state);
+    // Awaited by hand: while `expect(…).rejects` waits, Bun 1.4.5 does not deliver worker messages.
+    const refused = await worker.decode(first.state, latents.subarray(32, 64)).then(
+      () => null,
+      (error: Error) => error,
+    );
+    expect(refused?.message).toMatch(/unknown or was released/);
+  });
+
+  test("once the worker stops, the engine's decoder falls back to the in-process one", async () => {
+    const started = await startDecoderWorker(bundle, "onnxruntime-node");
+    const decoder = withInProcessFallback(started!, stages.mimiDecoder);
+    expect(decoder.concurrent).toBe(true);
+    const before = await decodeInCalls(decoder, [2, 5], true);
+    started!.close();
+    expect(decoder.concurrent).toBe(false);
+    const after = await decodeInCalls(decoder, [2, 5], true);
+    expect(after).toEqual(before);
   });
 
   test("closing rejects decodes still waiting", async () => {
