@@ -259,7 +259,13 @@ function sharedContext(): Promise<GpuContext> {
  * fails the self-test, or (unless `allowSoftware`) only a software adapter, which is slower than the CPU path.
  */
 export async function acquireGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext> {
-  const context = await sharedContext();
+  let context: GpuContext;
+  try {
+    context = await sharedContext();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`${reason}; on a machine without a GPU, Mesa's software adapter serves: ${SOFTWARE_ADAPTER_INSTALL_HINT}`, { cause: error });
+  }
   if (context.isSoftware && !options.allowSoftware) {
     throw new Error(`the only WebGPU adapter is a software one (${context.adapterDescription}); pass allowSoftware to use it anyway`);
   }
@@ -275,7 +281,7 @@ export async function gpuForTests(): Promise<GpuContext> {
     return await acquireGpu({ allowSoftware: true });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`no usable WebGPU device for the kernel tests (${reason}); install a software adapter: ${SOFTWARE_ADAPTER_INSTALL_HINT}`);
+    throw new Error(`no usable WebGPU device for the kernel tests: ${reason}`);
   }
 }
 
