@@ -112,3 +112,15 @@ test("serve --model <bundle> serves Pocket TTS and says so", async () => {
   expect(new TextDecoder().decode(bytes.slice(0, 4))).toBe("RIFF");
   expect(log).toContain("model ready: neural model");
 }, 120_000);
+
+test("deno task serve --model <bundle> serves Pocket TTS, decoding in a worker thread (Deno)", async () => {
+  const { fixtureBundle } = await import("./models/pocket/bundle-fixture.ts");
+  const port = 22000 + Math.floor(Math.random() * 1000);
+  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1", "--model", fixtureBundle()], port, async (base) => {
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string; description: string }[] };
+    expect(models.data[0]!.id).toBe("pocket-tts");
+    expect(models.data[0]!.description).toContain("Mimi decoder in a worker thread");
+  });
+  expect(status).toBe(200);
+  expect(decodeWithFfmpeg(bytes).samples.length).toBeGreaterThan(1920);
+}, 120_000);

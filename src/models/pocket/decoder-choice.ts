@@ -80,10 +80,15 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
  */
 function mayHaveRealGpu(): boolean {
   if (process.platform !== "linux") return true;
-  if (existsSync("/dev/dxg") || existsSync("/dev/nvidia0")) return true;
+  try {
+    if (existsSync("/dev/dxg") || existsSync("/dev/nvidia0")) return true;
+  } catch {
+    // Deno wants --allow-all to look at some device paths: let the probe decide.
+    return true;
+  }
   try {
     return readdirSync("/dev/dri").some((name) => name.startsWith("renderD"));
-  } catch {
-    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== "ENOENT";
   }
 }
