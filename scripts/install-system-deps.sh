@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# System packages the test suite needs: ffmpeg (independent decoder of every output format),
-# pocketsphinx with its English model (intelligibility checks of the offline engine), and Debian's
-# PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden fixture), and
-# Chromium (the playground page tested in a real browser), and Mesa's software GPU drivers (the WGSL
-# kernel tests run on them: lavapipe on Vulkan for Deno, llvmpipe through EGL/OpenGL ES for bun-webgpu).
+# System packages, installed through apt when missing (as root; otherwise the command to run is printed).
+#
+# `--runtime` (run by `npm install`): only what serving can use beyond npm, Mesa's software GPU drivers, so
+# `--decoder wgsl` / `--device gpu` work on a machine without a GPU (lavapipe on Vulkan for Deno, llvmpipe
+# through EGL/OpenGL ES for bun-webgpu). Never fails the install: without root it only says what to run.
+#
+# Without arguments (run before `npm test`): also what the test suite needs: ffmpeg (independent decoder of
+# every output format), pocketsphinx with its English model (intelligibility checks of the offline engine),
+# Debian's PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden
+# fixture) and Chromium (the playground page tested in a real browser).
 set -euo pipefail
+runtime_only=false
+[ "${1:-}" = "--runtime" ] && runtime_only=true
 missing=()
-command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
-command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
-[ -d /usr/share/pocketsphinx/model/en-us ] || missing+=(pocketsphinx-en-us)
-/usr/bin/python3 -c "import torch" >/dev/null 2>&1 || missing+=(python3-torch)
-/usr/bin/python3 -c "import onnx, numpy" >/dev/null 2>&1 || missing+=(python3-onnx python3-numpy)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ "$(uname -s)" = "Linux" ] || exit 0
 [ -e /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so ] || missing+=(mesa-vulkan-drivers)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || missing+=(libgl1-mesa-dri)
 [ -e /usr/share/glvnd/egl_vendor.d/50_mesa.json ] || missing+=(libegl-mesa0)
 [ -e /usr/lib/x86_64-linux-gnu/libEGL.so.1 ] || missing+=(libegl1)
+if [ "$runtime_only" = false ]; then
+  command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+  command -v pocketsphinx_continuous >/dev/null 2>&1 || missing+=(pocketsphinx)
+  [ -d /usr/share/pocketsphinx/model/en-us ] || missing+=(pocketsphinx-en-us)
+  /usr/bin/python3 -c "import torch" >/dev/null 2>&1 || missing+=(python3-torch)
+  /usr/bin/python3 -c "import onnx, numpy" >/dev/null 2>&1 || missing+=(python3-onnx python3-numpy)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" -ne 0 ]; then
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2
+  [ "$runtime_only" = true ] && exit 0
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+if [ "$runtime_only" = true ]; then
+  { apt-get update -q && apt-get install -y -q "${missing[@]}"; } || echo "could not install ${missing[*]}; --decoder wgsl needs a WebGPU adapter" >&2
+  exit 0
+fi
 apt-get update -q
 apt-get install -y -q "${missing[@]}"
