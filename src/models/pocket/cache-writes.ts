@@ -18,7 +18,23 @@
  * symbolic axis FlowLM feeds only the rows in use (stages.ts, after checking the results are identical).
  */
 import { concatBytes } from "../../audio/concat.ts";
-import { parseValueInfo } from "./onnx.ts";
+import {
+  DIM_PARAM_FIELD,
+  DIM_VALUE_FIELD,
+  GRAPH_INPUT_FIELD,
+  GRAPH_NODE_FIELD,
+  GRAPH_OUTPUT_FIELD,
+  MODEL_GRAPH_FIELD,
+  parseNode,
+  parseValueInfo,
+  SHAPE_DIM_FIELD,
+  TENSOR_TYPE_ELEMENT_FIELD,
+  TENSOR_TYPE_SHAPE_FIELD,
+  TYPE_TENSOR_FIELD,
+  VALUE_INFO_NAME_FIELD,
+  VALUE_INFO_TYPE_FIELD,
+  type OnnxNode,
+} from "./onnx.ts";
 import { lengthDelimitedField as lengthDelimited, protobufFields, varintField, WIRE_LENGTH_DELIMITED } from "./protobuf.ts";
 
 /** One `ScatterND(data, indices, updates)` of a cache chain, by tensor name. */
@@ -52,73 +68,28 @@ export interface RewriteOptions {
   positionsAxis?: number;
 }
 
-// onnx.proto field numbers.
-const MODEL_GRAPH = 7;
-const GRAPH_NODE = 1;
-const GRAPH_INPUT = 11;
-const GRAPH_OUTPUT = 12;
-const NODE_INPUT = 1;
-const NODE_OUTPUT = 2;
-const NODE_OP_TYPE = 4;
-const NODE_ATTRIBUTE = 5;
-const NODE_DOMAIN = 7;
-const ATTRIBUTE_NAME = 1;
-const ATTRIBUTE_STRING = 4;
-const VALUE_INFO_NAME = 1;
-const VALUE_INFO_TYPE = 2;
-const TYPE_TENSOR = 1;
-const TENSOR_TYPE_ELEMENT = 1;
-const TENSOR_TYPE_SHAPE = 2;
-const SHAPE_DIM = 1;
-const DIM_VALUE = 1;
-const DIM_PARAM = 2;
+// TensorProto.DataType codes of the added outputs.
 const ELEMENT_FLOAT = 1;
 const ELEMENT_INT64 = 7;
-
-interface GraphNode {
-  opType: string;
-  domain: string;
-  inputs: string[];
-  outputs: string[];
-  reduction: string;
-}
 
 /**
  * Finds the scatter chain of each `{inputName, outputName}` pair and returns the rewritten model, or null
  * when no pair is such a chain (the graph is then used as it is).
  */
 export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputName: string; outputName: string }[], options: RewriteOptions = {}): RewrittenGraph | null {
-  const text = new TextDecoder();
   let graphField: { start: number; payloadStart: number; next: number } | undefined;
   for (const field of protobufFields(model)) {
-    if (field.number === MODEL_GRAPH && field.wireType === WIRE_LENGTH_DELIMITED) graphField = { start: field.start, payloadStart: field.payloadStart, next: field.next };
+    if (field.number === MODEL_GRAPH_FIELD && field.wireType === WIRE_LENGTH_DELIMITED) graphField = { start: field.start, payloadStart: field.payloadStart, next: field.next };
   }
   if (!graphField) return null;
   const graph = model.subarray(graphField.payloadStart, graphField.next);
 
-  const producers = new Map<string, GraphNode>();
+  const producers = new Map<string, OnnxNode>();
   const graphOutputs = new Set<string>();
   for (const field of protobufFields(graph)) {
-    if (field.number === GRAPH_OUTPUT) {
-      for (const infoField of protobufFields(field.payload)) if (infoField.number === VALUE_INFO_NAME) graphOutputs.add(text.decode(infoField.payload));
-    }
-    if (field.number !== GRAPH_NODE) continue;
-    const node: GraphNode = { opType: "", domain: "", inputs: [], outputs: [], reduction: "none" };
-    for (const nodeField of protobufFields(field.payload)) {
-      if (nodeField.number === NODE_INPUT) node.inputs.push(text.decode(nodeField.payload));
-      else if (nodeField.number === NODE_OUTPUT) node.outputs.push(text.decode(nodeField.payload));
-      else if (nodeField.number === NODE_OP_TYPE) node.opType = text.decode(nodeField.payload);
-      else if (nodeField.number === NODE_DOMAIN) node.domain = text.decode(nodeField.payload);
-      else if (nodeField.number === NODE_ATTRIBUTE) {
-        let name = "";
-        let value = "";
-        for (const attributeField of protobufFields(nodeField.payload)) {
-          if (attributeField.number === ATTRIBUTE_NAME) name = text.decode(attributeField.payload);
-          if (attributeField.number === ATTRIBUTE_STRING) value = text.decode(attributeField.payload);
-        }
-        if (name === "reduction") node.reduction = value;
-      }
-    }
+    if (field.number === GRAPH_OUTPUT_FIELD) graphOutputs.add(parseValueInfo(field.payload).name);
+    if (field.number !== GRAPH_NODE_FIELD) continue;
+    const node = parseNode(field.payload);
     for (const output of node.outputs) producers.set(output, node);
   }
 
@@ -132,7 +103,7 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
   const windowed = new Set(options.positionsAxis === undefined ? [] : plans.flatMap((plan) => [plan.inputName, plan.outputName]));
   const fields: Uint8Array[] = [];
   for (const field of protobufFields(graph)) {
-    const isValueInfo = field.number === GRAPH_INPUT || field.number === GRAPH_OUTPUT;
+    const isValueInfo = field.number === GRAPH_INPUT_FIELD || field.number === GRAPH_OUTPUT_FIELD;
     const info = isValueInfo ? parseValueInfo(field.payload) : undefined;
     if (info && windowed.has(info.name) && info.dims.length > options.positionsAxis!) {
       info.dims[options.positionsAxis!] = CACHE_POSITIONS_SYMBOL;
@@ -147,7 +118,7 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
       for (const [name, elementType] of [[indices, ELEMENT_INT64], [updates, ELEMENT_FLOAT]] as const) {
         if (graphOutputs.has(name)) continue;
         graphOutputs.add(name);
-        added.push(lengthDelimited(GRAPH_OUTPUT, valueInfo(name, elementType)));
+        added.push(lengthDelimited(GRAPH_OUTPUT_FIELD, valueInfo(name, elementType)));
       }
     }
   }
@@ -155,7 +126,7 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
   // and only the graph's length prefix changes.
   const newGraph = concatBytes([...fields, ...added]);
   return {
-    model: concatBytes([model.subarray(0, graphField.start), lengthDelimited(MODEL_GRAPH, newGraph), model.subarray(graphField.next)]),
+    model: concatBytes([model.subarray(0, graphField.start), lengthDelimited(MODEL_GRAPH_FIELD, newGraph), model.subarray(graphField.next)]),
     plans,
     windowed: [...windowed],
   };
@@ -164,12 +135,12 @@ export function rewriteCacheWrites(model: Uint8Array, states: readonly { inputNa
 const CACHE_POSITIONS_SYMBOL = "cache_positions";
 
 /** The writes from `inputName` to `outputName` if the output is a chain of plain ScatterNDs on the input. */
-function scatterChain(producers: ReadonlyMap<string, GraphNode>, inputName: string, outputName: string): ScatterWrite[] | null {
+function scatterChain(producers: ReadonlyMap<string, OnnxNode>, inputName: string, outputName: string): ScatterWrite[] | null {
   const writes: ScatterWrite[] = [];
   let tensor = outputName;
   while (tensor !== inputName) {
     const node = producers.get(tensor);
-    if (!node || node.opType !== "ScatterND" || (node.domain !== "" && node.domain !== "ai.onnx") || node.reduction !== "none" || node.inputs.length !== 3) return null;
+    if (!node || node.opType !== "ScatterND" || (node.domain !== "" && node.domain !== "ai.onnx") || (node.stringAttributes.get("reduction") ?? "none") !== "none" || node.inputs.length !== 3) return null;
     writes.unshift({ indices: node.inputs[1]!, updates: node.inputs[2]! });
     tensor = node.inputs[0]!;
   }
@@ -208,12 +179,12 @@ export function applyScatterND(data: Float32Array, dataDims: readonly number[], 
 /** A tensor ValueInfoProto; without `dims` the shape is left unknown; a "?" dimension stays unknown. */
 function valueInfo(name: string, elementType: number, dims?: readonly (number | string)[]): Uint8Array {
   const encoder = new TextEncoder();
-  const parts = [varintField(TENSOR_TYPE_ELEMENT, elementType)];
+  const parts = [varintField(TENSOR_TYPE_ELEMENT_FIELD, elementType)];
   if (dims) {
     const dimFields = dims.map((dim) =>
-      lengthDelimited(SHAPE_DIM, typeof dim === "number" ? varintField(DIM_VALUE, dim) : dim === "?" ? new Uint8Array(0) : lengthDelimited(DIM_PARAM, encoder.encode(dim))),
+      lengthDelimited(SHAPE_DIM_FIELD, typeof dim === "number" ? varintField(DIM_VALUE_FIELD, dim) : dim === "?" ? new Uint8Array(0) : lengthDelimited(DIM_PARAM_FIELD, encoder.encode(dim))),
     );
-    parts.push(lengthDelimited(TENSOR_TYPE_SHAPE, concatBytes(dimFields)));
+    parts.push(lengthDelimited(TENSOR_TYPE_SHAPE_FIELD, concatBytes(dimFields)));
   }
-  return concatBytes([lengthDelimited(VALUE_INFO_NAME, encoder.encode(name)), lengthDelimited(VALUE_INFO_TYPE, lengthDelimited(TYPE_TENSOR, concatBytes(parts)))]);
+  return concatBytes([lengthDelimited(VALUE_INFO_NAME_FIELD, encoder.encode(name)), lengthDelimited(VALUE_INFO_TYPE_FIELD, lengthDelimited(TYPE_TENSOR_FIELD, concatBytes(parts)))]);
 }

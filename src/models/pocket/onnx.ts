@@ -288,17 +288,18 @@ const ELEMENT_TYPES: Readonly<Record<number, string>> = {
   16: "bfloat16",
 };
 
-/** Field numbers in onnx.proto. */
-const MODEL_GRAPH_FIELD = 7;
-const GRAPH_INPUT_FIELD = 11;
-const VALUE_INFO_NAME_FIELD = 1;
-const VALUE_INFO_TYPE_FIELD = 2;
-const TYPE_TENSOR_FIELD = 1;
-const TENSOR_TYPE_ELEMENT_FIELD = 1;
-const TENSOR_TYPE_SHAPE_FIELD = 2;
-const SHAPE_DIM_FIELD = 1;
-const DIM_VALUE_FIELD = 1;
-const DIM_PARAM_FIELD = 2;
+/** Field numbers in onnx.proto (also used by the graph rewrite, cache-writes.ts). */
+export const MODEL_GRAPH_FIELD = 7;
+export const GRAPH_INPUT_FIELD = 11;
+export const GRAPH_OUTPUT_FIELD = 12;
+export const VALUE_INFO_NAME_FIELD = 1;
+export const VALUE_INFO_TYPE_FIELD = 2;
+export const TYPE_TENSOR_FIELD = 1;
+export const TENSOR_TYPE_ELEMENT_FIELD = 1;
+export const TENSOR_TYPE_SHAPE_FIELD = 2;
+export const SHAPE_DIM_FIELD = 1;
+export const DIM_VALUE_FIELD = 1;
+export const DIM_PARAM_FIELD = 2;
 
 const READ_WINDOW_BYTES = 1 << 16;
 
@@ -414,8 +415,14 @@ export interface OnnxInitializer {
 export interface OnnxNode {
   name: string;
   opType: string;
+  /** Operator set domain: "" (or "ai.onnx") for the standard operators. */
+  domain: string;
   inputs: string[];
   outputs: string[];
+  /** The node's string attributes by name (e.g. ScatterND's `reduction`). */
+  stringAttributes: Map<string, string>;
+  /** The encoded TensorProto of a `value` attribute (Constant nodes), decoded only by whoever needs it. */
+  valueTensor: Uint8Array | null;
 }
 
 export interface OnnxGraphWeights {
@@ -425,14 +432,16 @@ export interface OnnxGraphWeights {
 }
 
 /** More onnx.proto field numbers: GraphProto, NodeProto, AttributeProto, TensorProto. */
-const GRAPH_NODE_FIELD = 1;
+export const GRAPH_NODE_FIELD = 1;
 const GRAPH_INITIALIZER_FIELD = 5;
 const NODE_INPUT_FIELD = 1;
 const NODE_OUTPUT_FIELD = 2;
 const NODE_NAME_FIELD = 3;
 const NODE_OP_TYPE_FIELD = 4;
 const NODE_ATTRIBUTE_FIELD = 5;
+const NODE_DOMAIN_FIELD = 7;
 const ATTRIBUTE_NAME_FIELD = 1;
+const ATTRIBUTE_STRING_FIELD = 4;
 const ATTRIBUTE_TENSOR_FIELD = 5;
 const TENSOR_DIMS_FIELD = 1;
 const TENSOR_DATA_TYPE_FIELD = 2;
@@ -460,9 +469,9 @@ export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeigh
           const tensor = parseTensor(graphField.payload);
           initializers.set(tensor.name, tensor);
         } else if (graphField.number === GRAPH_NODE_FIELD) {
-          const { node, value } = parseNode(graphField.payload);
+          const node = parseNode(graphField.payload);
           nodes.push(node);
-          if (node.opType === "Constant" && value && node.outputs[0]) initializers.set(node.outputs[0], { ...value, name: node.outputs[0] });
+          if (node.opType === "Constant" && node.valueTensor && node.outputs[0]) initializers.set(node.outputs[0], { ...parseTensor(node.valueTensor), name: node.outputs[0] });
         }
       }
     }
@@ -472,26 +481,30 @@ export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeigh
   }
 }
 
-function parseNode(bytes: Uint8Array): { node: OnnxNode; value: OnnxInitializer | null } {
+/** A NodeProto: names, operator, domain, string attributes, and a Constant's value still encoded. */
+export function parseNode(bytes: Uint8Array): OnnxNode {
   const text = new TextDecoder();
-  const node: OnnxNode = { name: "", opType: "", inputs: [], outputs: [] };
-  let value: OnnxInitializer | null = null;
+  const node: OnnxNode = { name: "", opType: "", domain: "", inputs: [], outputs: [], stringAttributes: new Map(), valueTensor: null };
   for (const field of protobufFields(bytes)) {
     if (field.number === NODE_INPUT_FIELD) node.inputs.push(text.decode(field.payload));
     else if (field.number === NODE_OUTPUT_FIELD) node.outputs.push(text.decode(field.payload));
     else if (field.number === NODE_NAME_FIELD) node.name = text.decode(field.payload);
     else if (field.number === NODE_OP_TYPE_FIELD) node.opType = text.decode(field.payload);
+    else if (field.number === NODE_DOMAIN_FIELD) node.domain = text.decode(field.payload);
     else if (field.number === NODE_ATTRIBUTE_FIELD) {
       let attributeName = "";
+      let string: string | null = null;
       let tensor: Uint8Array | null = null;
       for (const attributeField of protobufFields(field.payload)) {
         if (attributeField.number === ATTRIBUTE_NAME_FIELD) attributeName = text.decode(attributeField.payload);
+        if (attributeField.number === ATTRIBUTE_STRING_FIELD) string = text.decode(attributeField.payload);
         if (attributeField.number === ATTRIBUTE_TENSOR_FIELD) tensor = attributeField.payload;
       }
-      if (attributeName === "value" && tensor) value = parseTensor(tensor);
+      if (string !== null) node.stringAttributes.set(attributeName, string);
+      if (attributeName === "value" && tensor) node.valueTensor = tensor;
     }
   }
-  return { node, value };
+  return node;
 }
 
 /** Packed (or, for old writers, one-per-field) repeated varints. */

@@ -458,24 +458,18 @@ function copyCacheRows(source: DecodedTensor & { dtype: "F32" }, entry: StateEnt
     throw new Error(`${entry.module}/cache is [${source.shape.join(", ")}], expected [${kv}, ${batch}, L, ${heads}, ${headDim}]`);
   }
   if (step > sourceRows! || step > capacity) throw new Error(`${entry.module}: step ${step} exceeds the ${sourceRows} stored rows or the ${capacity}-row cache`);
-  const rowValues = heads * headDim;
-  const target = new Float32Array(kv * batch * capacity * rowValues).fill(entry.fill === "nan" ? NaN : 0);
-  for (let plane = 0; plane < kv * batch; plane++) {
-    const from = plane * sourceRows! * rowValues;
-    target.set(source.data.subarray(from, from + step * rowValues), plane * capacity * rowValues);
-  }
-  return target;
+  return cacheRows(source.data, source.shape, capacity, step, entry.fill === "nan" ? NaN : 0);
 }
 
 /**
  * Rows [0, keptRows) of each K/V plane of a cache [2, 1, rows, H, Dh], in a cache of `capacity` rows whose
- * other rows are NaN (the caches' fill, §3.3: rows past the step are never read).
+ * other rows hold `fill` (NaN, the caches' fill, §3.3: rows past the step are never read).
  */
-function cacheRows(data: Float32Array, dims: readonly number[], capacity: number, keptRows: number): Float32Array {
+function cacheRows(data: Float32Array, dims: readonly number[], capacity: number, keptRows: number, fill = NaN): Float32Array {
   const [kv, batch, rows, heads, headDim] = dims as [number, number, number, number, number];
   const rowValues = heads * headDim;
   const kept = Math.min(keptRows, rows, capacity);
-  const target = new Float32Array(kv * batch * capacity * rowValues).fill(NaN);
+  const target = new Float32Array(kv * batch * capacity * rowValues).fill(fill);
   for (let plane = 0; plane < kv * batch; plane++) target.set(data.subarray(plane * rows * rowValues, (plane * rows + kept) * rowValues), plane * capacity * rowValues);
   return target;
 }
