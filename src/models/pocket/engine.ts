@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
 import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../../engine/adapter.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
-import { generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
+import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
 import { closePocketSessions, openPocketSessions, type OnnxProviderOptions, type PocketSessions } from "./onnx.ts";
 import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type MimiState, type PocketStages } from "./stages.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
@@ -199,7 +199,8 @@ export class PocketEngine implements SpeechModelAdapter {
 
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
     const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
-    const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags);
+    const { maxTokensPerChunk } = this.bundle.flags;
+    const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags, chunkTokenBudget(maxTokensPerChunk, this.stages.flowLm.config.cachePositions, voice.positions));
     let frames = 0;
     const releasePermit = await this.#streamPermits?.acquire();
     try {

@@ -17,7 +17,7 @@
 import { concatFloat32 } from "../../audio/concat.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { FlowHead, FlowLm, FlowLmState, LatentDecoder, TextConditioner } from "./stages.ts";
-import { prepareTextPrompt, splitIntoBestSentences } from "./text-prompt.ts";
+import { framesAfterEosGuessFor, splitIntoBestSentences, splitTokensWithinBudget } from "./text-prompt.ts";
 import type { SentencePieceTokenizer } from "./tokenizer.ts";
 
 export interface GenerationParams {
@@ -52,14 +52,34 @@ export interface TextChunk {
  * Text → independently generated chunks (§1.13): upstream's splitter packs sentences into chunks of at
  * most `maxTokensPerChunk` tokens; each chunk text is tokenized as is, and its own `prepare_text_prompt`
  * only supplies the frames-after-EOS guess (+ 2 unless the model recommends a value, §1.12).
+ *
+ * Upstream lets one sentence exceed the limit; such a chunk is cut into pieces within it (at word starts,
+ * else inside the word), each keeping its slice of the chunk's token ids, so that any text fits the cache.
  */
-export function planTextChunks(text: string, tokenizer: SentencePieceTokenizer, flags: PocketModelFlags): TextChunk[] {
+export function planTextChunks(text: string, tokenizer: SentencePieceTokenizer, flags: PocketModelFlags, maxTokensPerChunk = flags.maxTokensPerChunk): TextChunk[] {
   const options = { padWithSpacesForShortInputs: flags.padWithSpacesForShortInputs, removeSemicolons: flags.removeSemicolons };
-  return splitIntoBestSentences(text, tokenizer, options, flags.maxTokensPerChunk).map((chunkText) => ({
-    text: chunkText,
-    tokenIds: tokenizer.encode(chunkText),
-    framesAfterEos: flags.recommendedFramesAfterEos ?? prepareTextPrompt(chunkText, options).framesAfterEosGuess + FRAMES_AFTER_EOS_MARGIN,
-  }));
+  const framesAfterEosOf = (chunkText: string) => flags.recommendedFramesAfterEos ?? framesAfterEosGuessFor(chunkText) + FRAMES_AFTER_EOS_MARGIN;
+  return splitIntoBestSentences(text, tokenizer, options, maxTokensPerChunk).flatMap((chunkText) => {
+    const tokenIds = tokenizer.encode(chunkText);
+    if (tokenIds.length <= maxTokensPerChunk) return [{ text: chunkText, tokenIds, framesAfterEos: framesAfterEosOf(chunkText) }];
+    return splitTokensWithinBudget(tokenIds, maxTokensPerChunk, tokenizer).map((pieceIds) => {
+      const pieceText = tokenizer.decode(pieceIds);
+      return { text: pieceText, tokenIds: pieceIds, framesAfterEos: framesAfterEosOf(pieceText) };
+    });
+  });
+}
+
+/**
+ * Most text tokens a chunk may hold after a voice of `voicePositions`: the bundle's max_token_per_chunk,
+ * lowered until the voice, the text and the chunk's frame cap all fit in the FlowLM cache (§3.1: voice +
+ * text + generated positions ≤ 1000). Upstream's 50 tokens (+ 234 frames) leave room for voices up to
+ * 716 positions (57 s); an uploaded voice is at most 30 s. Never below one token: a voice that leaves less
+ * room only shortens its chunks' frame cap (`generateSpeech`).
+ */
+export function chunkTokenBudget(maxTokensPerChunk: number, cachePositions: number, voicePositions: number): number {
+  let tokens = maxTokensPerChunk;
+  while (tokens > 1 && voicePositions + tokens + maxFramesForTokens(tokens) > cachePositions) tokens--;
+  return tokens;
 }
 
 /** Upstream adds 2 frames to prepare_text_prompt's guess (§1.12: 3 or 5 frames). */

@@ -67,7 +67,7 @@ export function prepareTextPrompt(text: string, options: TextPromptOptions): Pre
   // One pass of "  " → " ", as upstream does: three spaces become two.
   prepared = prepared.replaceAll("\n", " ").replaceAll("\r", " ").replaceAll("  ", " ");
   if (options.removeSemicolons) prepared = prepared.replaceAll(";", ",");
-  const framesAfterEosGuess = pythonWordCount(prepared) <= SHORT_PROMPT_MAX_WORDS ? FRAMES_AFTER_EOS_GUESS_SHORT : FRAMES_AFTER_EOS_GUESS_LONG;
+  const framesAfterEosGuess = framesAfterEosGuessFor(prepared);
 
   const firstChar = String.fromCodePoint(prepared.codePointAt(0)!);
   if (!UPPERCASE_CHARACTER.test(firstChar)) prepared = firstChar.toUpperCase() + prepared.slice(firstChar.length);
@@ -75,6 +75,14 @@ export function prepareTextPrompt(text: string, options: TextPromptOptions): Pre
 
   if (options.padWithSpacesForShortInputs && pythonWordCount(prepared) < PADDING_WORD_LIMIT) prepared = SHORT_INPUT_PADDING + prepared;
   return { text: prepared, framesAfterEosGuess };
+}
+
+/**
+ * prepare_text_prompt's frames-after-EOS guess (§1.13 step 4) for text already prepared, which may be blank:
+ * a piece cut from inside a chunk can be a lone "▁".
+ */
+export function framesAfterEosGuessFor(text: string): number {
+  return pythonWordCount(text) <= SHORT_PROMPT_MAX_WORDS ? FRAMES_AFTER_EOS_GUESS_SHORT : FRAMES_AFTER_EOS_GUESS_LONG;
 }
 
 /**
@@ -86,8 +94,8 @@ export function prepareTextPrompt(text: string, options: TextPromptOptions): Pre
  *    one piece.
  * 3. Segments are packed greedily, joined by " ", by their token counts.
  *
- * A single segment can still exceed the limit, as upstream allows. Upstream only logs a warning there, with
- * the text; the generation step tokenizes each chunk anyway and can report its length.
+ * A single segment can still exceed the limit, as upstream allows (it only logs a warning); kept here so the
+ * chunks match upstream's, and cut further by `splitTokensWithinBudget`.
  */
 export function splitIntoBestSentences(text: string, tokenizer: SentencePieceTokenizer, options: TextPromptOptions, maxTokensPerChunk = MAX_TOKENS_PER_CHUNK): string[] {
   // The strip drops the short-input padding again: chunking ignores it, as upstream does.
@@ -124,6 +132,46 @@ export function splitIntoBestSentences(text: string, tokenizer: SentencePieceTok
   }
   if (chunkText !== "") chunks.push(pythonStrip(chunkText));
   return chunks;
+}
+
+/**
+ * Cuts token ids into consecutive pieces of at most `maxTokens`, for a chunk upstream's splitter leaves too
+ * long (a sentence with no , ; or :, or one endless word such as "9999…"): every piece must fit the FlowLM
+ * cache beside the voice and its generated frames. The pieces concatenate to exactly `tokenIds`.
+ *
+ * Each cut goes where a word starts ("▁" piece); inside a word with no such place in reach, between two
+ * characters, so a byte-fallback character such as an emoji stays whole; only a run of continuation bytes
+ * longer than the limit is cut anywhere. Among the allowed places the one nearest an even share of what is
+ * left wins, so the pieces come out about equal instead of full ones and a stub.
+ */
+export function splitTokensWithinBudget(tokenIds: readonly number[], maxTokens: number, tokenizer: SentencePieceTokenizer): number[][] {
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a chunk must allow at least one token, got ${maxTokens}`);
+  const pieces: number[][] = [];
+  let start = 0;
+  while (tokenIds.length - start > maxTokens) {
+    const remaining = tokenIds.length - start;
+    const evenCut = start + Math.ceil(remaining / Math.ceil(remaining / maxTokens));
+    const cut = nearestCut(start, evenCut, start + maxTokens, [(index) => tokenizer.startsWord(tokenIds[index]!), (index) => !tokenizer.continuesCharacter(tokenIds[index]!)]) ?? evenCut;
+    pieces.push(tokenIds.slice(start, cut));
+    start = cut;
+  }
+  pieces.push(tokenIds.slice(start));
+  return pieces;
+}
+
+/**
+ * The cut (index of the first token of the next piece) in (start, last] nearest `target`, the later one on
+ * a tie, that the first rule allows; failing that, the next rule.
+ */
+function nearestCut(start: number, target: number, last: number, rules: readonly ((index: number) => boolean)[]): number | undefined {
+  for (const allowed of rules) {
+    let best: number | undefined;
+    for (let index = start + 1; index <= last; index++) {
+      if (allowed(index) && (best === undefined || Math.abs(index - target) <= Math.abs(best - target))) best = index;
+    }
+    if (best !== undefined) return best;
+  }
+  return undefined;
 }
 
 interface TextSegment {

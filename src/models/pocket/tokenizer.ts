@@ -279,6 +279,18 @@ export class SentencePieceTokenizer {
     return this.pieceAt(id).text;
   }
 
+  /** True for a piece that begins with "▁": the text it spells starts a new word. */
+  startsWord(id: number): boolean {
+    const piece = this.pieceAt(id);
+    return piece.type !== PieceType.BYTE && piece.text.startsWith(SPACE_SYMBOL);
+  }
+
+  /** True for a byte-fallback piece holding a UTF-8 continuation byte (0x80–0xBF): it ends a character begun earlier. */
+  continuesCharacter(id: number): boolean {
+    const byte = this.byteValueById.get(id);
+    return byte !== undefined && byte >= 0x80 && byte <= 0xbf;
+  }
+
   private pieceAt(id: number): Piece {
     const piece = Number.isInteger(id) ? this.pieces[id] : undefined;
     if (piece === undefined) throw new RangeError(`Token id ${id} is outside the vocabulary [0, ${this.vocabSize})`);

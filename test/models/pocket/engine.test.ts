@@ -65,6 +65,21 @@ describe("Pocket TTS through the speech API", () => {
     expect(response.headers.get("x-input-audio-tokens")).toBe(String(Math.ceil(48000 / 1920)));
   });
 
+  // Each is one "sentence" longer than the 1000-position FlowLM cache, in tokens (a 500, or a reset stream, before).
+  for (const [name, input] of Object.entries({ "9×1000": "9".repeat(1000), '"a "×2000': "a ".repeat(2000), "🙂×600": "🙂".repeat(600), "one 4096-char word": "x".repeat(4096) })) {
+    test(`text longer than the model's cache (${name}) speaks to the end, whole or streamed`, async () => {
+      const whole = await speak({ seed: 6, input });
+      expect(whole.status).toBe(200);
+      const pcm = new Uint8Array(await whole.arrayBuffer());
+      expect(pcm.length).toBeGreaterThan(0);
+      expect(pcm.length % (1920 * 2)).toBe(0);
+      const events = parseSse(await (await speak({ seed: 6, input, stream: true })).text());
+      expect(events.map((event) => event.event).filter((event) => event !== "speech.audio.delta")).toEqual(["speech.audio.done"]);
+      const streamed = await speak({ seed: 6, input, stream_format: "audio" });
+      expect(new Uint8Array(await streamed.arrayBuffer())).toEqual(pcm);
+    });
+  }
+
   test("a client that leaves mid-stream stops generation", async () => {
     const abort = new AbortController();
     const response = await speak({ seed: 2, stream_format: "audio", input: "This is a much longer sentence that takes many frames to finish speaking." }, { signal: abort.signal });

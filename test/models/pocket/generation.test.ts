@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
 import {
+  chunkTokenBudget,
   decodeAlongside,
   chunkLatents,
   generateSpeech,
@@ -19,11 +20,14 @@ import {
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/onnx.ts";
 import { createPocketStages, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
 import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
+import { prepareTextPrompt } from "../../../src/models/pocket/text-prompt.ts";
 import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/models/pocket/conformance.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
 const GOLDEN = JSON.parse(readFileSync(join(TINY_DIR, "golden.json"), "utf8"));
 const LATENT_DIM = 32;
+/** Single sentences longer than the 1000-position FlowLM cache, in tokens, and the longest single word allowed. */
+const OVERLONG_INPUTS = { "9×1000": "9".repeat(1000), '"a "×2000': "a ".repeat(2000), "🙂×600": "🙂".repeat(600), "one 4096-char word": "x".repeat(4096) };
 
 /** A step function that returns latent [k, k, …] and the k-th logit of `eosLogits` (or −10 past its end). */
 function fakeStep(eosLogits: readonly number[], inputs: (Float32Array | null)[] = []): ArStepFunction {
@@ -157,6 +161,27 @@ describe("text → chunks", () => {
     const plan = planTextChunks(GOLDEN.cases.end_to_end.cases[1].text, tokenizer, { ...bundle.flags, recommendedFramesAfterEos: 8 });
     expect(plan.map((chunk) => chunk.framesAfterEos)).toEqual([8, 8, 8, 8]);
   });
+
+  for (const [name, text] of Object.entries(OVERLONG_INPUTS)) {
+    test(`one sentence over the limit (${name}) is cut into chunks within it that keep every token`, async () => {
+      const bundle = await loadPocketBundle(TINY_DIR);
+      const tokenizer = await SentencePieceTokenizer.fromFile(join(TINY_DIR, "tokenizer.model"));
+      const plan = planTextChunks(text, tokenizer, bundle.flags);
+      expect(plan.length).toBeGreaterThan(1);
+      expect(plan.every((chunk) => chunk.tokenIds.length >= 1 && chunk.tokenIds.length <= bundle.flags.maxTokensPerChunk)).toBe(true);
+      // Upstream keeps a single sentence as one chunk: the pieces together are that chunk's tokens.
+      expect(plan.flatMap((chunk) => chunk.tokenIds)).toEqual(tokenizer.encode(prepareTextPrompt(text, bundle.flags).text));
+    });
+  }
+
+  test("the chunk budget is the bundle's limit unless the voice leaves less room for text and frames", () => {
+    expect(chunkTokenBudget(50, 1000, 30)).toBe(50);
+    // 900 + 14 + 84 frames = 998 fits; 900 + 15 + 88 = 1003 does not.
+    expect(chunkTokenBudget(50, 1000, 900)).toBe(14);
+    expect(900 + 14 + maxFramesForTokens(14)).toBeLessThanOrEqual(1000);
+    expect(900 + 15 + maxFramesForTokens(15)).toBeGreaterThan(1000);
+    expect(chunkTokenBudget(50, 1000, 999)).toBe(1);
+  });
 });
 
 describe("speech generation on pocket-tiny", () => {
@@ -265,6 +290,28 @@ describe("speech generation on pocket-tiny", () => {
     const immediate = await collect({ seed: 3, params: { eosThreshold: -100, framesAfterEos: 0 } });
     expect(immediate.traces).toHaveLength(1);
     expect(immediate.frames).toHaveLength(0);
+  });
+
+  for (const [name, text] of Object.entries(OVERLONG_INPUTS)) {
+    test(`text longer than the cache (${name}) speaks to the end: every chunk within the budget and heard`, async () => {
+      const tokenizer = await SentencePieceTokenizer.fromFile(join(TINY_DIR, "tokenizer.model"));
+      const budget = chunkTokenBudget(bundle.flags.maxTokensPerChunk, stages.flowLm.config.cachePositions, voice.positions);
+      const chunks = planTextChunks(text, tokenizer, bundle.flags, budget);
+      expect(chunks.every((chunk) => chunk.tokenIds.length <= budget)).toBe(true);
+      const { frames } = await collect({ chunks, seed: 7 });
+      expect(frames.every((frame) => frame.samples.length === 1920)).toBe(true);
+      expect(new Set(frames.map((frame) => frame.chunkIndex))).toEqual(new Set(chunks.map((_, index) => index)));
+    });
+  }
+
+  test("a long voice lowers the chunk budget so that its text and every capped frame still fit the cache", async () => {
+    const longVoice = await stages.flowLm.prefill(voice, { data: new Float32Array((900 - voice.positions) * 64), dims: [1, 900 - voice.positions, 64] });
+    const tokenizer = await SentencePieceTokenizer.fromFile(join(TINY_DIR, "tokenizer.model"));
+    const chunks = planTextChunks("a ".repeat(100), tokenizer, bundle.flags, chunkTokenBudget(bundle.flags.maxTokensPerChunk, stages.flowLm.config.cachePositions, longVoice.positions));
+    // Never EOS: each chunk runs its whole frame cap, which the cache must not cut short.
+    const { frames } = await collect({ voice: longVoice, chunks, seed: 2, params: { eosThreshold: 100 } });
+    const framesPerChunk = chunks.map((_, index) => frames.filter((frame) => frame.chunkIndex === index).length);
+    expect(framesPerChunk).toEqual(chunks.map((chunk) => maxFramesForTokens(chunk.tokenIds.length)));
   });
 
   test("the frame cap shrinks to what is left of the 1000-position cache", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { EmptyTextPromptError, prepareTextPrompt, splitIntoBestSentences, type TextPromptOptions } from "../../../src/models/pocket/text-prompt.ts";
+import { EmptyTextPromptError, framesAfterEosGuessFor, prepareTextPrompt, splitIntoBestSentences, splitTokensWithinBudget, type TextPromptOptions } from "../../../src/models/pocket/text-prompt.ts";
 import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
 import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
@@ -110,5 +110,67 @@ describe("splitIntoBestSentences", () => {
 
   test("empty input is an error here too", () => {
     expect(() => splitIntoBestSentences("   ", tokenizer, ENGLISH_V2)).toThrow(EmptyTextPromptError);
+  });
+});
+
+describe("splitTokensWithinBudget", () => {
+  const piecesOf = (ids: readonly number[], maxTokens: number) => splitTokensWithinBudget(ids, maxTokens, tokenizer);
+
+  test("ids within the limit are one piece", () => {
+    const ids = tokenizer.encode("Hello there, tiny model.");
+    expect(piecesOf(ids, ids.length)).toEqual([ids]);
+  });
+
+  test("a long sentence is cut only where words start, into about equal pieces of at most the limit", () => {
+    const ids = tokenizer.encode("A " + "word ".repeat(60).trim() + ".");
+    const pieces = piecesOf(ids, 25);
+    expect(pieces.flat()).toEqual(ids);
+    expect(pieces.every((piece) => piece.length <= 25)).toBe(true);
+    expect(pieces.every((piece) => tokenizer.startsWord(piece[0]!))).toBe(true);
+    // 62 tokens under a limit of 25: three pieces of about 21, not 25 + 25 + 12.
+    expect(pieces.map((piece) => piece.length)).toEqual([21, 21, 20]);
+  });
+
+  test("the words before an overlong word keep together; the word alone is cut inside", () => {
+    const pieces = piecesOf(tokenizer.encode("The quick brown fox " + "x".repeat(100)), 40);
+    const texts = pieces.map((piece) => tokenizer.decode(piece));
+    expect(texts[0]).toBe("The quick brown fox");
+    expect(texts.slice(1).join("")).toBe("x".repeat(100));
+    expect(pieces.map((piece) => piece.length).every((length) => length <= 40)).toBe(true);
+  });
+
+  test("one word longer than the limit is cut inside it by tokens, and nothing is dropped", () => {
+    const ids = tokenizer.encode("9".repeat(1000));
+    const pieces = piecesOf(ids, 50);
+    expect(pieces.flat()).toEqual(ids);
+    expect(pieces.every((piece) => piece.length > 0 && piece.length <= 50)).toBe(true);
+    expect(pieces.map((piece) => tokenizer.decode(piece)).join("")).toBe("9".repeat(1000));
+  });
+
+  test("a word of byte-fallback characters is cut between characters, never inside one", () => {
+    const ids = tokenizer.encode("🙂".repeat(600));
+    const pieces = piecesOf(ids, 50);
+    expect(pieces.flat()).toEqual(ids);
+    expect(pieces.every((piece) => piece.length <= 50 && !tokenizer.continuesCharacter(piece[0]!))).toBe(true);
+    expect(pieces.map((piece) => tokenizer.decode(piece)).join("")).toBe("🙂".repeat(600));
+  });
+
+  test("a character longer than the limit is cut inside it", () => {
+    // "▁" F0 9F 99 82 under a limit of 2: the lead byte is the only place between characters.
+    const ids = tokenizer.encode("🙂");
+    expect(piecesOf(ids, 2)).toEqual([ids.slice(0, 1), ids.slice(1, 3), ids.slice(3)]);
+  });
+
+  test("the limit must allow a token", () => {
+    expect(() => piecesOf([1, 2], 0)).toThrow(RangeError);
+    expect(() => piecesOf([1, 2], 1.5)).toThrow(RangeError);
+  });
+});
+
+describe("framesAfterEosGuessFor", () => {
+  test("is prepare_text_prompt's guess, and blank text (a lone ▁ piece) counts as short", () => {
+    expect(framesAfterEosGuessFor("one two three four")).toBe(prepareTextPrompt("one two three four", ENGLISH_V2).framesAfterEosGuess);
+    expect(framesAfterEosGuessFor("one two three four five")).toBe(1);
+    expect(framesAfterEosGuessFor("")).toBe(3);
   });
 });

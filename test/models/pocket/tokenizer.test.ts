@@ -98,6 +98,21 @@ describe("byte fallback", () => {
   });
 });
 
+describe("where text may be cut", () => {
+  test("a ▁ piece starts a word; pieces inside a word and byte pieces do not", () => {
+    // "▁Hello", "▁there", ",", "▁tiny", "▁model", "."
+    expect(tokenizer.encode("Hello there, tiny model.").map((id) => tokenizer.startsWord(id))).toEqual([true, true, false, true, true, false]);
+    expect(tokenizer.encode("9999").map((id) => tokenizer.startsWord(id))).toEqual([true, false, false, false, false]);
+    expect(utf8Ids("😀").some((id) => tokenizer.startsWord(id))).toBe(false);
+  });
+
+  test("only continuation bytes continue a character", () => {
+    // F0 9F 98 80: the lead byte opens the character, the other three continue it.
+    expect(utf8Ids("😀").map((id) => tokenizer.continuesCharacter(id))).toEqual([false, true, true, true]);
+    expect(tokenizer.encode("Hello 9").some((id) => tokenizer.continuesCharacter(id))).toBe(false);
+  });
+});
+
 describe("decode", () => {
   test("decode(encode(text)) gives the text back for every golden case", () => {
     // Identity normalisation loses nothing, and decode drops only the dummy-prefix space.
