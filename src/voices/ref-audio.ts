@@ -1,26 +1,43 @@
 /**
  * `ref_audio` → mono samples at the model's rate. Three sources: `data:` (base64), `http(s)://` through
  * the guarded fetcher (address rules, redirects, size and time caps), and `file://` below the one
- * configured folder (checked on the real path, symlinks resolved). Resolved audio is kept in an LRU
- * bounded by entries and bytes; local files are keyed by path + mtime + size so an edited file is re-read.
+ * configured folder. Resolved audio is kept in an LRU bounded by entries and bytes; local files are keyed
+ * by path + mtime + size so an edited file is re-read.
+ *
+ * A local file is checked after it is opened, on what was opened: checking a path and then opening it
+ * lets a symlink swapped in between (for the file or any folder above it) point the open outside. The
+ * open handle must be a regular file whose real location is inside the folder; the read is capped in bytes
+ * and time.
  */
 import { createHash } from "node:crypto";
-import { open, realpath } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import { open, readlink, realpath, stat, type FileHandle } from "node:fs/promises";
 import { sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LRUCache } from "lru-cache";
 import { badRequest } from "../api/errors.ts";
 import { AudioDecodeError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
 import { resample } from "../audio/resampler.ts";
-import { fetchRemoteMedia, type RemoteMediaOptions } from "./remote-media.ts";
+import { fetchRemoteMedia, REF_AUDIO_MAX_BYTES, type RemoteMediaOptions } from "./remote-media.ts";
 
 export const REF_AUDIO_MIN_SECONDS = 1;
 export const REF_AUDIO_MAX_SECONDS = 30;
 const CACHE_MAX_ENTRIES = 256;
 const CACHE_MAX_BYTES = 256 * 1024 * 1024;
-const MAX_LOCAL_FILE_BYTES = 32 * 1024 * 1024;
-/** A file rewritten while we read it is read again, this many times at most. */
+/** A file rewritten (or relinked) while we open or read it is tried again, this many times at most. */
 const LOCAL_READ_ATTEMPTS = 3;
+/**
+ * Reading at most 32 MiB from a local disk takes well under a second; a read still going after 5 s is a
+ * stalled file system (a hung network or FUSE mount), and the request stops waiting for it.
+ */
+const LOCAL_READ_TIMEOUT_MS = 5_000;
+/**
+ * O_NONBLOCK: opening a FIFO returns at once (and is refused as not a regular file) instead of holding a
+ * file-system thread until a writer appears; a few such opens would stall every file operation in the
+ * process. It changes nothing for regular files. O_NOFOLLOW: a last path component swapped for a symlink
+ * fails to open (ELOOP) rather than being followed. Platforms without these flags (Windows) get 0.
+ */
+const LOCAL_OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
 export interface RefAudioResolverOptions {
   allowedDomains: readonly string[];
@@ -93,43 +110,125 @@ export class RefAudioResolver {
       this.#allowedRoot = undefined;
       throw badRequest("the allowed local media folder does not exist", "ref_audio");
     });
-    // The real path, after every symlink: a link inside the folder that points outside it is refused.
-    const realPath = await realpath(requestedPath).catch(() => {
-      throw badRequest("ref_audio file does not exist or is not readable", "ref_audio");
-    });
-    if (!realPath.startsWith(root.endsWith(sep) ? root : root + sep)) {
-      throw badRequest("ref_audio file is outside the allowed local media folder", "ref_audio");
-    }
-    for (let attempt = 0; attempt < LOCAL_READ_ATTEMPTS; attempt++) {
-      const read = await readStableFile(realPath);
-      if (read === "changed") continue;
-      const key = `file:${realPath}:${read.mtimeMs}:${read.size}@${targetRateHz}`;
-      const hit = this.#cache.get(key);
-      if (hit) return hit;
-      const samples = await decodeReference(read.bytes, targetRateHz);
-      this.#cache.set(key, samples);
-      return samples;
-    }
-    throw badRequest("ref_audio file kept changing while it was read; try again", "ref_audio");
+    const read = await withinDeadline(readInsideFolder(requestedPath, root), LOCAL_READ_TIMEOUT_MS);
+    const key = `file:${read.path}:${read.mtimeMs}:${read.size}@${targetRateHz}`;
+    const hit = this.#cache.get(key);
+    if (hit) return hit;
+    const samples = await decodeReference(read.bytes, targetRateHz);
+    this.#cache.set(key, samples);
+    return samples;
   }
 }
 
-/** Reads a file and checks it did not change meanwhile (same size and mtime before and after). */
-async function readStableFile(path: string): Promise<{ bytes: Uint8Array; mtimeMs: number; size: number } | "changed"> {
-  const handle = await open(path, "r").catch(() => {
-    throw badRequest("ref_audio file is not readable", "ref_audio");
+interface LocalFile {
+  /** Where the opened file really is (no symlinks), inside the allowed folder. */
+  path: string;
+  bytes: Uint8Array;
+  mtimeMs: number;
+  size: number;
+}
+
+async function readInsideFolder(requestedPath: string, root: string): Promise<LocalFile> {
+  for (let attempt = 0; attempt < LOCAL_READ_ATTEMPTS; attempt++) {
+    const read = await readOnce(requestedPath, root);
+    if (read !== "changed") return read;
+  }
+  throw badRequest("ref_audio file kept changing while it was opened or read; try again", "ref_audio");
+}
+
+/**
+ * The path checks before the open refuse the ordinary cases without opening anything (a device can act
+ * on open); the checks after it, on the handle, are the ones a concurrent swap cannot get past.
+ */
+async function readOnce(requestedPath: string, root: string): Promise<LocalFile | "changed"> {
+  const realPath = await realpath(requestedPath).catch(() => {
+    throw badRequest("ref_audio file does not exist or is not readable", "ref_audio");
   });
+  if (!isInsideFolder(realPath, root)) throw outsideFolder();
+  const found = await stat(realPath).catch(() => undefined);
+  if (found === undefined) return "changed";
+  if (!found.isFile()) throw notRegularFile();
+
+  let handle: FileHandle;
+  try {
+    handle = await open(realPath, LOCAL_OPEN_FLAGS);
+  } catch (error) {
+    // ELOOP: the file became a symlink after realpath; ENOENT: it was renamed or removed meanwhile.
+    const code = errorCode(error);
+    if (code === "ELOOP" || code === "ENOENT") return "changed";
+    throw badRequest("ref_audio file is not readable", "ref_audio");
+  }
   try {
     const before = await handle.stat();
-    if (!before.isFile()) throw badRequest("ref_audio file:// must name a regular file", "ref_audio");
-    if (before.size > MAX_LOCAL_FILE_BYTES) throw badRequest(`ref_audio file is larger than ${MAX_LOCAL_FILE_BYTES} bytes`, "ref_audio");
-    const bytes = new Uint8Array(await handle.readFile());
+    if (!before.isFile()) throw notRegularFile();
+    const openedPath = await locationOfOpenFile(handle, realPath, before);
+    if (openedPath === undefined) return "changed";
+    if (!isInsideFolder(openedPath, root)) throw outsideFolder();
+    if (before.size > REF_AUDIO_MAX_BYTES) throw badRequest(`ref_audio file is larger than ${REF_AUDIO_MAX_BYTES / (1024 * 1024)} MiB`, "ref_audio");
+    const bytes = await readExactly(handle, before.size);
     const after = await handle.stat();
-    if (after.size !== before.size || after.mtimeMs !== before.mtimeMs || bytes.byteLength !== before.size) return "changed";
-    return { bytes, mtimeMs: before.mtimeMs, size: before.size };
+    if (bytes === undefined || after.size !== before.size || after.mtimeMs !== before.mtimeMs) return "changed";
+    return { path: openedPath, bytes, mtimeMs: before.mtimeMs, size: before.size };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The real path of what `handle` has open. Linux names it in /proc/self/fd: the kernel's answer, whatever
+ * was swapped along the path before the open. Without procfs, the path is resolved again and must still
+ * name the opened file (device + inode); that narrows the race to the gap between that realpath and stat,
+ * as node:fs has no openat to walk a path without following links. Undefined: the path no longer names it.
+ */
+async function locationOfOpenFile(handle: FileHandle, resolvedPath: string, opened: Stats): Promise<string | undefined> {
+  const kernelPath = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (kernelPath !== undefined) return kernelPath;
+  const again = await realpath(resolvedPath).catch(() => undefined);
+  if (again === undefined) return undefined;
+  const current = await stat(again).catch(() => undefined);
+  return current !== undefined && current.dev === opened.dev && current.ino === opened.ino ? again : undefined;
+}
+
+/** The first byteCount bytes, or undefined if the file ends sooner; never reads further, so growth cannot pass the cap. */
+async function readExactly(handle: FileHandle, byteCount: number): Promise<Uint8Array | undefined> {
+  const bytes = new Uint8Array(byteCount);
+  let filledBytes = 0;
+  while (filledBytes < byteCount) {
+    const { bytesRead } = await handle.read(bytes, filledBytes, byteCount - filledBytes, filledBytes);
+    if (bytesRead === 0) return undefined;
+    filledBytes += bytesRead;
+  }
+  return bytes;
+}
+
+/** The request stops waiting at the deadline; the stalled read finishes (and closes its handle) in the background. */
+async function withinDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(badRequest(`ref_audio file could not be read within ${timeoutMs / 1000} s`, "ref_audio")), timeoutMs);
+  });
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isInsideFolder(path: string, root: string): boolean {
+  return path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+function outsideFolder() {
+  return badRequest("ref_audio file is outside the allowed local media folder", "ref_audio");
+}
+
+function notRegularFile() {
+  return badRequest("ref_audio file:// must name a regular file, not a folder, device or pipe", "ref_audio");
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
 }
 
 function decodeDataUrl(reference: string): Promise<Uint8Array> {

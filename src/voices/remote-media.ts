@@ -20,7 +20,8 @@ import { addressFamily, classifyAddress, describeRefusal } from "./address-polic
 import { concatBytes } from "../audio/concat.ts";
 
 const MEBIBYTE_BYTES = 1024 * 1024;
-const DEFAULT_MAX_BYTES = 32 * MEBIBYTE_BYTES;
+/** Also the cap on a file:// ref_audio: a reference is bounded the same whether it is fetched or read. */
+export const REF_AUDIO_MAX_BYTES = 32 * MEBIBYTE_BYTES;
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_REDIRECTS = 3;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -81,7 +82,7 @@ export async function fetchRemoteMedia(url: string, options: RemoteMediaOptions,
 }
 
 async function fetchFollowingRedirects(url: string, options: RemoteMediaOptions, signal: AbortSignal): Promise<RemoteMedia> {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const maxBytes = options.maxBytes ?? REF_AUDIO_MAX_BYTES;
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const connect = options.connect ?? connectPinned;
   const allowedHosts = new Set(options.allowedDomains.map(bareHost));

@@ -3,14 +3,15 @@
  * addresses are checked with an injected resolver and connector that must never be called for them.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { closeSync, constants, mkdtempSync, mkdirSync, openSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ToneAdapter, type TonePromptState } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { encodeWav } from "../../src/audio/wav.ts";
-import { sine } from "../support/uploads.ts";
+import { sine, wavFile } from "../support/uploads.ts";
 import type { Connector } from "../../src/voices/remote-media.ts";
 import { RefAudioResolver } from "../../src/voices/ref-audio.ts";
 
@@ -181,6 +182,117 @@ describe("file:// URLs", () => {
     await speakWith(app, pathToFileURL(path).href);
     expect(refAudio.cachedEntries).toBe(2);
     expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as TonePromptState).frequencyHz - 600)).toBeLessThan(10);
+  });
+});
+
+describe("file:// URLs: the opened file is what gets checked", () => {
+  const root = mkdtempSync(join(tmpdir(), "voxedge-media-open-"));
+  const allowed = join(root, "allowed");
+  const outside = join(root, "outside");
+  mkdirSync(allowed);
+  mkdirSync(outside);
+  mkdirSync(join(allowed, "sub"));
+  // Inside: 2 s; outside: 3 s. At 24 kHz the sample count says which file a request got.
+  const insideSamples = 48_000;
+  const outsideSamples = 72_000;
+  writeFileSync(join(allowed, "inside.wav"), wavBytes(2, 300));
+  writeFileSync(join(allowed, "sub", "voice.wav"), wavBytes(2, 300));
+  writeFileSync(join(outside, "voice.wav"), wavBytes(3, 700));
+  symlinkSync(join(allowed, "inside.wav"), join(allowed, "swap.wav"));
+  const fifos = Array.from({ length: 8 }, (_, index) => join(allowed, `pipe-${index}.wav`));
+  for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
+  // A reader stuck opening a FIFO is let go by opening the other end (O_RDWR never waits on Linux).
+  afterAll(() => fifos.forEach((fifo) => closeSync(openSync(fifo, constants.O_RDWR))));
+
+  /** Runs `loop` (JavaScript, `fs`, `a` = allowed, `o` = outside) in another process while `work` runs. */
+  async function whileSwapping<T>(loop: string, work: () => Promise<T>): Promise<T> {
+    const swapper = spawn(process.execPath, ["-e", `const fs = require("fs"); const a = ${JSON.stringify(allowed)}, o = ${JSON.stringify(outside)}; for (;;) { try { ${loop} } catch {} }`], { stdio: "ignore" });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    try {
+      return await work();
+    } finally {
+      swapper.kill("SIGKILL");
+      await new Promise((resolve) => swapper.once("exit", resolve));
+    }
+  }
+
+  async function countWhatWasRead(url: string, requestCount: number) {
+    const counts = { inside: 0, outside: 0, refused: 0 };
+    const signal = new AbortController().signal;
+    for (let sent = 0; sent < requestCount; sent += 20) {
+      // A fresh resolver per batch: every request opens and reads the file instead of hitting the cache.
+      const resolver = new RefAudioResolver({ allowedDomains: [], allowedLocalMediaPath: allowed });
+      await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          try {
+            const samples = await resolver.resolve(url, 24000, signal);
+            if (samples.length === outsideSamples) counts.outside++;
+            else if (samples.length === insideSamples) counts.inside++;
+            else throw new Error(`unexpected reference of ${samples.length} samples`);
+          } catch (error) {
+            if ((error as { status?: number }).status !== 400) throw error;
+            counts.refused++;
+          }
+        }),
+      );
+    }
+    return counts;
+  }
+
+  test("a file swapped between an inside file and a symlink to an outside file is never read outside", async () => {
+    const counts = await whileSwapping(
+      `fs.linkSync(a + "/inside.wav", a + "/.next"); fs.renameSync(a + "/.next", a + "/swap.wav"); fs.symlinkSync(o + "/voice.wav", a + "/.next"); fs.renameSync(a + "/.next", a + "/swap.wav");`,
+      () => countWhatWasRead(pathToFileURL(join(allowed, "swap.wav")).href, 1000),
+    );
+    expect(counts.outside).toBe(0);
+    expect(counts.inside).toBeGreaterThan(0);
+  }, 120_000);
+
+  test("a folder swapped for a symlink to an outside folder is never read outside", async () => {
+    // Each state is held a little, so the path exists most of the time while requests resolve it.
+    const counts = await whileSwapping(
+      `const hold = () => { const start = performance.now(); while (performance.now() - start < 0.2); }; fs.renameSync(a + "/sub", a + "/.parked"); fs.symlinkSync(o, a + "/sub"); hold(); fs.unlinkSync(a + "/sub"); fs.renameSync(a + "/.parked", a + "/sub"); hold();`,
+      () => countWhatWasRead(pathToFileURL(join(allowed, "sub", "voice.wav")).href, 1000),
+    );
+    expect(counts.outside).toBe(0);
+    expect(counts.inside).toBeGreaterThan(0);
+  }, 120_000);
+
+  test("FIFOs are refused without waiting for a writer, and file work goes on afterwards", async () => {
+    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
+    const responses = await Promise.all(fifos.map((fifo) => speakWith(app, pathToFileURL(fifo).href)));
+    for (const response of responses) {
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as any).error.message).toContain("regular file");
+    }
+    const form = new FormData();
+    form.set("name", "after-fifos");
+    form.set("consent", "consent-1");
+    form.set("audio_sample", wavFile());
+    expect((await app.request("/v1/audio/voices", { method: "POST", body: form })).status).toBe(200);
+    expect((await speakWith(app, pathToFileURL(join(allowed, "inside.wav")).href)).status).toBe(200);
+  });
+
+  test("folders, devices and files over the byte cap are refused with a 400 that names no path", async () => {
+    mkdirSync(join(allowed, "folder.wav"));
+    symlinkSync("/dev/zero", join(allowed, "zero.wav"));
+    // Sparse: 1 GiB long, no blocks written. Refused from its size, before any of it is read.
+    const huge = join(allowed, "huge.wav");
+    writeFileSync(huge, wavBytes(2, 300));
+    truncateSync(huge, 1024 ** 3);
+    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
+    for (const [name, message] of [
+      ["folder.wav", "regular file"],
+      ["zero.wav", "outside"],
+      ["huge.wav", "larger than 32 MiB"],
+    ] as const) {
+      const response = await speakWith(app, pathToFileURL(join(allowed, name)).href);
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as any;
+      expect(body.error.param).toBe("ref_audio");
+      expect(body.error.message).toContain(message);
+      expect(body.error.message).not.toContain(root);
+    }
   });
 });
 
