@@ -8,10 +8,16 @@ import { z } from "zod";
 export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
 export const STREAMABLE_FORMATS = ["wav", "pcm"] as const;
 export const API_MAX_INPUT_CHARS = 4096;
+/** Longest voice name, on upload and in requests: names are echoed in errors and listings. */
+export const MAX_VOICE_NAME_CHARS = 128;
+/** A transcript of at most 30 s of reference audio is a few hundred characters; input's own cap is ample. */
+export const MAX_REF_TEXT_CHARS = API_MAX_INPUT_CHARS;
 
-const voiceField = z.union([z.string(), z.strictObject({ id: z.string() })], {
-  error: "voice must be a string or an object {\"id\": \"…\"}",
-});
+const voiceField = z
+  .union([z.string(), z.strictObject({ id: z.string() })], {
+    error: "voice must be a string or an object {\"id\": \"…\"}",
+  })
+  .refine((voice) => (typeof voice === "string" ? voice : voice.id).length <= MAX_VOICE_NAME_CHARS, `voice must be at most ${MAX_VOICE_NAME_CHARS} characters`);
 
 /** Fields shared by a single request, a batch item and batch-level defaults. */
 export const speechFieldShape = {
@@ -23,7 +29,7 @@ export const speechFieldShape = {
   speed: z.number({ error: "speed must be a number" }).min(0.25, "speed must be between 0.25 and 4.0").max(4, "speed must be between 0.25 and 4.0").optional(),
   seed: z.number({ error: "seed must be an integer" }).int("seed must be an integer").optional(),
   ref_audio: z.string().optional(),
-  ref_text: z.string().optional(),
+  ref_text: z.string().max(MAX_REF_TEXT_CHARS, `ref_text must be at most ${MAX_REF_TEXT_CHARS} characters`).optional(),
   language: z.string().optional(),
   max_new_tokens: z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1").optional(),
   extra_params: z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" }).optional(),

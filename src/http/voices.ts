@@ -1,6 +1,7 @@
 /** GET/POST/DELETE /v1/audio/voices: vLLM-Omni's upload semantics over the persistent voice store. */
 import type { Context, Hono } from "hono";
 import { ApiError, badRequest } from "../api/errors.ts";
+import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { AudioDecodeError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { checkReferenceDuration } from "../voices/ref-audio.ts";
@@ -13,6 +14,10 @@ export const MAX_UPLOAD_AUDIO_BYTES = 10 * 1024 * 1024;
 const FORM_OVERHEAD_BYTES = 256 * 1024;
 const MAX_EMBEDDING_LENGTH = 4096;
 const MAX_FORM_PARTS = 16;
+/** An id of a consent recording: a UUID is 36 characters, a URL to the recording rarely past 200. */
+const MAX_CONSENT_CHARS = 256;
+/** A sentence or two describing the speaker, twice the default cap on `instructions`. */
+const MAX_SPEAKER_DESCRIPTION_CHARS = 1000;
 
 export const ALLOWED_UPLOAD_MIME_TYPES = ["audio/wav", "audio/x-wav", "audio/mpeg", "audio/flac", "audio/ogg", "audio/webm", "audio/mp4", "audio/aac"] as const;
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -44,9 +49,11 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger }: Voic
 
   app.post("/v1/audio/voices", async (c) => {
     const form = await readCappedForm(c, MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES);
-    const name = validateVoiceName(form.fields.get("name") ?? "");
-    const consent = form.fields.get("consent")?.trim();
+    const name = validateVoiceName(checkedLength(form, "name", MAX_VOICE_NAME_CHARS) ?? "");
+    const consent = checkedLength(form, "consent", MAX_CONSENT_CHARS);
     if (!consent) throw badRequest("consent is required: the id of the speaker's consent recording", "consent");
+    const refText = checkedLength(form, "ref_text", MAX_REF_TEXT_CHARS);
+    const speakerDescription = checkedLength(form, "speaker_description", MAX_SPEAKER_DESCRIPTION_CHARS);
     const audio = form.files.get("audio_sample");
     const embeddingText = form.fields.get("speaker_embedding");
     const hasAudio = audio !== undefined;
@@ -86,8 +93,8 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger }: Voic
       fileSizeBytes: audio.bytes.byteLength,
       samples,
       sampleRateHz: decoded.sampleRateHz,
-      refText: form.fields.get("ref_text")?.trim() || undefined,
-      speakerDescription: form.fields.get("speaker_description")?.trim() || undefined,
+      refText,
+      speakerDescription,
     });
     logger.info("voice uploaded", { bytes: audio.bytes.byteLength, seconds: samples.length / decoded.sampleRateHz, created_at: voice.created_at });
     return c.json({ success: true, voice });
@@ -95,9 +102,16 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger }: Voic
 
   app.delete("/v1/audio/voices/:name", async (c) => {
     const name = c.req.param("name");
-    if (!(await voices.delete(name))) throw new ApiError(404, `Voice '${name}' not found`, "name");
+    if (!(await voices.delete(name))) throw new ApiError(404, name.length > MAX_VOICE_NAME_CHARS ? "Voice not found" : `Voice '${name}' not found`, "name");
     return c.json({ success: true, name });
   });
+}
+
+/** A text field trimmed (whitespace only = absent), or 400 naming it when longer than `maxChars`. */
+function checkedLength(form: UploadForm, field: string, maxChars: number): string | undefined {
+  const value = form.fields.get(field)?.trim();
+  if (value !== undefined && value.length > maxChars) throw badRequest(`${field} must be at most ${maxChars} characters (got ${value.length})`, field);
+  return value || undefined;
 }
 
 /** The part's own type when it is specific; for application/octet-stream, a guess from the extension. */

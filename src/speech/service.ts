@@ -8,7 +8,7 @@ import type { SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../engine/ad
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
-import { STREAMABLE_FORMATS } from "../api/speech.ts";
+import { MAX_VOICE_NAME_CHARS, STREAMABLE_FORMATS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
@@ -20,6 +20,9 @@ import type { RefAudioResolver } from "../voices/ref-audio.ts";
 
 /** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
+
+/** Names an unknown-voice error lists; the rest are only counted (GET /v1/audio/voices lists them all). */
+const LISTED_VOICE_NAMES = 10;
 
 export type Transport = "http" | "batch" | "websocket";
 export type StreamingMode = "sse" | "audio" | null;
@@ -176,8 +179,7 @@ export class SpeechService {
     if (capabilities.voices.includes(requested)) return { voice: requested };
     const uploaded = this.voices.get(requested);
     if (!uploaded) {
-      const accepted = ["default", ...capabilities.voices, ...this.voices.list().map((voice) => voice.name)];
-      throw badRequest(`Unknown voice '${requested}'. Accepted: ${accepted.join(", ")}`, "voice");
+      throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices)}`, "voice");
     }
     if (!capabilities.supportsCloning) {
       throw badRequest(`voice '${uploaded.name}' is an uploaded voice, and model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices; use a built-in voice`, "voice");
@@ -186,6 +188,16 @@ export class SpeechService {
       throw badRequest(`voice '${uploaded.name}' is a speaker embedding, which model '${capabilities.modelId}' cannot use; upload audio instead`, "voice");
     }
     return { voice: capabilities.defaultVoice, voicePrompt: await this.#uploadedVoicePrompt(uploaded, adapter, signal) };
+  }
+
+  /** The first few accepted names and a count of the rest: the message stays short with a thousand voices. */
+  #someVoiceNames(builtIn: readonly string[]): string {
+    const uploaded = this.voices.list();
+    const total = 1 + builtIn.length + uploaded.length;
+    const listed = ["default", ...builtIn, ...uploaded.slice(0, LISTED_VOICE_NAMES).map((voice) => voice.name)].slice(0, LISTED_VOICE_NAMES);
+    // Voices restored from an older folder may carry names longer than uploads now allow.
+    const shown = listed.map((name) => (name.length > MAX_VOICE_NAME_CHARS ? `${name.slice(0, MAX_VOICE_NAME_CHARS)}…` : name)).join(", ");
+    return total > listed.length ? `${shown} … and ${total - listed.length} more (GET /v1/audio/voices lists them all)` : shown;
   }
 
   #uploadedVoicePrompt(voice: StoredVoice, adapter: SpeechModelAdapter, signal: AbortSignal): Promise<VoicePrompt> {

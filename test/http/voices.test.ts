@@ -76,6 +76,10 @@ describe("voice upload, list, delete", () => {
     ["undecodable bytes", { name: "x", consent: "c", audio_sample: new File([new Uint8Array(5000).fill(7)], "x.wav", { type: "audio/wav" }) }, "audio_sample", "decoded"],
     ["0.5 s clip", { name: "x", consent: "c", audio_sample: wavFile(0.5) }, "audio_sample", "1–30 s"],
     ["31 s clip", { name: "x", consent: "c", audio_sample: wavFile(31) }, "audio_sample", "1–30 s"],
+    ["129-character name", { name: "n".repeat(129), consent: "c", audio_sample: wavFile() }, "name", "at most 128"],
+    ["257-character consent", { name: "x", consent: "c".repeat(257), audio_sample: wavFile() }, "consent", "at most 256"],
+    ["4097-character ref_text", { name: "x", consent: "c", audio_sample: wavFile(), ref_text: "r".repeat(4097) }, "ref_text", "at most 4096"],
+    ["1001-character speaker_description", { name: "x", consent: "c", audio_sample: wavFile(), speaker_description: "d".repeat(1001) }, "speaker_description", "at most 1000"],
   ];
   for (const [label, fields, param, message] of badUploads) {
     test(`bad upload → 400: ${label}`, async () => {
@@ -154,6 +158,22 @@ describe("voice upload, list, delete", () => {
     expect(declared.status).toBe(400);
   });
 
+  test("a 10 MB name is refused without storing anything; 128 characters is the longest name", async () => {
+    const { app, config } = await testApp(new ToneAdapter());
+    const huge = await upload(app, { name: "n".repeat(10_000_000), consent: "c", audio_sample: wavFile() });
+    expect(huge.status).toBe(400);
+    expect(huge.body.error.param).toBe("name");
+    expect(huge.body.error.message.length).toBeLessThan(200);
+    expect(readdirSync(config.speakerDir)).toHaveLength(0);
+
+    const longest = "n".repeat(128);
+    const accepted = await upload(app, { name: longest, consent: "c".repeat(256), audio_sample: wavFile(), ref_text: "r".repeat(4096), speaker_description: "d".repeat(1000) });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.voice.name).toBe(longest);
+    const list = (await (await app.request("/v1/audio/voices")).json()) as any;
+    expect(list.uploaded_voices.map((voice: any) => voice.name)).toEqual([longest]);
+  });
+
   test("uploads need multipart", async () => {
     const { app } = await testApp(new ToneAdapter());
     const response = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
@@ -194,6 +214,21 @@ describe("uploaded voices in speech requests", () => {
     await speak(app, { voice: "mine" });
     expect(adapter.encodedReferences).toHaveLength(2);
     expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as any).frequencyHz - 500)).toBeLessThan(10);
+  });
+
+  test("an unknown voice among a thousand uploaded ones: a short error naming a few and counting the rest", async () => {
+    const { app, voices } = await testApp(new ToneAdapter({ cloning: true }));
+    const samples = new Float32Array(16000);
+    for (let index = 0; index < 1000; index++) {
+      await voices.saveAudio({ name: `${String(index).padStart(4, "0")}${"v".repeat(124)}`, consent: "c", mimeType: "audio/wav", fileSizeBytes: 1, samples, sampleRateHz: 16000 });
+    }
+    const response = await speak(app, { voice: "ghost" });
+    const body = (await response.json()) as any;
+    expect(response.status).toBe(400);
+    expect(body.error.param).toBe("voice");
+    expect(JSON.stringify(body).length).toBeLessThan(2048);
+    expect(body.error.message).toContain("default, low, high, 0000v");
+    expect(body.error.message).toContain("and 993 more");
   });
 
   test("unknown voices list built-in and uploaded names", async () => {
