@@ -11,7 +11,7 @@ import { createLogger } from "./log/logger.ts";
 import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
-import { VoiceStore } from "./voices/store.ts";
+import { VoiceStore, VoiceStoreFolderError } from "./voices/store.ts";
 import type { Logger } from "./log/logger.ts";
 import { createProgressRenderer, pullBundle, PullError } from "./models/pocket/pull.ts";
 import { CatalogError, type Precision } from "./models/pocket/catalog.ts";
@@ -53,8 +53,16 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   const [command = "serve", ...rest] = positionals;
-  if (command === "serve") return runServe(config);
-  if (command === "say") return runSay(config, rest.join(" "), values);
+  try {
+    if (command === "serve") return await runServe(config);
+    if (command === "say") return await runSay(config, rest.join(" "), values);
+  } catch (error) {
+    if (error instanceof VoiceStoreFolderError) {
+      console.error(`${error.message}; set --speaker-dir (SPEAKER_SAMPLES_DIR) to a writable folder`);
+      return 1;
+    }
+    throw error;
+  }
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   if (command === "conformance") return runConformanceCommand(rest[0], values.decoder);
   console.error(`unknown command '${command}'\n\n${USAGE}`);

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeWithFfmpeg } from "./support/ffmpeg.ts";
@@ -23,6 +23,18 @@ test("bad flags exit 2 with a message", () => {
   const result = spawnSync(BUN, ["run", "voxedge", "serve", "--port", "nope"], { cwd: ROOT });
   expect(result.status).toBe(2);
   expect(result.stderr.toString()).toContain("--port");
+});
+
+test("a speaker folder that cannot be created stops the server at start with a message naming it", () => {
+  const scratch = mkdtempSync(join(tmpdir(), "voxedge-speaker-dir-"));
+  writeFileSync(join(scratch, "file"), "");
+  const speakerDir = join(scratch, "file", "speakers");
+  const result = spawnSync(BUN, ["run", "voxedge", "serve", "--port", "0", "--host", "127.0.0.1", "--speaker-dir", speakerDir], { cwd: ROOT, timeout: 60_000 });
+  expect(result.status).toBe(1);
+  const stderr = result.stderr.toString();
+  expect(stderr).toContain(`voice store folder ${speakerDir} cannot be used`);
+  expect(stderr).toContain("ENOTDIR");
+  expect(stderr).not.toContain("store.ts:");
 });
 
 test("say writes an audio file in the format its name asks for", () => {

@@ -5,7 +5,7 @@ export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedEr
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 413 | 415 | 500 | 503,
+    readonly status: 400 | 401 | 404 | 413 | 415 | 500 | 503 | 507,
     message: string,
     readonly param: string | null = null,
     readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status >= 500 ? "server_error" : "BadRequestError",

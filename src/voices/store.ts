@@ -9,11 +9,15 @@
  * Writes go to a `.tmp-` file in the same folder, are fsynced, renamed into place and the folder fsynced:
  * after a crash a voice is either the old one or the new one, and leftover temp files are removed on open.
  * Mutations run one at a time through a promise queue, so `created_at` and the cap see a consistent map.
+ *
+ * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
+ * bad --speaker-dir stops the server at start. If it breaks later, a save is a 507 and a delete a 500 that
+ * say what is wrong with the folder; the full path goes to the log, not to the client.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { badRequest } from "../api/errors.ts";
+import { ApiError, badRequest } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "./safetensors.ts";
 
@@ -87,10 +91,21 @@ export class VoiceStore {
     private readonly logger: Logger,
   ) {}
 
+  /** Throws VoiceStoreFolderError when the folder cannot be created, written or listed. */
   static async open(options: VoiceStoreOptions): Promise<VoiceStore> {
-    await mkdir(options.dir, { recursive: true });
+    try {
+      await mkdir(options.dir, { recursive: true });
+      await probeWritable(options.dir);
+    } catch (error) {
+      throw new VoiceStoreFolderError(options.dir, error);
+    }
     const store = new VoiceStore(options.dir, options.maxVoices, options.logger);
-    await store.restore();
+    try {
+      await store.restore();
+    } catch (error) {
+      if (errorCode(error) === undefined) throw error;
+      throw new VoiceStoreFolderError(options.dir, error);
+    }
     return store;
   }
 
@@ -161,11 +176,13 @@ export class VoiceStore {
       try {
         await unlink(this.pathOf(key));
       } catch (error) {
-        if (errorCode(error) !== "ENOENT") throw error;
+        if (errorCode(error) !== "ENOENT") throw this.folderFailure(error, 500, "the voice was not deleted");
       }
       this.voices.delete(key);
       this.fireEvict(key);
-      await fsyncDirectory(this.dir);
+      await fsyncDirectory(this.dir).catch((error) => {
+        throw this.folderFailure(error, 500, "the deletion may not survive a restart");
+      });
       return true;
     });
   }
@@ -255,12 +272,22 @@ export class VoiceStore {
       await rename(tempPath, this.pathOf(key));
     } catch (error) {
       await unlink(tempPath).catch(() => undefined);
-      throw error;
+      throw this.folderFailure(error, 507, "the voice was not saved");
     }
     const replaced = this.voices.has(key);
     this.voices.set(key, Object.freeze(voice));
     if (replaced) this.fireEvict(key);
-    await fsyncDirectory(this.dir);
+    await fsyncDirectory(this.dir).catch((error) => {
+      throw this.folderFailure(error, 507, "the voice is saved but may not survive a restart");
+    });
+  }
+
+  /** A file-system error as the client's ApiError (what is wrong, no path) and a log line (with the path). */
+  private folderFailure(error: unknown, status: 500 | 507, outcome: string): unknown {
+    const code = errorCode(error);
+    if (code === undefined) return error;
+    this.logger.error("voice store folder failed", { dir: this.dir, code });
+    return new ApiError(status, `The voice store folder (--speaker-dir) ${describeFolderProblem(code)} (${code}); ${outcome}`);
   }
 
   private fireEvict(key: string): void {
@@ -327,6 +354,47 @@ export class VoiceStore {
       removed_temp_files: removedTempFileCount,
     });
   }
+}
+
+/** The speaker folder cannot be used; the message names the folder and the reason, for the start-up error. */
+export class VoiceStoreFolderError extends Error {
+  constructor(readonly dir: string, cause: unknown) {
+    const code = errorCode(cause);
+    super(`voice store folder ${dir} cannot be used: ${code === undefined ? String(cause) : `it ${describeFolderProblem(code)} (${code})`}`);
+    this.name = "VoiceStoreFolderError";
+    this.cause = cause;
+  }
+}
+
+/** Finishes "the folder …" for the errors creating, writing or listing a folder can give. */
+function describeFolderProblem(code: string): string {
+  switch (code) {
+    case "ENOENT":
+      return "does not exist";
+    case "ENOTDIR":
+      return "is not a folder, or a part of its path is a file";
+    case "EEXIST":
+      return "exists but is not a folder";
+    case "EACCES":
+    case "EPERM":
+      return "is not writable (permission denied)";
+    case "EROFS":
+      return "is on a read-only file system";
+    case "ENOSPC":
+      return "is on a full disk";
+    case "EDQUOT":
+      return "is over its disk quota";
+    default:
+      return "could not be written";
+  }
+}
+
+/** Creating a file is what a save does first; EACCES or EROFS shows up here rather than on the first upload. */
+async function probeWritable(dir: string): Promise<void> {
+  const probePath = join(dir, `${TEMP_FILE_PREFIX}probe-${randomUUID()}`);
+  const handle = await open(probePath, "wx", 0o600);
+  await handle.close();
+  await unlink(probePath);
 }
 
 class InvalidVoiceFileError extends Error {

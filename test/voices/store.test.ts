@@ -1,11 +1,14 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiError } from "../../src/api/errors.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
 import { encodeSafetensors } from "../../src/voices/safetensors.ts";
-import { validateVoiceName, VoiceStore, type SaveAudioInput } from "../../src/voices/store.ts";
+import { validateVoiceName, VoiceStore, VoiceStoreFolderError, type SaveAudioInput } from "../../src/voices/store.ts";
+import { testApp } from "../support/server.ts";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+import { wavFile } from "../support/uploads.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -253,7 +256,7 @@ describe("re-upload", () => {
     const movedDir = `${dir}-moved`;
     renameSync(dir, movedDir);
     try {
-      await expect(store.saveAudio(audioInput("ALICE", { refText: "replacement", samples: Float32Array.of(1, 2, 3) }))).rejects.toMatchObject({ code: "ENOENT" });
+      await expect(store.saveAudio(audioInput("ALICE", { refText: "replacement", samples: Float32Array.of(1, 2, 3) }))).rejects.toMatchObject({ status: 507, message: expect.stringContaining("ENOENT") });
     } finally {
       renameSync(movedDir, dir);
     }
@@ -383,5 +386,70 @@ describe("loading a voice whose file changed", () => {
       expect(await deleted).toBe(true);
       expect(await store.loadAudio("alice")).toBeUndefined();
     }
+  });
+});
+
+describe("a folder that cannot be written", () => {
+  async function expectFolderError(open: Promise<unknown>, folder: string, code: string) {
+    const error = await open.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(VoiceStoreFolderError);
+    expect((error as Error).message).toContain(`voice store folder ${folder} cannot be used`);
+    expect((error as Error).message).toContain(code);
+  }
+
+  test("refused at open when a part of its path is a file", async () => {
+    writeFileSync(join(dir, "file"), "");
+    const folder = join(dir, "file", "speakers");
+    await expectFolderError(VoiceStore.open({ dir: folder, maxVoices: 10, logger: silentLogger }), folder, "ENOTDIR");
+  });
+
+  test("refused at open when it exists but takes no new files, even for root", async () => {
+    // procfs folders can be listed but never gain a file: the write probe is what notices.
+    await expectFolderError(VoiceStore.open({ dir: "/proc/self", maxVoices: 10, logger: silentLogger }), "/proc/self", "ENOENT");
+  });
+
+  test("replaced by a file after start: uploads are 507s naming the problem, the server keeps serving and recovers", async () => {
+    const { lines, logger } = capturingLogger();
+    const speakerDir = join(dir, "speakers");
+    const { app, voices } = await testApp(new ToneAdapter(), { flags: { "speaker-dir": speakerDir } });
+    const upload = (name: string) => {
+      const form = new FormData();
+      form.set("name", name);
+      form.set("consent", "consent-1");
+      form.set("audio_sample", wavFile());
+      return app.request("/v1/audio/voices", { method: "POST", body: form });
+    };
+    expect((await upload("before")).status).toBe(200);
+
+    // Permissions do not stop root; a file where the folder was stops everyone.
+    rmSync(speakerDir, { recursive: true });
+    writeFileSync(speakerDir, "");
+    const refused = await upload("during");
+    expect(refused.status).toBe(507);
+    const body = (await refused.json()) as any;
+    expect(body.error.type).toBe("server_error");
+    expect(body.error.message).toContain("voice store folder");
+    expect(body.error.message).toContain("ENOTDIR");
+    expect(body.error.message).not.toContain(dir);
+    const deleted = await app.request("/v1/audio/voices/before", { method: "DELETE" });
+    expect(deleted.status).toBe(500);
+    expect(((await deleted.json()) as any).error.message).toContain("voice store folder");
+    const listed = (await (await app.request("/v1/audio/voices")).json()) as any;
+    expect(listed.uploaded_voices.map((voice: { name: string }) => voice.name)).toEqual(["before"]);
+
+    rmSync(speakerDir);
+    mkdirSync(speakerDir);
+    expect((await upload("after")).status).toBe(200);
+    expect(voices.list().map((voice) => voice.name)).toEqual(["before", "after"]);
+
+    // The store's own logger names the folder for the operator.
+    const store = await VoiceStore.open({ dir: speakerDir, maxVoices: 10, logger });
+    rmSync(speakerDir, { recursive: true });
+    writeFileSync(speakerDir, "");
+    await expect(store.saveAudio(audioInput("logged"))).rejects.toBeInstanceOf(ApiError);
+    expect(lines.some((line) => line.includes("voice store folder failed") && line.includes(speakerDir))).toBe(true);
   });
 });
