@@ -2,9 +2,8 @@
 import type { Context, Hono } from "hono";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
-import { AudioDecodeError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
 import type { SpeechService } from "../speech/service.ts";
-import { checkReferenceDuration } from "../voices/ref-audio.ts";
+import { decodeReferenceAudio } from "../voices/ref-audio.ts";
 import { validateVoiceName, type VoiceStore } from "../voices/store.ts";
 import type { Logger } from "../log/logger.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
@@ -77,26 +76,18 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger }: Voic
 
     if (!audio) throw badRequest("audio_sample must be a file upload", "audio_sample");
     const mimeType = uploadMimeType(audio);
-    let decoded;
-    try {
-      decoded = await decodeAudio(audio.bytes);
-    } catch (error) {
-      if (error instanceof AudioDecodeError) throw badRequest(`audio_sample could not be decoded: ${error.message}`, "audio_sample");
-      throw error;
-    }
-    const samples = downmixToMono(decoded);
-    checkReferenceDuration(samples.length / decoded.sampleRateHz, "audio_sample");
+    const { samples, sampleRateHz } = await decodeReferenceAudio(audio.bytes, "audio_sample");
     const voice = await voices.saveAudio({
       name,
       consent,
       mimeType,
       fileSizeBytes: audio.bytes.byteLength,
       samples,
-      sampleRateHz: decoded.sampleRateHz,
+      sampleRateHz,
       refText,
       speakerDescription,
     });
-    logger.info("voice uploaded", { bytes: audio.bytes.byteLength, seconds: samples.length / decoded.sampleRateHz, created_at: voice.created_at });
+    logger.info("voice uploaded", { bytes: audio.bytes.byteLength, seconds: samples.length / sampleRateHz, created_at: voice.created_at });
     return c.json({ success: true, voice });
   });
 

@@ -16,7 +16,7 @@ import { sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LRUCache } from "lru-cache";
 import { badRequest } from "../api/errors.ts";
-import { AudioDecodeError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
+import { AudioDecodeError, AudioTooLongError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
 import { resample } from "../audio/resampler.ts";
 import { fetchRemoteMedia, REF_AUDIO_MAX_BYTES, type RemoteMediaOptions } from "./remote-media.ts";
 
@@ -248,22 +248,29 @@ function decodeDataUrl(reference: string): Promise<Uint8Array> {
 
 /** Any supported container → mono at targetRateHz, with the 1–30 s rule checked on the source length. */
 export async function decodeReference(bytes: Uint8Array, targetRateHz: number): Promise<Float32Array> {
-  let decoded;
-  try {
-    decoded = await decodeAudio(bytes);
-  } catch (error) {
-    if (error instanceof AudioDecodeError) throw badRequest(`ref_audio could not be decoded: ${error.message}`, "ref_audio");
-    throw error;
-  }
-  const mono = downmixToMono(decoded);
-  checkReferenceDuration(mono.length / decoded.sampleRateHz, "ref_audio");
-  return resample(mono, decoded.sampleRateHz, targetRateHz);
+  const { samples, sampleRateHz } = await decodeReferenceAudio(bytes, "ref_audio");
+  return resample(samples, sampleRateHz, targetRateHz);
 }
 
-export function checkReferenceDuration(seconds: number, param: string): void {
-  if (seconds < REF_AUDIO_MIN_SECONDS || seconds > REF_AUDIO_MAX_SECONDS) {
-    throw badRequest(`${param} is ${seconds.toFixed(2)} s long; ${REF_AUDIO_MIN_SECONDS}–${REF_AUDIO_MAX_SECONDS} s of audio is required`, param);
+/**
+ * The one place the 1–30 s rule is applied, for uploads and ref_audio alike: mono at the file's own rate.
+ * The upper bound is part of the decode, so a file that decodes to hours stops after ~30 s of samples.
+ * Throws ApiError 400 naming `param`.
+ */
+export async function decodeReferenceAudio(bytes: Uint8Array, param: string): Promise<{ samples: Float32Array; sampleRateHz: number }> {
+  const required = `${REF_AUDIO_MIN_SECONDS}–${REF_AUDIO_MAX_SECONDS} s of audio is required`;
+  let decoded;
+  try {
+    decoded = await decodeAudio(bytes, { maxDurationSeconds: REF_AUDIO_MAX_SECONDS });
+  } catch (error) {
+    if (error instanceof AudioTooLongError) throw badRequest(`${param} is longer than the ${REF_AUDIO_MAX_SECONDS} s limit (${error.evidence}); ${required}`, param);
+    if (error instanceof AudioDecodeError) throw badRequest(`${param} could not be decoded: ${error.message}`, param);
+    throw error;
   }
+  const samples = downmixToMono(decoded);
+  const seconds = samples.length / decoded.sampleRateHz;
+  if (seconds < REF_AUDIO_MIN_SECONDS) throw badRequest(`${param} is ${seconds.toFixed(2)} s long; ${required}`, param);
+  return { samples, sampleRateHz: decoded.sampleRateHz };
 }
 
 function sha256(text: string): string {

@@ -3,10 +3,13 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AudioDecodeError, decodeAudio, downmixToMono, sniffContainer, type AudioContainer, type DecodedAudio } from "../../src/audio/decoders.ts";
+import { AudioDecodeError, AudioTooLongError, decodeAudio, downmixToMono, sniffContainer, type AudioContainer, type DecodedAudio } from "../../src/audio/decoders.ts";
+import { constantFlac, ffmpegSilence, OGG_VORBIS, wavWithDeclaredSize, withoutOggGranules } from "../support/audio-bombs.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { muxWebmLikeABrowser } from "../support/browser-recording.ts";
 
+/** Longer than every fixture; the limit itself is tested with the bombs below. */
+const LIMITS = { maxDurationSeconds: 30 };
 const TONE_HZ = 440;
 const SOURCE_RATE_HZ = 44100;
 const DURATION_SECONDS = 1.5;
@@ -117,7 +120,7 @@ describe("decodeAudio: every supported format", () => {
     test(fixture.name, async () => {
       const bytes = bytesOf(fixture.name);
       expect(sniffContainer(bytes)).toBe(fixture.container);
-      const audio = await decodeAudio(bytes);
+      const audio = await decodeAudio(bytes, LIMITS);
       expectTone(audio, fixture.sampleRateHz);
       const expectedSamples = DURATION_SECONDS * fixture.sampleRateHz;
       expect(Math.abs(audio.channels[0]!.length - expectedSamples)).toBeLessThanOrEqual(fixture.toleranceSamples);
@@ -134,13 +137,13 @@ describe("decodeAudio: every supported format", () => {
   test("a streamed WAV (sizes left at 0xFFFFFFFF, as ffmpeg writes to a pipe) decodes to the end", async () => {
     const bytes = runFfmpeg([...SOURCE, "-c:a", "pcm_s16le", "-f", "wav", "pipe:1"]);
     expect(new DataView(bytes.buffer).getUint32(4, true)).toBe(0xffffffff);
-    const audio = await decodeAudio(bytes);
+    const audio = await decodeAudio(bytes, LIMITS);
     expectTone(audio, SOURCE_RATE_HZ);
     expect(audio.channels[0]!.length).toBe(DURATION_SECONDS * SOURCE_RATE_HZ);
   });
 
   test("a WebM muxed by mediabunny in live mode, like a browser's MediaRecorder", async () => {
-    const audio = await decodeAudio(await muxWebmLikeABrowser(bytesOf("Ogg Opus")));
+    const audio = await decodeAudio(await muxWebmLikeABrowser(bytesOf("Ogg Opus")), LIMITS);
     expectTone(audio, 48000);
     expect(Math.abs(audio.channels[0]!.length - DURATION_SECONDS * 48000)).toBeLessThanOrEqual(OPUS_FRAME_SAMPLES);
   });
@@ -148,8 +151,8 @@ describe("decodeAudio: every supported format", () => {
   test("concurrent decodes give the same result as sequential ones", async () => {
     const names = FIXTURES.filter((fixture) => fixture.container !== "wav").map((fixture) => fixture.name);
     const sequential: DecodedAudio[] = [];
-    for (const name of names) sequential.push(await decodeAudio(bytesOf(name)));
-    const concurrent = await Promise.all(names.map((name) => decodeAudio(bytesOf(name))));
+    for (const name of names) sequential.push(await decodeAudio(bytesOf(name), LIMITS));
+    const concurrent = await Promise.all(names.map((name) => decodeAudio(bytesOf(name), LIMITS)));
     concurrent.forEach((audio, i) => expect(audio.channels).toEqual(sequential[i]!.channels));
   });
 });
@@ -174,7 +177,7 @@ function withPrefix(prefix: number[] | string, rest: Uint8Array): Uint8Array {
 }
 
 async function expectDecodeError(bytes: Uint8Array, message: RegExp): Promise<void> {
-  const error = await decodeAudio(bytes).then(
+  const error = await decodeAudio(bytes, LIMITS).then(
     () => undefined,
     (caught: unknown) => caught,
   );
@@ -238,7 +241,7 @@ describe("decodeAudio: bad input throws AudioDecodeError", () => {
         // Damage the headers (first 512 bytes) on even trials, anywhere on odd ones.
         const span = trial % 2 === 0 ? Math.min(512, damaged.length) : damaged.length;
         for (let k = 0; k < positions.length; k += 2) damaged[(positions[k]! * 257 + positions[k + 1]!) % span] = positions[k + 1]!;
-        const outcome = await decodeAudio(damaged).then(
+        const outcome = await decodeAudio(damaged, LIMITS).then(
           () => "decoded",
           (error: unknown) => (error instanceof AudioDecodeError ? "rejected" : error),
         );
@@ -252,7 +255,7 @@ describe("the part of a file that arrived", () => {
   test("a WAV cut inside its audio data decodes to the whole frames that arrived", async () => {
     const bytes = bytesOf("WAV s16");
     const dataStart = bytes.length - DURATION_SECONDS * SOURCE_RATE_HZ * 4;
-    const audio = await decodeAudio(bytes.subarray(0, dataStart + 1000 * 4 + 3));
+    const audio = await decodeAudio(bytes.subarray(0, dataStart + 1000 * 4 + 3), LIMITS);
     expect(audio.channels[0]!.length).toBe(1000);
   });
 });
@@ -266,5 +269,137 @@ describe("downmixToMono", () => {
   test("returns a mono input's channel as is", () => {
     const channel = new Float32Array([0.25, -0.25]);
     expect(downmixToMono({ channels: [channel], sampleRateHz: 8000 })).toBe(channel);
+  });
+});
+
+describe("decodeAudio: the duration limit stops decompression bombs", () => {
+  const HOUR_SECONDS = 3600;
+  /** Hours of audio were there; the decode must stop within one input piece (or one packet batch) of the limit. */
+  const STOPPED_EARLY_SECONDS = 90;
+  /** The same for FLAC, in samples across channels (32 MB of float32): at 8 kHz one piece of CONSTANT frames is over a minute. */
+  const STOPPED_EARLY_SAMPLES = 8_000_000;
+  const flacHour = (blockSize: number, channelCount: number, sampleRateHz: number, declared: boolean) => {
+    const frameCount = Math.ceil((HOUR_SECONDS * sampleRateHz) / blockSize);
+    return constantFlac({ sampleRateHz, channelCount, blockSize, frameCount, declaredTotalSamples: declared ? frameCount * blockSize : 0 });
+  };
+
+  async function tooLong(bytes: Uint8Array): Promise<AudioTooLongError> {
+    const error = await decodeAudio(bytes, LIMITS).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(AudioTooLongError);
+    const tooLongError = error as AudioTooLongError;
+    expect(tooLongError.message).toContain("longer than the 30 s limit");
+    return tooLongError;
+  }
+
+  test("FLAC of CONSTANT subframes declaring an hour in STREAMINFO: refused before decoding", async () => {
+    const bomb = flacHour(65535, 1, 44100, true);
+    expect(bomb.length).toBeLessThan(40_000);
+    const error = await tooLong(bomb);
+    expect(error.evidence).toMatch(/^the FLAC header declares 3600\.\d s$/);
+    expect(error.decodedSeconds).toBe(0);
+  });
+
+  const undeclaredFlacs: [string, number, number, number][] = [
+    ["65535-sample blocks, mono 44.1 kHz", 65535, 1, 44100],
+    ["4096-sample blocks, stereo 48 kHz", 4096, 2, 48000],
+    ["65535-sample blocks, 8 channels at 8 kHz", 65535, 8, 8000],
+  ];
+  for (const [label, blockSize, channelCount, sampleRateHz] of undeclaredFlacs) {
+    test(`FLAC of CONSTANT subframes, an hour behind total_samples = 0 (unknown), ${label}: decoding stops past the limit`, async () => {
+      const error = await tooLong(flacHour(blockSize, channelCount, sampleRateHz, false));
+      expect(error.evidence).toStartWith("decoding stopped after");
+      expect(error.decodedSeconds).toBeGreaterThan(31);
+      expect(error.decodedSeconds * sampleRateHz * channelCount).toBeLessThan(STOPPED_EARLY_SAMPLES);
+    });
+  }
+
+  test("the peak RSS of refusing a 35 kB FLAC that decodes to an hour (635 MB of float32) grows by well under 300 MB", async () => {
+    const bomb = flacHour(65535, 1, 44100, false);
+    // Loads the decoder first, so that only the decode is measured.
+    await decodeAudio(bytesOf("FLAC"), LIMITS);
+    const peakBeforeKb = process.resourceUsage().maxRSS;
+    await tooLong(bomb);
+    expect((process.resourceUsage().maxRSS - peakBeforeKb) / 1024).toBeLessThan(300);
+  });
+
+  test("a WAV's data size bounds the decode: 0xFFFFFFFF over 2 min is refused on its size; a size of 2 s over 2 min decodes 2 s", async () => {
+    const streaming = await tooLong(wavWithDeclaredSize(8000, 120, "streaming"));
+    expect(streaming.evidence).toBe("the WAV data chunk holds 120.0 s");
+    expect(streaming.decodedSeconds).toBe(0);
+    // What follows a data chunk is the next chunk (LIST, id3 …), never more audio: this is how ffmpeg and sox read it too.
+    const lyingSmall = await decodeAudio(wavWithDeclaredSize(8000, 120, 2 * 8000 * 2), LIMITS);
+    expect(lyingSmall.channels[0]!.length).toBe(2 * 8000);
+  });
+
+  describe("real encoders' silence (ffmpeg)", () => {
+    const encodedSilence = new Map<string, Uint8Array>();
+    beforeAll(() => {
+      encodedSilence.set("Ogg Vorbis", ffmpegSilence(HOUR_SECONDS, 8000, OGG_VORBIS));
+      encodedSilence.set("Ogg Opus", ffmpegSilence(300, 48000, ["-c:a", "libopus", "-b:a", "6k", "-frame_duration", "120", "-f", "ogg"]));
+      encodedSilence.set("MP3", ffmpegSilence(120, 8000, ["-c:a", "libmp3lame", "-b:a", "8k", "-f", "mp3"]));
+      encodedSilence.set("ADTS AAC", ffmpegSilence(120, 8000, ["-c:a", "aac", "-f", "adts"]));
+    });
+    const silence = (name: string) => encodedSilence.get(name)!;
+
+    for (const [name, declaredSeconds] of [["Ogg Vorbis", /^its Ogg granule positions declare 3599\.\d s$/], ["Ogg Opus", /^its Ogg granule positions declare 29\d\.\d s$/]] as const) {
+      test(`${name}: refused on its granule positions; with them all unset, decoding stops past the limit`, async () => {
+        const declared = await tooLong(silence(name));
+        expect(declared.evidence).toMatch(declaredSeconds);
+        expect(declared.decodedSeconds).toBe(0);
+        const undeclared = await tooLong(withoutOggGranules(silence(name)));
+        expect(undeclared.evidence).toStartWith("decoding stopped after");
+        expect(undeclared.decodedSeconds).toBeLessThan(STOPPED_EARLY_SECONDS);
+      });
+    }
+
+    test("WebM muxed live (no duration in its header): refused on its packet timestamps before decoding", async () => {
+      const error = await tooLong(await muxWebmLikeABrowser(silence("Ogg Opus")));
+      expect(error.evidence).toMatch(/^its packet timestamps run to 31\.\d s$/);
+      expect(error.decodedSeconds).toBe(0);
+    });
+
+    for (const name of ["MP3", "ADTS AAC"]) {
+      test(`${name} (nothing declares the length): decoding stops past the limit`, async () => {
+        const error = await tooLong(silence(name));
+        expect(error.evidence).toStartWith("decoding stopped after");
+        expect(error.decodedSeconds).toBeLessThan(STOPPED_EARLY_SECONDS);
+      });
+    }
+  });
+
+  test("M4A declaring 2 min: refused on its header", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "voxedge-decoders-"));
+    try {
+      const path = join(directory, "silence.m4a");
+      runFfmpeg(["-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t", "120", "-c:a", "aac", path]);
+      const error = await tooLong(new Uint8Array(readFileSync(path)));
+      expect(error.evidence).toMatch(/^its MP4 header declares 120\.\d s$/);
+      expect(error.decodedSeconds).toBe(0);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  test("a limit just past a file's length lets it through; just under, refuses it exactly", async () => {
+    const bytes = bytesOf("FLAC");
+    expect((await decodeAudio(bytes, { maxDurationSeconds: DURATION_SECONDS })).channels[0]!.length).toBe(DURATION_SECONDS * SOURCE_RATE_HZ);
+    const error = await decodeAudio(bytes, { maxDurationSeconds: 1.4 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(AudioTooLongError);
+    expect((error as AudioTooLongError).evidence).toBe("it is 1.50 s long");
+  });
+
+  test("more channels or samples per second than the limit in seconds can bound are refused from the header", async () => {
+    const wideRate = constantFlac({ sampleRateHz: 48000, channelCount: 8, blockSize: 4096, frameCount: 4, declaredTotalSamples: 4 * 4096 });
+    expect((await decodeAudio(wideRate, LIMITS)).channels).toHaveLength(8);
+    const streamInfoRateAt = 8 + 10;
+    // STREAMINFO says 96 kHz (8 channels × 96 kHz is past 8 × 48 kHz): refused before the frames are read.
+    const tooWide = wideRate.slice();
+    tooWide[streamInfoRateAt] = 96000 >> 12;
+    tooWide[streamInfoRateAt + 1] = (96000 >> 4) & 0xff;
+    tooWide[streamInfoRateAt + 2] = ((96000 & 0x0f) << 4) | (tooWide[streamInfoRateAt + 2]! & 0x0f);
+    await expectDecodeError(tooWide, /8 channels at 96000 Hz is more than is accepted/);
   });
 });

@@ -5,6 +5,7 @@ import { testApp } from "../support/server.ts";
 import { multipartBody, sine, wavFile } from "../support/uploads.ts";
 import { encodeAudio } from "../../src/audio/encoders.ts";
 import { muxWebmLikeABrowser } from "../support/browser-recording.ts";
+import { decodedSecondsInRefusal, referenceBombs } from "../support/audio-bombs.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 
@@ -237,4 +238,21 @@ describe("uploaded voices in speech requests", () => {
     const body = (await (await speak(app, { voice: "ghost" })).json()) as any;
     expect(body.error.message).toContain("low, high, Mine");
   });
+});
+
+describe("decompression bombs uploaded as audio_sample", () => {
+  const bombs = referenceBombs();
+  for (const bomb of bombs) {
+    test(`400 naming the 30 s limit, decoded no further than ~30 s, nothing stored: ${bomb.label} (${bomb.bytes.length} bytes)`, async () => {
+      const { app, config } = await testApp(new ToneAdapter());
+      const { status, body } = await upload(app, { name: "bomb", consent: "c", audio_sample: new File([bomb.bytes as Uint8Array<ArrayBuffer>], "bomb.bin", { type: "application/octet-stream" }) });
+      expect(status).toBe(400);
+      expect(body.error.param).toBe("audio_sample");
+      expect(body.error.message).toContain("audio_sample is longer than the 30 s limit");
+      const decodedSeconds = decodedSecondsInRefusal(body.error.message);
+      if (bomb.stopsWhileDecoding) expect(decodedSeconds).toBeLessThan(90);
+      else expect(decodedSeconds).toBeUndefined();
+      expect(readdirSync(config.speakerDir)).toHaveLength(0);
+    });
+  }
 });

@@ -14,6 +14,7 @@ import { encodeWav } from "../../src/audio/wav.ts";
 import { sine, wavFile } from "../support/uploads.ts";
 import type { Connector } from "../../src/voices/remote-media.ts";
 import { RefAudioResolver } from "../../src/voices/ref-audio.ts";
+import { decodedSecondsInRefusal, referenceBombs } from "../support/audio-bombs.ts";
 
 const wavBytes = (seconds = 2, frequencyHz = 300) => encodeWav(sine(seconds, frequencyHz), 16000);
 const dataUrl = (bytes: Uint8Array) => `data:audio/wav;base64,${Buffer.from(bytes).toString("base64")}`;
@@ -307,4 +308,34 @@ test("the resolved-audio cache is bounded by entries and by bytes", async () => 
   for (const frequencyHz of [300, 310, 320, 330]) await byBytes.resolve(dataUrl(wavBytes(2, frequencyHz)), 24000, signal);
   expect(byBytes.cachedEntries).toBe(2);
   expect(byBytes.cachedBytes).toBeLessThanOrEqual(400_000);
+});
+
+describe("decompression bombs as ref_audio", () => {
+  const bombs = referenceBombs();
+  for (const bomb of bombs) {
+    test(`a data: URL → 400 naming the 30 s limit, decoded no further than ~30 s, never encoded or cached: ${bomb.label}`, async () => {
+      const adapter = new ToneAdapter({ cloning: true });
+      const { app, refAudio } = await testApp(adapter);
+      const response = await speakWith(app, `data:application/octet-stream;base64,${Buffer.from(bomb.bytes).toString("base64")}`);
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as any;
+      expect(body.error.param).toBe("ref_audio");
+      expect(body.error.message).toContain("ref_audio is longer than the 30 s limit");
+      const decodedSeconds = decodedSecondsInRefusal(body.error.message);
+      if (bomb.stopsWhileDecoding) expect(decodedSeconds).toBeLessThan(90);
+      else expect(decodedSeconds).toBeUndefined();
+      expect(adapter.encodedReferences).toHaveLength(0);
+      expect(refAudio.cachedEntries).toBe(0);
+    });
+  }
+
+  test("a local file (file://) is refused the same way", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "voxedge-bomb-"));
+    const bomb = bombs.find((candidate) => candidate.stopsWhileDecoding)!;
+    writeFileSync(join(folder, "bomb.flac"), bomb.bytes);
+    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": folder } });
+    const response = await speakWith(app, pathToFileURL(join(folder, "bomb.flac")).href);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as any).error.message).toContain("longer than the 30 s limit");
+  });
 });
