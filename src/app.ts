@@ -56,6 +56,6 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerVoiceRoutes(app, { service, voices, logger });
   registerStreamRoute(app, { service, metrics, logger, config, runtime });
   registerSpeechRoute(app, { service, metrics, logger, maxBodyBytes: config.maxBodyBytes });
-  registerBatchRoute(app, { service, logger, maxBodyBytes: config.maxBodyBytes, maxItems: config.batchMaxItems });
+  registerBatchRoute(app, { service, logger, maxBodyBytes: config.maxBodyBytes, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
   return { app, service, metrics, refAudio: resolver };
 }

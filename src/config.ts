@@ -60,6 +60,12 @@ const OPTIONS = {
   maxInputChars: { flag: "max-input-chars", env: "VOXEDGE_MAX_INPUT_CHARS", schema: z.coerce.number().int().min(1).max(4096).default(4096), description: "longest accepted input text, in characters" },
   maxInstructionsChars: { flag: "max-instructions-chars", env: "VOXEDGE_MAX_INSTRUCTIONS_CHARS", schema: z.coerce.number().int().min(0).default(500), description: "longest accepted instructions text" },
   batchMaxItems: { flag: "batch-max-items", env: "VOXEDGE_BATCH_MAX_ITEMS", schema: z.coerce.number().int().min(1).default(32), description: "most items in one batch request" },
+  batchMaxAudioSeconds: {
+    flag: "batch-max-audio-seconds",
+    env: "VOXEDGE_BATCH_MAX_AUDIO_SECONDS",
+    schema: z.coerce.number().positive().default(600),
+    description: "most seconds of audio one batch request may produce; items past it fail",
+  },
   maxBodyBytes: { flag: "max-body-bytes", env: "VOXEDGE_MAX_BODY_BYTES", schema: z.coerce.number().int().min(1024).default(16 * 1024 * 1024), description: "largest JSON request body" },
   allowedLocalMediaPath: { flag: "allowed-local-media-path", env: "VOXEDGE_ALLOWED_LOCAL_MEDIA_PATH", schema: z.string().optional(), description: "folder that file:// ref_audio may read from (unset = file:// refused)" },
   allowedMediaDomains: { flag: "allowed-media-domains", env: "VOXEDGE_ALLOWED_MEDIA_DOMAINS", schema: commaList.default([]), description: "comma-separated hosts that ref_audio URLs may reach even when they resolve to private addresses" },

@@ -76,6 +76,11 @@ export interface SpeechModelAdapter {
   readonly capabilities: AdapterCapabilities;
   /** Number of text tokens the model sees for this input (usage). */
   countInputTokens(text: string): number;
+  /**
+   * Throws ApiError 400 naming `extra_params.<key>` when a parameter the model reads is out of range. Run
+   * before any work, so a bad value is a 4xx and never a failure mid-stream. Absent: nothing is read.
+   */
+  checkExtraParams?(extraParams: Record<string, unknown>): void;
   /** Audio for the job as it is made. Stops promptly once job.signal aborts. */
   synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined>;
   /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */

@@ -1,29 +1,34 @@
-/** POST /v1/audio/speech/batch: items merged over batch defaults, run concurrently, failing one by one. */
+/**
+ * POST /v1/audio/speech/batch: items merged over batch defaults, run a few at a time, failing one by one.
+ *
+ * The response is written as the items finish, in index order: `{"id":…,"results":[`, each result, then
+ * the totals. Only the running items and their results are held, never the whole body; the audio of the
+ * whole batch is capped (--batch-max-audio-seconds), so a batch cannot grow without bound either.
+ */
 import type { Hono } from "hono";
 import { batchItemSchema, batchRequestSchema } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechService, SpeechUsage } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
+import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith } from "./request-body.ts";
 import { base64 } from "./speech.ts";
 
 /** Items synthesised at once; the rest wait, so one large batch cannot hog every core. */
 const BATCH_CONCURRENCY = 4;
+/** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
+const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
 
-interface BatchItemResult {
-  index: number;
-  status: "success" | "error";
-  audio_data?: string;
-  media_type?: string;
-  usage?: SpeechUsage;
-  error?: string;
-}
+type BatchItemResult =
+  | { index: number; status: "success"; audio: Uint8Array; media_type: string; usage: SpeechUsage }
+  | { index: number; status: "error"; error: string };
 
 export interface BatchRouteDeps {
   service: SpeechService;
   logger: Logger;
   maxBodyBytes: number;
   maxItems: number;
+  maxAudioSeconds: number;
 }
 
 export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
@@ -33,26 +38,74 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
       throw badRequest(`Batch contains ${batch.items.length} items, exceeding the maximum of ${deps.maxItems}`, "items");
     }
     deps.service.checkModel(batch.model);
+    if (batch.extra_params) deps.service.checkExtraParams(batch.extra_params);
     const { items, ...defaults } = batch;
-    const signal = c.req.raw.signal;
+    const budget = new AudioBudget(deps.maxAudioSeconds);
 
-    const runItem = async (item: unknown, index: number): Promise<BatchItemResult> => {
+    const runItem = async (item: unknown, index: number, signal: AbortSignal): Promise<BatchItemResult> => {
       try {
         if (typeof item !== "object" || item === null || Array.isArray(item)) throw badRequest(`items[${index}] must be a JSON object`);
         const merged = { ...withoutUndefined(defaults), ...withoutUndefined(item as Record<string, unknown>) };
         const request = parseWith(batchItemSchema, merged, `items[${index}]`);
-        const rendered = await deps.service.render(await deps.service.prepare(request, "batch", signal), signal, "batch");
-        return { index, status: "success", audio_data: base64(rendered.audio), media_type: rendered.contentType, usage: rendered.usage };
+        if (budget.closed) throw budget.exceededError();
+        const rendered = await deps.service.render(await deps.service.prepare(request, "batch", signal), signal, "batch", (seconds) => budget.spend(index, seconds));
+        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage };
       } catch (error) {
+        budget.release(index);
         if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });
         return { index, status: "error", error: error instanceof ApiError ? error.message : "speech generation failed" };
       }
     };
 
-    const results = await mapWithConcurrency(items, BATCH_CONCURRENCY, runItem);
-    const succeeded = results.filter((result) => result.status === "success").length;
-    return c.json({ id: `speech-batch-${crypto.randomUUID()}`, results, total: results.length, succeeded, failed: results.length - succeeded });
+    const id = `speech-batch-${crypto.randomUUID()}`;
+    const body = pullStream(
+      (signal) => batchJson(id, inOrder(items.length, BATCH_CONCURRENCY, (index) => runItem(items[index], index, signal))),
+      c.req.raw.signal,
+      (outcome, error) => {
+        if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
+      },
+    );
+    return new Response(body, { headers: { "Content-Type": "application/json" } });
   });
+}
+
+/**
+ * Seconds of output audio a batch may make, spent as its items generate. Items are served in index
+ * order: item k may go on while the audio of items 0..k (finished or still running) stays within the cap,
+ * so a later item never makes an earlier one fail, and the outcome is the one a one-at-a-time run would
+ * give. The first item refused closes the batch: items not yet started fail without running. At any
+ * moment the kept audio is within the cap plus one chunk per running item.
+ */
+class AudioBudget {
+  /** Seconds made by each running or succeeded item; a failed item's audio is not in the response. */
+  readonly #secondsByIndex = new Map<number, number>();
+  #closed = false;
+
+  constructor(readonly capSeconds: number) {}
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Counts `seconds` more of item `index`; throws (and closes the batch) once items 0..index pass the cap. */
+  spend(index: number, seconds: number): void {
+    this.#secondsByIndex.set(index, (this.#secondsByIndex.get(index) ?? 0) + seconds);
+    let secondsUpToIndex = 0;
+    for (const [other, spent] of this.#secondsByIndex) if (other <= index) secondsUpToIndex += spent;
+    if (secondsUpToIndex > this.capSeconds) {
+      this.#closed = true;
+      throw this.exceededError();
+    }
+  }
+
+  /** Item `index` failed: its audio no longer counts. */
+  release(index: number): void {
+    this.#secondsByIndex.delete(index);
+  }
+
+  exceededError(): ApiError {
+    return badRequest(`the batch's audio passed its cap of ${this.capSeconds} s (--batch-max-audio-seconds); send fewer or shorter items`);
+  }
 }
 
 /** `null` or absent means "not set" at either level, so the other level's value applies. */
@@ -60,15 +113,42 @@ function withoutUndefined(fields: Record<string, unknown>): Record<string, unkno
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null));
 }
 
-async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, run: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await run(items[index]!, index);
+/**
+ * Runs `count` tasks, at most `limit` at once, and yields their results in index order. A task starts only
+ * once the one `limit` places before it has been taken, so finished results waiting for a slower earlier
+ * one never pile up: at most `limit` are held (a slow item holds back the start of later ones).
+ */
+async function* inOrder<R>(count: number, limit: number, run: (index: number) => Promise<R>): AsyncGenerator<R, void, undefined> {
+  const running: Promise<R>[] = [];
+  let started = 0;
+  const startNext = () => running.push(run(started++));
+  while (started < Math.min(limit, count)) startNext();
+  while (running.length > 0) {
+    const result = await running.shift()!;
+    if (started < count) startNext();
+    yield result;
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** The batch response, as JSON.stringify would write it, in pieces: no piece holds more than part of one item. */
+async function* batchJson(id: string, results: AsyncIterable<BatchItemResult>): AsyncGenerator<Uint8Array, void, undefined> {
+  yield encoder.encode(`{"id":${JSON.stringify(id)},"results":[`);
+  let total = 0;
+  let succeeded = 0;
+  for await (const result of results) {
+    if (total > 0) yield encoder.encode(",");
+    total++;
+    if (result.status === "error") {
+      yield encoder.encode(JSON.stringify(result));
+      continue;
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
+    succeeded++;
+    const { index, status, audio, media_type, usage } = result;
+    yield encoder.encode(`{"index":${index},"status":"${status}","audio_data":"`);
+    for (let offset = 0; offset < audio.length; offset += AUDIO_PIECE_BYTES) yield encoder.encode(base64(audio.subarray(offset, offset + AUDIO_PIECE_BYTES)));
+    yield encoder.encode(`",${JSON.stringify({ media_type, usage }).slice(1)}`);
+  }
+  yield encoder.encode(`],"total":${total},"succeeded":${succeeded},"failed":${total - succeeded}}`);
 }

@@ -21,6 +21,15 @@ import type { RefAudioResolver } from "../voices/ref-audio.ts";
 /** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
 
+/**
+ * Longest audio one request may generate, from its input length: 10 s plus 1 s per character. Speech runs at
+ * about 15 characters a second and the slowest text (digits, symbols read as words) at about 2, so this
+ * never cuts speech short; it ends a generation whose end of speech never comes.
+ */
+function maxFramesForInput(inputChars: number, framesPerSecond: number): number {
+  return Math.ceil(framesPerSecond * (10 + inputChars));
+}
+
 /** Names an unknown-voice error lists; the rest are only counted (GET /v1/audio/voices lists them all). */
 const LISTED_VOICE_NAMES = 10;
 
@@ -140,6 +149,8 @@ export class SpeechService {
     if (request.word_timestamps && transport !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
+    const extraParams = request.extra_params ?? {};
+    this.checkExtraParams(extraParams);
 
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
@@ -148,10 +159,10 @@ export class SpeechService {
         voice,
         language: request.language ?? "Auto",
         seed: request.seed,
-        maxNewTokens: request.max_new_tokens,
+        maxNewTokens: Math.min(request.max_new_tokens ?? Infinity, maxFramesForInput(text.length, capabilities.framesPerSecond)),
         voicePrompt,
         instructions,
-        extraParams: request.extra_params ?? {},
+        extraParams,
       },
       responseFormat,
       outputSampleRateHz,
@@ -160,6 +171,11 @@ export class SpeechService {
       inputTextTokens: adapter.countInputTokens(text),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
     };
+  }
+
+  /** 400 naming `extra_params.<key>` when the served model reads that key and the value is out of range. */
+  checkExtraParams(extraParams: Record<string, unknown>): void {
+    this.adapter().checkExtraParams?.(extraParams);
   }
 
   /**
@@ -267,11 +283,17 @@ export class SpeechService {
     }
   }
 
-  /** The whole utterance as one encoded file. */
-  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file"): Promise<RenderedSpeech> {
+  /**
+   * The whole utterance as one encoded file. `onAudio` hears the seconds of each chunk as delivered (after
+   * the speed change); when it throws, generation stops and the error is the result.
+   */
+  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file", onAudio?: (seconds: number) => void): Promise<RenderedSpeech> {
     const tally: GenerationTally = { frames: 0, samples: 0 };
     const chunks: Float32Array[] = [];
-    for await (const chunk of this.generatePcm(prepared, signal, tally, mode)) chunks.push(chunk);
+    for await (const chunk of this.generatePcm(prepared, signal, tally, mode)) {
+      onAudio?.(chunk.length / prepared.outputSampleRateHz / prepared.speed);
+      chunks.push(chunk);
+    }
     if (signal.aborted) throw new ApiError(400, "request aborted by the client");
     let samples = concatFloat32(chunks);
     if (prepared.speed !== 1) samples = await changeSpeed(samples, prepared.outputSampleRateHz, prepared.speed);

@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
+import { createClassicEngine } from "../../src/models/classic/engine.ts";
 
 async function postBatch(app: Awaited<ReturnType<typeof testApp>>["app"], body: unknown) {
   const response = await app.request("/v1/audio/speech/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -47,4 +48,70 @@ test("batch limits and batch-level errors are 400s", async () => {
   expect((await postBatch(app, { items: [{ input: "a" }], model: "nope" })).status).toBe(404);
   const streaming = await postBatch(app, { items: [{ input: "a", stream: true }] });
   expect(streaming.body.results[0].error).toContain("stream");
+});
+
+test("the response is written item by item, in the same JSON as a whole body, audio bytes identical to the single route", async () => {
+  const adapter = new ToneAdapter({ frameDelayMs: 1 });
+  const { app } = await testApp(adapter);
+  // 300 characters → 12 s of 24 kHz WAV (576 KB): several pieces of audio_data per item.
+  const input = "a".repeat(300);
+  const items = Array.from({ length: 8 }, (_, index) => ({ input, seed: index }));
+  const response = await app.request("/v1/audio/speech/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ items }) });
+  expect(response.headers.get("content-type")).toStartWith("application/json");
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes('"media_type"')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  // The first result is out while the last item has not even started.
+  expect(text).toContain('"media_type"');
+  expect(adapter.jobs.length).toBeLessThan(items.length);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const body = JSON.parse(text);
+  expect(Object.keys(body)).toEqual(["id", "results", "total", "succeeded", "failed"]);
+  expect(body).toMatchObject({ total: 8, succeeded: 8, failed: 0 });
+  expect(text).toBe(JSON.stringify(body));
+  expect(Object.keys(body.results[0])).toEqual(["index", "status", "audio_data", "media_type", "usage"]);
+  const single = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input, seed: 7 }) });
+  expect(Buffer.from(body.results[7].audio_data, "base64")).toEqual(Buffer.from(await single.arrayBuffer()));
+});
+
+test("a batch's audio is capped: items are kept in index order while within --batch-max-audio-seconds, the rest fail", async () => {
+  const { app } = await testApp(new ToneAdapter(), { flags: { "batch-max-audio-seconds": "5" } });
+  // 24 characters → 12 frames → 0.96 s each: five fit in 5 s. Four run at once, yet a later item never
+  // takes the room of an earlier one.
+  const { status, body } = await postBatch(app, { items: Array.from({ length: 8 }, () => ({ input: "x".repeat(24) })) });
+  expect(status).toBe(200);
+  expect(body.results.map((result: any) => result.status)).toEqual(["success", "success", "success", "success", "success", "error", "error", "error"]);
+  for (const failed of body.results.slice(5)) expect(failed.error).toContain("cap of 5 s (--batch-max-audio-seconds)");
+  expect(body).toMatchObject({ total: 8, succeeded: 5, failed: 3 });
+});
+
+test("the cap holds with the offline engine, counting the audio after a speed change", async () => {
+  const engine = await createClassicEngine();
+  try {
+    const { app } = await testApp(engine, { flags: { "batch-max-audio-seconds": "5" } });
+    // About 3.5 s of speech: within the cap as spoken, past it slowed to half speed.
+    const sentence = { input: "The quick brown fox jumps over the lazy dog.", response_format: "pcm" };
+    const secondsOf = (result: any) => Buffer.from(result.audio_data, "base64").length / 2 / 16000;
+    const asSpoken = (await postBatch(app, { items: [sentence] })).body.results[0];
+    expect(asSpoken.status).toBe("success");
+    expect(secondsOf(asSpoken)).toBeGreaterThan(2.5);
+    const slowed = (await postBatch(app, { speed: 0.5, items: [sentence] })).body.results[0];
+    expect(slowed).toMatchObject({ status: "error" });
+    expect(slowed.error).toContain("cap of 5 s");
+
+    const { body } = await postBatch(app, { items: Array.from({ length: 6 }, () => sentence) });
+    expect(body.results.map((result: any) => result.status)).toEqual(["success", "error", "error", "error", "error", "error"]);
+    expect(body.results.at(-1).error).toContain("cap of 5 s");
+  } finally {
+    await engine.close();
+  }
 });

@@ -125,6 +125,17 @@ describe("POST /v1/audio/speech on a real port", () => {
   });
 });
 
+test("a generation whose end never comes stops at 10 s plus 1 s per input character", async () => {
+  // 100 frames per character stands for a model whose end-of-speech never fires: "hi" would run 16 s.
+  const adapter = new ToneAdapter({ framesPerChar: 100 });
+  const { app } = await testApp(adapter);
+  const response = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi", response_format: "pcm" }) });
+  const capFrames = Math.ceil(12.5 * (10 + 2));
+  expect(adapter.jobs[0]!.maxNewTokens).toBe(capFrames);
+  expect((await bytesOf(response)).length).toBe(capFrames * 1920 * 2);
+  expect(response.headers.get("x-output-tokens")).toBe(String(capFrames));
+});
+
 describe("disconnects and failures", () => {
   test("a client that leaves mid-stream stops generation within a frame or two", async () => {
     const adapter = new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 });

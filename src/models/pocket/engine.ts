@@ -197,6 +197,10 @@ export class PocketEngine implements SpeechModelAdapter {
     return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
   }
 
+  checkExtraParams(extraParams: Record<string, unknown>): void {
+    generationParams(extraParams);
+  }
+
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
     const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
     const { maxTokensPerChunk } = this.bundle.flags;
@@ -245,19 +249,38 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
   return files;
 }
 
+/**
+ * Ranges of the extra_params the model understands, each wide around upstream's default (§1.11, §1.12) but
+ * closed where a value would only make generation slower or endless:
+ * - temperature is the variance of the flow's starting noise, which it learnt to map from at 1 (upstream
+ *   speaks at 0.7); 2 doubles that, and 0 starts from the noise's mean.
+ * - lsd_steps Euler steps cost one flow-net run each per frame; the most any runtime uses is 10 (KR1).
+ * - eos_threshold is compared with the raw EOS logit: ±10 are p ≈ 0.99995 and p ≈ 0.00005, so a threshold
+ *   past them means "stop at once" or "never stop", which would only run every chunk to its frame cap.
+ * - frames_after_eos: models recommend 3 to 8; 25 frames are 2 s of trailing audio per chunk.
+ */
+const EXTRA_PARAM_RANGES = {
+  temperature: { min: 0, max: 2, integer: false },
+  lsd_steps: { min: 1, max: 16, integer: true },
+  eos_threshold: { min: -10, max: 10, integer: false },
+  frames_after_eos: { min: 0, max: 25, integer: true },
+} as const;
+
 /** extra_params the model understands, checked like request fields (400 naming the key). */
 function generationParams(extra: Record<string, unknown>): Partial<GenerationParams> {
-  const params: Partial<GenerationParams> = {};
-  const number = (key: string, check: (value: number) => boolean, rule: string): number | undefined => {
+  const number = (key: keyof typeof EXTRA_PARAM_RANGES): number | undefined => {
     const value = extra[key];
     if (value === undefined) return undefined;
-    if (typeof value !== "number" || !Number.isFinite(value) || !check(value)) throw badRequest(`extra_params.${key} must be ${rule}`, `extra_params.${key}`);
+    const { min, max, integer } = EXTRA_PARAM_RANGES[key];
+    const valid = typeof value === "number" && Number.isFinite(value) && value >= min && value <= max && (!integer || Number.isInteger(value));
+    if (!valid) throw badRequest(`extra_params.${key} must be ${integer ? "an integer" : "a number"} in ${min}..${max}`, `extra_params.${key}`);
     return value;
   };
-  const temperature = number("temperature", (value) => value >= 0 && value <= 5, "a number in 0..5");
-  const lsdSteps = number("lsd_steps", (value) => Number.isInteger(value) && value >= 1 && value <= 64, "an integer in 1..64");
-  const eosThreshold = number("eos_threshold", () => true, "a number");
-  const framesAfterEos = number("frames_after_eos", (value) => Number.isInteger(value) && value >= 0 && value <= 100, "an integer in 0..100");
+  const params: Partial<GenerationParams> = {};
+  const temperature = number("temperature");
+  const lsdSteps = number("lsd_steps");
+  const eosThreshold = number("eos_threshold");
+  const framesAfterEos = number("frames_after_eos");
   if (temperature !== undefined) params.temperature = temperature;
   if (lsdSteps !== undefined) params.lsdSteps = lsdSteps;
   if (eosThreshold !== undefined) params.eosThreshold = eosThreshold;

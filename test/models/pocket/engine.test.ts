@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { multipartBody, sine } from "../../support/uploads.ts";
+import { RecordingSocket } from "../../support/ws-client.ts";
 
 let server: TestServer;
 let engine: PocketEngine;
@@ -56,6 +57,34 @@ describe("Pocket TTS through the speech API", () => {
     const hotter = new Uint8Array(await (await speak({ seed: 5, extra_params: { temperature: 0.1, lsd_steps: 2 } })).arrayBuffer());
     const base = new Uint8Array(await (await speak({ seed: 5 })).arrayBuffer());
     expect(hotter).not.toEqual(base);
+  });
+
+  test("extra_params past the model's ranges (an EOS that never fires) are 400s naming the key before any audio, on every route", async () => {
+    const outOfRange = [["eos_threshold", 1e9], ["eos_threshold", -10.5], ["temperature", 2.5], ["lsd_steps", 17], ["frames_after_eos", 26]] as const;
+    for (const [key, value] of outOfRange) {
+      for (const stream of [false, true]) {
+        const response = await speak({ stream, extra_params: { [key]: value } });
+        expect(response.status).toBe(400);
+        expect(((await response.json()) as any).error.param).toBe(`extra_params.${key}`);
+      }
+    }
+    const edges = await speak({ seed: 1, max_new_tokens: 2, extra_params: { eos_threshold: 10, temperature: 2, lsd_steps: 16, frames_after_eos: 25 } });
+    expect(edges.status).toBe(200);
+
+    const batch = (body: unknown) => fetch(`${server.url}/v1/audio/speech/batch`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const refused = await batch({ extra_params: { eos_threshold: 1e9 }, items: [{ input: "Hello." }] });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as any).error.param).toBe("extra_params.eos_threshold");
+    const mixed = (await (await batch({ max_new_tokens: 2, items: [{ input: "Hello." }, { input: "Hello.", extra_params: { eos_threshold: 1e9 } }] })).json()) as any;
+    expect(mixed.results[0].status).toBe("success");
+    expect(mixed.results[1].error).toContain("extra_params.eos_threshold");
+
+    const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`);
+    await socket.opened;
+    socket.send({ type: "session.config", extra_params: { eos_threshold: 1e9 } });
+    expect(await socket.waitForClose()).toBe(1008);
+    expect(socket.json().at(-1)).toMatchObject({ type: "error" });
+    expect(socket.json().at(-1).message).toContain("extra_params.eos_threshold");
   });
 
   test("cloning from ref_audio: audio frames are counted as input audio tokens", async () => {
