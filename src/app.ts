@@ -1,5 +1,7 @@
 /** Builds the Hono app from its services. Tests call app.request() or serve it on a real port. */
 import { Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { timingSafeEqual } from "node:crypto";
 import { cors } from "hono/cors";
 import type { Config } from "./config.ts";
 import type { ModelHost } from "./engine/host.ts";
@@ -33,7 +35,12 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   const app = new Hono();
 
   app.onError((error, c) => {
-    if (error instanceof ApiError) return c.json(error.toBody(), error.status);
+    if (error instanceof ApiError) {
+      const response = c.json(error.toBody(), error.status as ContentfulStatusCode);
+      // RFC 6750 §3: a 401 names the scheme the client must use.
+      if (error.status === 401) response.headers.set("WWW-Authenticate", 'Bearer realm="voxedge"');
+      return response;
+    }
     logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     return c.json(new ApiError(500, "Internal server error").toBody(), 500);
   });
@@ -45,17 +52,29 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   });
   if (config.cors) app.use("*", cors({ exposeHeaders: ["X-Input-Tokens", "X-Output-Tokens", "X-Total-Tokens", "X-Input-Text-Tokens", "X-Input-Audio-Tokens"] }));
   if (config.apiKey !== undefined) {
-    const expected = `Bearer ${config.apiKey}`;
+    const expectedKey = new TextEncoder().encode(config.apiKey);
     app.use("/v1/*", async (c, next) => {
-      if (c.req.header("authorization") !== expected) throw new ApiError(401, "Missing or wrong API key (send Authorization: Bearer <key>)");
+      // The scheme name is case-insensitive (RFC 7235 §2.1): "bearer", "BEARER" and "Bearer" are one scheme.
+      const credentials = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header("authorization") ?? "")?.[1];
+      if (credentials === undefined || !sameBytes(new TextEncoder().encode(credentials), expectedKey)) {
+        throw new ApiError(401, "Missing or wrong API key (send Authorization: Bearer <key>)");
+      }
       await next();
     });
   }
 
   registerInfoRoutes(app, { service, host, metrics });
-  registerVoiceRoutes(app, { service, voices, logger });
+  const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
+  const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
+  registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs });
   registerStreamRoute(app, { service, metrics, logger, config, runtime });
-  registerSpeechRoute(app, { service, metrics, logger, maxBodyBytes: config.maxBodyBytes });
-  registerBatchRoute(app, { service, logger, maxBodyBytes: config.maxBodyBytes, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
+  const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
+  registerSpeechRoute(app, { service, metrics, logger, body, stallTimeoutMs });
+  registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
   return { app, service, metrics, refAudio: resolver };
+}
+
+/** Compares keys in time independent of where they differ, so the key cannot be guessed byte by byte. */
+function sameBytes(given: Uint8Array, expected: Uint8Array): boolean {
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }

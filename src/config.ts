@@ -78,6 +78,37 @@ const OPTIONS = {
   apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`", secret: true },
   wsConfigTimeoutSeconds: { flag: "ws-config-timeout", env: "VOXEDGE_WS_CONFIG_TIMEOUT", schema: z.coerce.number().positive().default(10), description: "seconds a WebSocket client has to send session.config" },
   wsIdleTimeoutSeconds: { flag: "ws-idle-timeout", env: "VOXEDGE_WS_IDLE_TIMEOUT", schema: z.coerce.number().positive().default(30), description: "seconds without a client message (and no work pending) before a WebSocket closes" },
+  wsMaxQueuedSegments: {
+    flag: "ws-max-queued-segments",
+    env: "VOXEDGE_WS_MAX_QUEUED_SEGMENTS",
+    schema: z.coerce.number().int().min(1).default(1000),
+    description: "most segments a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
+  },
+  wsMaxQueuedChars: {
+    flag: "ws-max-queued-chars",
+    env: "VOXEDGE_WS_MAX_QUEUED_CHARS",
+    schema: z.coerce.number().int().min(4096).default(1_000_000),
+    description: "most characters of text a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
+  },
+  bodyTimeoutSeconds: {
+    flag: "body-timeout",
+    env: "VOXEDGE_BODY_TIMEOUT",
+    schema: z.coerce.number().positive().default(30),
+    description: "seconds a request body may take to arrive in full (else 408)",
+  },
+  keepAliveTimeoutSeconds: {
+    flag: "keep-alive-timeout",
+    env: "VOXEDGE_KEEP_ALIVE_TIMEOUT",
+    // Bun takes whole seconds up to 255.
+    schema: z.coerce.number().int().min(1).max(255).default(75),
+    description: "seconds an idle connection (keep-alive, or headers not yet complete) stays open; a request in progress is never cut by it",
+  },
+  streamStallTimeoutSeconds: {
+    flag: "stream-stall-timeout",
+    env: "VOXEDGE_STREAM_STALL_TIMEOUT",
+    schema: z.coerce.number().positive().default(60),
+    description: "seconds a streaming client (raw, SSE, batch, WebSocket) may read nothing while audio waits for it; then the stream is aborted and its state freed",
+  },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
   cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },
 } satisfies Record<string, OptionSpec>;

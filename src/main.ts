@@ -77,7 +77,7 @@ async function runServe(config: Config): Promise<number> {
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadEngine(config));
   const { app } = createApp({ config, host, logger, voices, runtime });
-  const server = runtime.serve(app.fetch, config.host, config.port);
+  const server = runtime.serve(app.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
   logger.info("listening", { url: server.url });
   void host.loaded.then(() => {
     const capabilities = host.adapter?.capabilities;

@@ -5,7 +5,7 @@ export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedEr
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 413 | 415 | 500 | 503 | 507,
+    readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 499 | 500 | 503 | 507,
     message: string,
     readonly param: string | null = null,
     readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status >= 500 ? "server_error" : "BadRequestError",
@@ -15,6 +15,16 @@ export class ApiError extends Error {
 
   toBody() {
     return { error: { message: this.message, type: this.type, param: this.param, code: this.status } };
+  }
+}
+
+/**
+ * The client closed the connection before its request was complete. Nobody receives the answer; the status
+ * (nginx's 499, "client closed request") is for metrics and logs, so a hang-up never counts as a server fault.
+ */
+export class ClientClosedRequestError extends ApiError {
+  constructor() {
+    super(499, "The client closed the connection before the request body was complete", null, "BadRequestError");
   }
 }
 

@@ -1,7 +1,10 @@
 /**
  * Turns a byte generator into a response body that produces only as fast as the client reads (pull-based)
  * and stops generation when the client goes away: the request's signal and the stream's cancel both abort
- * the generator's signal, so the model stops within one frame.
+ * the generator's signal, so the model stops within one frame. A client that stays connected but reads
+ * nothing for `stallTimeoutMs` while a chunk waits for it is treated as gone too, so it cannot hold the
+ * generation's state for good. Only time spent waiting on the client counts: a slow synthesis that is
+ * still making its next chunk is never cut.
  */
 export type StreamEnd = "completed" | "aborted" | "failed";
 
@@ -9,21 +12,25 @@ export function pullStream(
   produce: (signal: AbortSignal) => AsyncGenerator<Uint8Array, void, undefined>,
   requestSignal: AbortSignal,
   onEnd: (outcome: StreamEnd, error?: unknown) => void,
+  stallTimeoutMs: number,
 ): ReadableStream<Uint8Array> {
   const abort = new AbortController();
   const abortFromRequest = () => abort.abort();
   requestSignal.addEventListener("abort", abortFromRequest, { once: true });
   const iterator = produce(abort.signal);
   let ended = false;
+  let stallTimer: ReturnType<typeof setTimeout> | undefined;
   const finish = (outcome: StreamEnd, error?: unknown) => {
     if (ended) return;
     ended = true;
+    clearTimeout(stallTimer);
     requestSignal.removeEventListener("abort", abortFromRequest);
     onEnd(outcome, error);
   };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        clearTimeout(stallTimer);
         try {
           const { value, done } = await iterator.next();
           if (abort.signal.aborted) {
@@ -36,6 +43,13 @@ export function pullStream(
             controller.close();
           } else {
             controller.enqueue(value);
+            // The next pull comes when the client has taken this chunk.
+            stallTimer = setTimeout(() => {
+              abort.abort();
+              finish("aborted");
+              controller.error(new Error(`the client read nothing for ${stallTimeoutMs} ms`));
+              void iterator.return(undefined);
+            }, stallTimeoutMs);
           }
         } catch (error) {
           finish(abort.signal.aborted ? "aborted" : "failed", error);

@@ -11,7 +11,7 @@ import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechService, SpeechUsage } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
 import { pullStream } from "./audio-stream.ts";
-import { readJsonBody, parseWith } from "./request-body.ts";
+import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { base64 } from "./speech.ts";
 
 /** Items synthesised at once; the rest wait, so one large batch cannot hog every core. */
@@ -26,14 +26,15 @@ type BatchItemResult =
 export interface BatchRouteDeps {
   service: SpeechService;
   logger: Logger;
-  maxBodyBytes: number;
+  body: BodyLimits;
+  stallTimeoutMs: number;
   maxItems: number;
   maxAudioSeconds: number;
 }
 
 export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
   app.post("/v1/audio/speech/batch", async (c) => {
-    const batch = parseWith(batchRequestSchema, await readJsonBody(c, deps.maxBodyBytes));
+    const batch = parseWith(batchRequestSchema, await readJsonBody(c, deps.body));
     if (batch.items.length > deps.maxItems) {
       throw badRequest(`Batch contains ${batch.items.length} items, exceeding the maximum of ${deps.maxItems}`, "items");
     }
@@ -64,6 +65,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
       (outcome, error) => {
         if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
       },
+      deps.stallTimeoutMs,
     );
     return new Response(body, { headers: { "Content-Type": "application/json" } });
   });

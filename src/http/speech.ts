@@ -6,19 +6,20 @@ import type { ServiceMetrics } from "../metrics.ts";
 import { type GenerationTally, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
 import { pullStream, type StreamEnd } from "./audio-stream.ts";
-import { readJsonBody, parseWith } from "./request-body.ts";
+import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { ApiError } from "../api/errors.ts";
 
 export interface SpeechRouteDeps {
   service: SpeechService;
   metrics: ServiceMetrics;
   logger: Logger;
-  maxBodyBytes: number;
+  body: BodyLimits;
+  stallTimeoutMs: number;
 }
 
 export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
   app.post("/v1/audio/speech", async (c) => {
-    const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.maxBodyBytes));
+    const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.body));
     const requestSignal = c.req.raw.signal;
     const prepared = await deps.service.prepare(request, "http", requestSignal);
 
@@ -35,12 +36,12 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
       if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
     };
     if (prepared.streaming === "audio") {
-      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, signal), requestSignal, onEnd);
+      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, signal), requestSignal, onEnd, deps.stallTimeoutMs);
       return new Response(body, {
         headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store" },
       });
     }
-    const body = pullStream((signal) => sseEvents(deps.service, prepared, signal, deps.logger), requestSignal, onEnd);
+    const body = pullStream((signal) => sseEvents(deps.service, prepared, signal, deps.logger), requestSignal, onEnd, deps.stallTimeoutMs);
     return new Response(body, {
       headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no" },
     });

@@ -31,7 +31,16 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
               bufferedBytes: () => runtime.bufferedBytes(socket),
               close: (code, reason) => socket.close(code, reason),
             },
-            { service, metrics, logger, configTimeoutMs: config.wsConfigTimeoutSeconds * 1000, idleTimeoutMs: config.wsIdleTimeoutSeconds * 1000 },
+            {
+              service,
+              metrics,
+              logger,
+              configTimeoutMs: config.wsConfigTimeoutSeconds * 1000,
+              idleTimeoutMs: config.wsIdleTimeoutSeconds * 1000,
+              maxQueuedSegments: config.wsMaxQueuedSegments,
+              maxQueuedChars: config.wsMaxQueuedChars,
+              stallTimeoutMs: config.streamStallTimeoutSeconds * 1000,
+            },
           );
         },
         onMessage(event) {

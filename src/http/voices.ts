@@ -5,6 +5,7 @@ import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
 import { validateVoiceName, type VoiceStore } from "../voices/store.ts";
+import { guardedBody, type BodyLimits } from "./request-body.ts";
 import type { Logger } from "../log/logger.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
 
@@ -37,9 +38,11 @@ export interface VoiceRouteDeps {
   service: SpeechService;
   voices: VoiceStore;
   logger: Logger;
+  /** The whole upload must arrive within this long. */
+  bodyTimeoutMs: number;
 }
 
-export function registerVoiceRoutes(app: Hono, { service, voices, logger }: VoiceRouteDeps): void {
+export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs }: VoiceRouteDeps): void {
   app.get("/v1/audio/voices", (c) => {
     const builtIn = service.adapter().capabilities.voices;
     const uploaded = voices.list();
@@ -47,7 +50,7 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger }: Voic
   });
 
   app.post("/v1/audio/voices", async (c) => {
-    const form = await readCappedForm(c, MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES);
+    const form = await readCappedForm(c, { maxBytes: MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: bodyTimeoutMs });
     const name = validateVoiceName(checkedLength(form, "name", MAX_VOICE_NAME_CHARS) ?? "");
     const consent = checkedLength(form, "consent", MAX_CONSENT_CHARS);
     if (!consent) throw badRequest("consent is required: the id of the speaker's consent recording", "consent");
@@ -153,7 +156,8 @@ interface UploadForm {
  * past the cap is refused before reading anything. A streaming parser is used rather than
  * Request.formData() because Bun's replaces each file part's Content-Type with a guess from its file name.
  */
-async function readCappedForm(c: Context, capBytes: number): Promise<UploadForm> {
+async function readCappedForm(c: Context, limits: BodyLimits): Promise<UploadForm> {
+  const capBytes = limits.maxBytes;
   const contentType = c.req.header("content-type") ?? "";
   if (!/^multipart\/form-data\b/i.test(contentType)) {
     throw new ApiError(415, `Content-Type must be multipart/form-data (got '${contentType || "none"}')`, "content-type");
@@ -162,21 +166,11 @@ async function readCappedForm(c: Context, capBytes: number): Promise<UploadForm>
   if (Number(c.req.header("content-length") ?? "0") > capBytes) throw tooLarge();
   const body = c.req.raw.body;
   if (!body) throw badRequest("Upload body is empty", "audio_sample");
-  let receivedBytes = 0;
   let overCap = false;
-  const capped = body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        receivedBytes += chunk.byteLength;
-        if (receivedBytes > capBytes) {
-          overCap = true;
-          controller.error(tooLarge());
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
+  const capped = guardedBody(body, limits, () => {
+    overCap = true;
+    return tooLarge();
+  });
   const form: UploadForm = { fields: new Map(), files: new Map() };
   try {
     const request = new Request("http://upload.invalid/", { method: "POST", headers: { "content-type": contentType }, body: capped, duplex: "half" } as RequestInit);

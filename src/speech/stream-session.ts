@@ -38,6 +38,12 @@ export interface StreamSessionOptions {
   logger: Logger;
   configTimeoutMs: number;
   idleTimeoutMs: number;
+  /** Most segments waiting to be spoken; beyond it the session fails (1008) instead of growing. */
+  maxQueuedSegments: number;
+  /** Most characters of text waiting to be spoken (queued segments plus the unfinished one). */
+  maxQueuedChars: number;
+  /** How long a client may read nothing while audio waits for it before the session is dropped. */
+  stallTimeoutMs: number;
 }
 
 type WorkItem =
@@ -50,7 +56,11 @@ export class SpeechStreamSession {
   #utteranceIndex = 0;
   #sentenceIndex = 0;
   readonly #work: WorkItem[] = [];
+  /** Characters of the segments in #work. */
+  #queuedChars = 0;
   #working = false;
+  /** session.close arrived: finish the queued work, then close. */
+  #closing = false;
   /** Messages are handled one at a time, in arrival order (config validation awaits). */
   #inbox: Promise<void> = Promise.resolve();
   readonly #abort = new AbortController();
@@ -66,7 +76,7 @@ export class SpeechStreamSession {
 
   /** A message from the client, text or binary, as received. */
   receive(data: string | ArrayBuffer | Uint8Array | Blob): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#closing) return;
     this.#inbox = this.#inbox.then(() => this.#handle(data)).catch((error) => {
       this.options.logger.error("websocket message handling failed", { error: String(error) });
       this.#fail("internal error", CLOSE_POLICY);
@@ -80,10 +90,17 @@ export class SpeechStreamSession {
     clearTimeout(this.#timer);
     this.#abort.abort();
     this.#work.length = 0;
+    this.#queuedChars = 0;
+    this.#segmenter = new TextSegmenter("sentence");
+  }
+
+  /** Segments and characters waiting to be spoken (what the queue caps bound). */
+  get queued(): { segments: number; chars: number } {
+    return { segments: this.#work.filter((item) => item.kind === "segment").length, chars: this.#queuedChars };
   }
 
   async #handle(data: string | ArrayBuffer | Uint8Array | Blob): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || this.#closing) return;
     if (typeof data !== "string") return this.#fail("binary messages are not part of the protocol; send JSON text", CLOSE_POLICY);
     const byteLength = Buffer.byteLength(data);
     if (byteLength > MAX_CONFIG_MESSAGE_BYTES) return this.#fail(`message is larger than ${MAX_CONFIG_MESSAGE_BYTES} bytes`, CLOSE_TOO_BIG);
@@ -104,22 +121,30 @@ export class SpeechStreamSession {
       case "input.text":
         if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
         if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#fail(`input.text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`, CLOSE_TOO_BIG);
-        for (const text of this.#segmenter.push(message.text)) this.#enqueueSegment(text);
+        for (const text of this.#segmenter.push(message.text)) {
+          this.#enqueueSegment(text);
+          if (this.#overQueueCap()) return;
+        }
         // With split_granularity "none" everything waits for input.done: bound what may wait.
         if (this.#segmenter.pendingLength > API_MAX_INPUT_CHARS) {
           return this.#fail(`more than ${API_MAX_INPUT_CHARS} characters are buffered without a segment end; send input.done sooner`, CLOSE_TOO_BIG);
         }
+        this.#overQueueCap();
         return;
       case "input.done":
         if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
-        for (const text of this.#segmenter.flush()) this.#enqueueSegment(text);
+        for (const text of this.#segmenter.flush()) {
+          this.#enqueueSegment(text);
+          if (this.#overQueueCap()) return;
+        }
         this.#enqueue({ kind: "utterance-end", utteranceIndex: this.#utteranceIndex, totalSentences: this.#sentenceIndex });
         this.#utteranceIndex++;
         this.#sentenceIndex = 0;
         return;
       case "session.close":
-        this.sink.close(CLOSE_NORMAL, "session closed");
-        this.closed();
+        // What input.done flushed is finished first; text never flushed is dropped.
+        this.#closing = true;
+        if (!this.#working) this.#closeNormally();
         return;
     }
   }
@@ -148,7 +173,26 @@ export class SpeechStreamSession {
     this.#resetIdle();
   }
 
+  /** Fails the session when its queue passes a cap; true when it did. */
+  #overQueueCap(): boolean {
+    const { maxQueuedSegments, maxQueuedChars } = this.options;
+    const waitingChars = this.#queuedChars + this.#segmenter.pendingLength;
+    if (this.queued.segments <= maxQueuedSegments && waitingChars <= maxQueuedChars) return false;
+    this.#fail(
+      `too much text is waiting to be spoken (at most ${maxQueuedSegments} segments and ${maxQueuedChars} characters may be queued); wait for audio.done before sending more`,
+      CLOSE_POLICY,
+    );
+    return true;
+  }
+
+  #closeNormally(): void {
+    if (this.#closed) return;
+    this.sink.close(CLOSE_NORMAL, "session closed");
+    this.closed();
+  }
+
   #enqueueSegment(text: string): void {
+    this.#queuedChars += text.length;
     this.#enqueue({ kind: "segment", text, config: this.#config!, utteranceIndex: this.#utteranceIndex, sentenceIndex: this.#sentenceIndex++ });
   }
 
@@ -161,6 +205,7 @@ export class SpeechStreamSession {
     this.#working = true;
     try {
       for (let item = this.#work.shift(); item && !this.#closed; item = this.#work.shift()) {
+        if (item.kind === "segment") this.#queuedChars -= item.text.length;
         if (item.kind === "utterance-end") {
           this.sink.sendJson({ type: "session.done", utterance_index: item.utteranceIndex, total_sentences: item.totalSentences });
         } else {
@@ -169,7 +214,8 @@ export class SpeechStreamSession {
       }
     } finally {
       this.#working = false;
-      this.#resetIdle();
+      if (this.#closing) this.#closeNormally();
+      else this.#resetIdle();
     }
   }
 
@@ -221,9 +267,19 @@ export class SpeechStreamSession {
     }
   }
 
-  /** Flow control: a client that reads slowly pauses its own generation instead of growing our buffers. */
+  /**
+   * Flow control: a client that reads slowly pauses its own generation instead of growing our buffers. One
+   * that reads nothing for stallTimeoutMs is dropped, so it cannot hold its generation state for good.
+   */
   async #waitForDrain(): Promise<void> {
+    const stalledSince = performance.now();
     while (!this.#closed && this.sink.bufferedBytes() > SEND_HIGH_WATER_BYTES) {
+      if (performance.now() - stalledSince > this.options.stallTimeoutMs) {
+        this.options.logger.warn("websocket client stopped reading; closing", { stallTimeoutMs: this.options.stallTimeoutMs });
+        this.sink.close(CLOSE_POLICY, "client stopped reading audio");
+        this.closed();
+        return;
+      }
       await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
     }
   }

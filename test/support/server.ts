@@ -39,6 +39,6 @@ export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
 
 export async function startTestServer(adapter: SpeechModelAdapter, options: TestAppOptions = {}): Promise<TestServer> {
   const built = await testApp(adapter, options);
-  const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port);
+  const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port, { keepAliveTimeoutSeconds: built.config.keepAliveTimeoutSeconds });
   return { ...built, url: server.url, stop: () => server.stop() };
 }
