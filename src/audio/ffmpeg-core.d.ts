@@ -14,6 +14,11 @@ declare module "@ffmpeg/core" {
     setLogger(logger: (entry: { type: "stdout" | "stderr"; message: string }) => void): void;
   }
 
-  /** With `wasmBinary` the loader compiles those bytes instead of fetching ffmpeg-core.wasm. */
-  export default function createFFmpegCore(options: { wasmBinary: Uint8Array }): Promise<FfmpegCore>;
+  /**
+   * With `instantiateWasm` the loader hands its imports to that hook instead of fetching and compiling
+   * ffmpeg-core.wasm; the hook instantiates and passes the instance to `receiveInstance`.
+   */
+  export default function createFFmpegCore(options: {
+    instantiateWasm(imports: WebAssembly.Imports, receiveInstance: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void): object;
+  }): Promise<FfmpegCore>;
 }

@@ -186,6 +186,13 @@ describe("encodeAudio", () => {
     }
   });
 
+  test("AAC keeps working over hundreds of encodes, each the same bytes", async () => {
+    // One ffmpeg instance used to trap on its 148th run and fail every AAC request after that.
+    const input = sine(440, 24000, 2400);
+    const first = await encodeAudio(input, 24000, "aac");
+    for (let run = 1; run < 300; run++) expect(await encodeAudio(input, 24000, "aac")).toEqual(first);
+  }, 120_000);
+
   test("empty input gives a file that decodes to nothing", async () => {
     const empty = new Float32Array(0);
     for (const format of ["wav", "pcm", "flac", "opus"] as const) {
