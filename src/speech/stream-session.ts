@@ -269,12 +269,18 @@ export class SpeechStreamSession {
 
   /**
    * Flow control: a client that reads slowly pauses its own generation instead of growing our buffers. One
-   * that reads nothing for stallTimeoutMs is dropped, so it cannot hold its generation state for good.
+   * that reads nothing for stallTimeoutMs is dropped, so it cannot hold its generation state for good. Any
+   * progress restarts the clock: a slow link draining a large file may stay above the mark for longer.
    */
   async #waitForDrain(): Promise<void> {
-    const stalledSince = performance.now();
-    while (!this.#closed && this.sink.bufferedBytes() > SEND_HIGH_WATER_BYTES) {
-      if (performance.now() - stalledSince > this.options.stallTimeoutMs) {
+    let lastBufferedBytes = this.sink.bufferedBytes();
+    let lastReadAt = performance.now();
+    while (!this.#closed) {
+      const bufferedBytes = this.sink.bufferedBytes();
+      if (bufferedBytes <= SEND_HIGH_WATER_BYTES) return;
+      if (bufferedBytes < lastBufferedBytes) lastReadAt = performance.now();
+      lastBufferedBytes = bufferedBytes;
+      if (performance.now() - lastReadAt > this.options.stallTimeoutMs) {
         this.options.logger.warn("websocket client stopped reading; closing", { stallTimeoutMs: this.options.stallTimeoutMs });
         this.sink.close(CLOSE_POLICY, "client stopped reading audio");
         this.closed();
