@@ -271,6 +271,165 @@ describe("protocol errors", () => {
   });
 });
 
+describe("queue caps, session.close and stalled readers", () => {
+  const audioDone = (socket: RecordingSocket) => socket.json().filter((event) => event.type === "audio.done" && event.error === null);
+
+  test("100 messages of 128 KiB of 'Hi. ': error and close 1008 within the first, the model asked for at most one sentence; a 50-sentence session beside it is served in full", async () => {
+    const adapter = new ToneAdapter();
+    const server = await startTestServer(adapter);
+    try {
+      const legitimate = new RecordingSocket(wsUrl(server));
+      await legitimate.opened;
+      legitimate.send({ type: "session.config", stream_audio: true, voice: "high" });
+      legitimate.send({ type: "input.text", text: Array.from({ length: 50 }, (_, index) => `This is sentence number ${index + 1}.`).join(" ") });
+      legitimate.send({ type: "input.done" });
+
+      const flood = new RecordingSocket(wsUrl(server));
+      await flood.opened;
+      flood.send({ type: "session.config", stream_audio: true });
+      const message = JSON.stringify({ type: "input.text", text: "Hi. ".repeat(Math.floor((128 * 1024 - 30) / 4)) });
+      expect(Buffer.byteLength(message)).toBeLessThanOrEqual(128 * 1024);
+      for (let i = 0; i < 100; i++) flood.sendRaw(message);
+      expect(await flood.waitForClose()).toBe(1008);
+      expect(flood.json()).toEqual([{ type: "error", message: expect.stringContaining("too much text is waiting to be spoken") }]);
+
+      await legitimate.waitFor((received) => received.some(isJson("session.done")));
+      expect(audioDone(legitimate)).toHaveLength(50);
+      expect(legitimate.json().at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 50 });
+      expect(legitimate.json().some((event) => event.type === "error")).toBe(false);
+      // 50 legitimate sentences, and of the 3.2 million flooded ones at most the one in progress when the cap tripped.
+      expect(adapter.jobs.filter((job) => job.voice === "low").length).toBeLessThanOrEqual(1);
+      legitimate.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("--ws-max-queued-segments 5: 1 being spoken + 5 waiting is served, 1 + 6 is refused with 1008", async () => {
+    const server = await startTestServer(new ToneAdapter(), { flags: { "ws-max-queued-segments": "5" } });
+    try {
+      const sentences = (count: number) => ["One.", "Two.", "Three.", "Four.", "Five.", "Six.", "Seven."].slice(0, count).join(" ") + " ";
+      const atCap = new RecordingSocket(wsUrl(server));
+      await atCap.opened;
+      atCap.send({ type: "session.config", stream_audio: true });
+      atCap.send({ type: "input.text", text: sentences(6) });
+      atCap.send({ type: "input.done" });
+      await atCap.waitFor((received) => received.some(isJson("session.done")));
+      expect(audioDone(atCap)).toHaveLength(6);
+      atCap.close();
+
+      const overCap = new RecordingSocket(wsUrl(server));
+      await overCap.opened;
+      overCap.send({ type: "session.config", stream_audio: true });
+      overCap.send({ type: "input.text", text: sentences(7) });
+      expect(await overCap.waitForClose()).toBe(1008);
+      expect(overCap.json().at(-1)).toMatchObject({ type: "error", message: expect.stringContaining("at most 5 segments") });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("--ws-max-queued-chars 4096: exactly 4096 characters waiting (segments and the unfinished tail) is served, 4097 is refused", async () => {
+    const server = await startTestServer(new ToneAdapter(), { flags: { "ws-max-queued-chars": "4096" } });
+    try {
+      // The first of 17 sentences of 250 characters is being spoken: 16 × 250 wait, plus the unfinished tail.
+      const sentences = Array.from({ length: 17 }, (_, index) => `${String.fromCharCode(65 + index)}${"x".repeat(248)}.`).join(" ");
+      const tail = (length: number) => `Tail${" word".repeat(30)}`.slice(0, length);
+      const atCap = new RecordingSocket(wsUrl(server));
+      await atCap.opened;
+      atCap.send({ type: "session.config", stream_audio: true });
+      atCap.send({ type: "input.text", text: `${sentences} ${tail(96)}` });
+      atCap.send({ type: "input.done" });
+      await atCap.waitFor((received) => received.some(isJson("session.done")));
+      expect(audioDone(atCap)).toHaveLength(18);
+      atCap.close();
+
+      const overCap = new RecordingSocket(wsUrl(server));
+      await overCap.opened;
+      overCap.send({ type: "session.config", stream_audio: true });
+      overCap.send({ type: "input.text", text: `${sentences} ${tail(97)}` });
+      expect(await overCap.waitForClose()).toBe(1008);
+      expect(overCap.json().at(-1).message).toContain("4096 characters");
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("session.close right after input.done: every sentence's audio and the session.done arrive before close 1000; what follows is ignored", async () => {
+    const adapter = new ToneAdapter({ frameDelayMs: 2 });
+    const server = await startTestServer(adapter);
+    try {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      socket.send({ type: "session.config", stream_audio: true });
+      socket.send({ type: "input.text", text: "The first one. The second one. The third one. The fourth one" });
+      socket.send({ type: "input.done" });
+      socket.send({ type: "input.text", text: "Never flushed, never spoken" });
+      socket.send({ type: "session.close" });
+      socket.send({ type: "input.text", text: "After the close. " });
+      socket.send({ type: "input.done" });
+      expect(await socket.waitForClose()).toBe(1000);
+      const events = socket.json();
+      expect(events.filter((event) => event.type === "audio.start").map((event) => event.sentence_text)).toEqual(["The first one.", "The second one.", "The third one.", "The fourth one"]);
+      expect(events.at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 4 });
+      // Each sentence: start, its binary frames, then done with the byte count of exactly those frames.
+      socket.received.forEach((entry, index) => {
+        if (entry.kind !== "json" || entry.value.type !== "audio.start") return;
+        const frames = binaryBetween(socket.received, index);
+        expect(frames.length).toBeGreaterThan(0);
+        const done = socket.received[index + frames.length + 1] as { kind: "json"; value: any };
+        expect(done.value).toMatchObject({ type: "audio.done", sentence_index: entry.value.sentence_index, error: null, total_bytes: frames.reduce((sum, frame) => sum + frame.byteLength, 0) });
+      });
+      expect(adapter.jobs.map((job) => job.text)).toEqual(["The first one.", "The second one.", "The third one.", "The fourth one"]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a client that reads nothing for --stream-stall-timeout: its generation is aborted and the socket closed with 1008", async () => {
+    const adapter = new ToneAdapter({ framesPerChar: 4 });
+    const server = await startTestServer(adapter, { flags: { "stream-stall-timeout": "0.5" } });
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, "127.0.0.1");
+    try {
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      await new Promise((resolve) => socket.once("data", resolve));
+      socket.pause();
+      for (const message of [{ type: "session.config", stream_audio: true }, { type: "input.text", text: "word ".repeat(800) }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
+      const deadline = Date.now() + 15_000;
+      while (!adapter.jobs.at(-1)?.signal.aborted && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(adapter.jobs.at(-1)?.signal.aborted).toBe(true);
+
+      // Reading again drains what was sent before the close: the stream ends with a close frame carrying 1008.
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const ended = new Promise((resolve) => socket.once("close", resolve));
+      socket.resume();
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      expect(lastFrameCloseCode(Buffer.concat(received))).toBe(1008);
+    } finally {
+      socket.destroy();
+      await server.stop();
+    }
+  });
+});
+
+/** The status code of the close frame that ends a server → client byte stream (unmasked frames), if it ends in one. */
+function lastFrameCloseCode(stream: Buffer): number | undefined {
+  let closeCode: number | undefined;
+  for (let offset = 0; offset + 2 <= stream.length; ) {
+    const opcode = stream[offset]! & 0x0f;
+    let length = stream[offset + 1]! & 0x7f;
+    let headerLength = 2;
+    if (length === 126) [length, headerLength] = [stream.readUInt16BE(offset + 2), 4];
+    else if (length === 127) [length, headerLength] = [Number(stream.readBigUInt64BE(offset + 2)), 10];
+    closeCode = opcode === 0x8 && length >= 2 ? stream.readUInt16BE(offset + headerLength) : undefined;
+    offset += headerLength + length;
+  }
+  return closeCode;
+}
+
 /** One client → server text frame (clients must mask, RFC 6455 §5.3). */
 function maskedTextFrame(text: string): Buffer {
   const payload = Buffer.from(text);
