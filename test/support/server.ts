@@ -6,7 +6,7 @@ import { createApp } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import type { SpeechModelAdapter } from "../../src/engine/adapter.ts";
 import { ModelHost } from "../../src/engine/host.ts";
-import { silentLogger } from "../../src/log/logger.ts";
+import { silentLogger, type Logger } from "../../src/log/logger.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
 import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
 import { VoiceStore } from "../../src/voices/store.ts";
@@ -19,6 +19,8 @@ export interface TestAppOptions {
   flags?: Record<string, string>;
   /** Overrides of the ref_audio resolver (injected resolver/connector). */
   refAudio?: Partial<RefAudioResolverOptions>;
+  /** Where the app logs (default: nowhere), so a test can check what a request logged. */
+  logger?: Logger;
 }
 
 export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptions = {}) {
@@ -29,7 +31,8 @@ export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptio
   const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
   const refAudio = new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath, ...options.refAudio });
   const runtime = await loadRuntime();
-  return { ...createApp({ config, host, logger: silentLogger, voices, refAudio, runtime }), host, voices, config, runtime };
+  const logger = options.logger ?? silentLogger;
+  return { ...createApp({ config, host, logger, voices, refAudio, runtime }), host, voices, config, runtime };
 }
 
 export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
