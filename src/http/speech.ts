@@ -26,7 +26,7 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     if (prepared.streaming === null) {
       const rendered = await deps.service.render(prepared, requestSignal);
       return new Response(rendered.audio as Uint8Array<ArrayBuffer>, {
-        headers: { "Content-Type": rendered.contentType, ...usageHeaders(rendered.usage) },
+        headers: { "Content-Type": rendered.contentType, "Content-Length": String(rendered.audio.byteLength), ...usageHeaders(rendered.usage) },
       });
     }
 

@@ -86,7 +86,9 @@ export async function loadRuntime(): Promise<RuntimeSupport> {
             bunServer.timeout(request, 0);
             const rearm = () => bunServer.timeout(request, keepAliveSeconds);
             const response = await fetch(routed, bunServer);
-            if (!response.body) {
+            // A body of declared length is already complete; passed through a stream it would lose its
+            // Content-Length (Bun then sends it chunked).
+            if (!response.body || response.headers.has("content-length")) {
               rearm();
               return response;
             }
