@@ -106,8 +106,11 @@ const OPTIONS = {
   streamStallTimeoutSeconds: {
     flag: "stream-stall-timeout",
     env: "VOXEDGE_STREAM_STALL_TIMEOUT",
-    schema: z.coerce.number().positive().default(60),
-    description: "seconds a streaming client (raw, SSE, batch, WebSocket) may read nothing while audio waits for it; then the stream is aborted and its state freed",
+    // The server sees a client's reads only when the kernel's send buffer drains by a burst (up to ~1.9 MB
+    // measured on Linux): at the slowest real-time rate (8 kHz pcm16, 16 kB/s) that takes ~120 s, so a
+    // player reading in real time is never taken for stalled.
+    schema: z.coerce.number().positive().default(180),
+    description: "seconds a streaming client (raw, SSE, batch, WebSocket) may go without taking audio while audio waits for it; then the stream is aborted and its state freed",
   },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
   cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },
