@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import { createApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { ModelHost } from "../src/engine/host.ts";
-import { loadEngine } from "../src/engine/select.ts";
+import { loadModel } from "../src/models/registry.ts";
 import { silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
 import { VoiceStore } from "../src/voices/store.ts";
@@ -20,7 +20,7 @@ const runs = Number(values.runs);
 const SENTENCE = "The quick brown fox jumps over the lazy sleeping dog.";
 
 const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
-const host = ModelHost.load(() => loadEngine(config));
+const host = ModelHost.load(() => loadModel(config));
 await host.loaded;
 const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
 const runtime = await loadRuntime();
@@ -58,7 +58,7 @@ const modes: [string, Record<string, unknown>, (text: string) => boolean][] = [
 ];
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-console.log(`engine: ${host.adapter!.capabilities.description}; ${runs} runs after 1 warm-up; "${SENTENCE}" (10 words)`);
+console.log(`engine: ${host.model!.capabilities.description}; ${runs} runs after 1 warm-up; "${SENTENCE}" (10 words)`);
 console.log("| mode | first audio ms (min / median) | total ms (min / median) |");
 console.log("|---|---|---|");
 for (const [name, body, marker] of modes) {

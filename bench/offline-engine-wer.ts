@@ -17,7 +17,7 @@ import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } fr
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { INTELLIGIBILITY_SENTENCES } from "../src/models/classic/test-sentences.ts";
+import { INTELLIGIBILITY_SENTENCES } from "../test/support/test-sentences.ts";
 import { transcribe } from "../test/support/asr.ts";
 import { normalizeWords, wordEditDistance, wordErrorRate } from "../test/support/wer.ts";
 

@@ -14,12 +14,13 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { loadPocketBundle, parseStateManifest, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
-import { compareTensors } from "../src/models/pocket/conformance.ts";
+import { compareTensors } from "../src/conformance/harness.ts";
 import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
-import { closePocketSessions, configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, openPocketSessions, type CpuProvider } from "../src/models/pocket/onnx.ts";
+import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
+import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type CpuProvider } from "../src/onnx/runtime.ts";
 import { createPocketStages, MimiDecoder, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
-import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
-import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
+import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
+import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 import { concatFloat32 } from "../src/audio/concat.ts";
 

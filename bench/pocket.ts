@@ -11,10 +11,10 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
 import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
-import { closePocketSessions, openPocketSessions } from "../src/models/pocket/onnx.ts";
+import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
-import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
-import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
+import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
+import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 

@@ -36,10 +36,11 @@ import { parseArgs } from "node:util";
 import { BENCH_SENTENCE } from "./pocket-timing.ts";
 import type { GraphPrecision } from "../src/models/pocket/bundle.ts";
 import { generateSpeech, maxFramesForTokens, planTextChunks } from "../src/models/pocket/generation.ts";
-import { closePocketSessions, configureOnnxRuntime, openPocketSessions } from "../src/models/pocket/onnx.ts";
+import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
+import { configureOnnxRuntime } from "../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type FlowLmState } from "../src/models/pocket/stages.ts";
-import { SentencePieceTokenizer } from "../src/models/pocket/tokenizer.ts";
-import { startDecoderWorker } from "../src/models/pocket/worker-decoder.ts";
+import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
+import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { SHERPA_HARD_CODED_CONDITIONING_DIM, writeSherpaLayout } from "./sherpa-layout.ts";
 

@@ -23,7 +23,7 @@ import { join, resolve } from "node:path";
 import { loadPocketBundle, type GraphFile, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { syntheticVoice } from "./pocket-timing.ts";
 import { concatBytes } from "../src/audio/concat.ts";
-import { lengthDelimitedField, protobufFields, WIRE_FIXED32, WIRE_LENGTH_DELIMITED } from "../src/models/pocket/protobuf.ts";
+import { lengthDelimitedField, protobufFields, WIRE_FIXED32, WIRE_LENGTH_DELIMITED } from "../src/formats/protobuf.ts";
 
 /** The width sherpa-onnx 1.13.x assumes for FlowLM conditioning rows (its empty AR text tensor). */
 export const SHERPA_HARD_CODED_CONDITIONING_DIM = 1024;
@@ -152,7 +152,7 @@ export function decodeWav16(data: Uint8Array): { samples: Float32Array; sampleRa
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Protobuf rewrites (wire format from src/models/pocket/protobuf.ts)
+// Protobuf rewrites (wire format from src/formats/protobuf.ts)
 
 /** Re-encodes `message` with each length-delimited field `field` replaced by `rewrite(payload)`. */
 function rewriteSubmessages(message: Uint8Array, field: number, rewrite: (payload: Uint8Array) => Uint8Array): Uint8Array {

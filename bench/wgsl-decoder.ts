@@ -1,6 +1,6 @@
 /**
  * The Mimi decoder three ways, streaming one latent frame per stream per step as the generation loop does:
- *   wgsl        our WGSL kernels (src/gpu/mimi-decoder.ts): N streams in one submission per step
+ *   wgsl        our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts): N streams in one submission per step
  *   ort-webgpu  onnxruntime-web's WebGPU EP on the same device: one session run per stream per step
  *   cpu         the ONNX decoder on onnxruntime-node's CPU EP: one session run per stream per step
  * at batch sizes (streams) 1, 4 and 16. Prints frames/s (stream-frames decoded per second), ms per frame
@@ -19,10 +19,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { acquireGpu } from "../src/gpu/device.ts";
-import { MimiGpuDecoder, type MimiGpuState } from "../src/gpu/mimi-decoder.ts";
-import { readMimiWeightsFromOnnx } from "../src/gpu/mimi-weights.ts";
+import { MimiGpuDecoder, type MimiGpuState } from "../src/models/pocket/mimi-wgsl/decoder.ts";
+import { readMimiWeightsFromOnnx } from "../src/models/pocket/mimi-wgsl/weights.ts";
 import { parseStateManifest, type StateEntry } from "../src/models/pocket/bundle.ts";
-import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/models/pocket/onnx.ts";
+import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/onnx/runtime.ts";
 import { MimiDecoder, type MimiState } from "../src/models/pocket/stages.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -144,7 +144,7 @@ function onnxRunner(decoder: MimiDecoder, batch: number): BatchRunner {
   };
 }
 
-/** onnxruntime-web's WebGPU EP on our device, as the server opens it (src/models/pocket/onnx.ts). */
+/** onnxruntime-web's WebGPU EP on our device, as the server opens it (src/onnx/runtime.ts). */
 async function ortWebGpuSession(device: GPUDevice): Promise<OnnxSession> {
   return (await loadOnnxRuntime({ gpuDevice: device })).createSession(modelPath);
 }

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { createApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { ModelHost } from "../src/engine/host.ts";
-import { loadEngine } from "../src/engine/select.ts";
+import { loadModel } from "../src/models/registry.ts";
 import { silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
 import { VoiceStore } from "../src/voices/store.ts";
@@ -20,7 +20,7 @@ const runs = Number(values.runs);
 const FIRST_SENTENCE = "The quick brown fox jumps over the lazy sleeping dog. ";
 
 const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
-const host = ModelHost.load(() => loadEngine(config));
+const host = ModelHost.load(() => loadModel(config));
 await host.loaded;
 const runtime = await loadRuntime();
 const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
@@ -50,7 +50,7 @@ async function timeOnce(streamAudio: boolean): Promise<{ firstFrameMs: number; s
 }
 
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-console.log(`engine: ${host.adapter!.capabilities.description}; ${runtime.name}; ${runs} runs after 1 warm-up`);
+console.log(`engine: ${host.model!.capabilities.description}; ${runtime.name}; ${runs} runs after 1 warm-up`);
 console.log("| stream_audio | input.text → first binary frame ms (min / median) | → audio.done ms (min / median) |");
 console.log("|---|---|---|");
 for (const streamAudio of [true, false]) {

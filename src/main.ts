@@ -6,15 +6,15 @@ import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import { ModelHost } from "./engine/host.ts";
-import { loadEngine } from "./engine/select.ts";
+import { loadModel } from "./models/registry.ts";
 import { createLogger } from "./log/logger.ts";
 import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStore, VoiceStoreFolderError } from "./voices/store.ts";
 import type { Logger } from "./log/logger.ts";
-import { createProgressRenderer, pullBundle, PullError } from "./models/pocket/pull.ts";
-import { CatalogError, type Precision } from "./models/pocket/catalog.ts";
+import { createProgressRenderer, pullBundle, PullError } from "./weights/download.ts";
+import { CatalogError, type Precision } from "./weights/catalog.ts";
 
 function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
   return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
@@ -75,12 +75,12 @@ async function runServe(config: Config): Promise<number> {
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
-  const host = ModelHost.load(() => loadEngine(config));
+  const host = ModelHost.load(() => loadModel(config));
   const { app } = createApp({ config, host, logger, voices, runtime });
   const server = runtime.serve(app.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
   logger.info("listening", { url: server.url });
   void host.loaded.then(() => {
-    const capabilities = host.adapter?.capabilities;
+    const capabilities = host.model?.capabilities;
     if (!capabilities) {
       logger.error("model failed to load", { error: host.failure?.message });
       return;
@@ -114,7 +114,7 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     seed: values.seed === undefined ? undefined : Number(values.seed),
   });
   const logger = createLogger(config.logLevel);
-  const host = ModelHost.load(() => loadEngine(config));
+  const host = ModelHost.load(() => loadModel(config));
   const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger), runtime: await loadRuntime() });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);
@@ -142,7 +142,7 @@ async function runConformanceCommand(fixtureDir: string | undefined, decoder = "
     return 2;
   }
   // Loaded here only: onnxruntime-web is not needed to serve with the offline engine.
-  const { runConformance } = await import("./models/pocket/conformance.ts");
+  const { runConformance } = await import("./conformance/harness.ts");
   const report = await runConformance(fixtureDir, decoder);
   console.log(JSON.stringify(report));
   return report.pass ? 0 : 1;

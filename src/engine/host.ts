@@ -1,18 +1,18 @@
 /**
- * Owns the model adapter's lifecycle: the server listens at once and reports `loading` on /health until
+ * Owns the model's lifecycle: the server listens at once and reports `loading` on /health until
  * the explicit load finishes, then `ready`, or `failed` with the reason if the load threw.
  */
-import type { SpeechModelAdapter } from "./adapter.ts";
+import type { SpeechModel } from "../models/contract.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
 
 export class ModelHost {
   #state: ModelState = "loading";
-  #adapter: SpeechModelAdapter | undefined;
+  #adapter: SpeechModel | undefined;
   #failure: Error | undefined;
   readonly loaded: Promise<void>;
 
-  private constructor(load: Promise<SpeechModelAdapter>) {
+  private constructor(load: Promise<SpeechModel>) {
     this.loaded = load.then(
       (adapter) => {
         this.#adapter = adapter;
@@ -25,7 +25,7 @@ export class ModelHost {
     );
   }
 
-  static load(loader: () => Promise<SpeechModelAdapter>): ModelHost {
+  static load(loader: () => Promise<SpeechModel>): ModelHost {
     return new ModelHost(Promise.resolve().then(loader));
   }
 
@@ -37,8 +37,8 @@ export class ModelHost {
     return this.#failure;
   }
 
-  /** The adapter once ready; undefined while loading or after a failed load. */
-  get adapter(): SpeechModelAdapter | undefined {
+  /** The model once ready; undefined while loading or after a failed load. */
+  get model(): SpeechModel | undefined {
     return this.#adapter;
   }
 

@@ -20,7 +20,7 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
   app.get("/favicon.ico", (c) => c.body(null, 204));
 
   app.get("/health", (c) => {
-    const adapter = host.adapter;
+    const adapter = host.model;
     if (!adapter) {
       return c.json({ status: host.state, ...(host.failure ? { error: host.failure.message } : {}) }, 503);
     }
@@ -28,7 +28,7 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
   });
 
   app.get("/v1/models", (c) => {
-    const capabilities = service.adapter().capabilities;
+    const capabilities = service.model().capabilities;
     const data = service.servedModelIds().map((id) => ({
       id,
       object: "model",

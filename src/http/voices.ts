@@ -44,7 +44,7 @@ export interface VoiceRouteDeps {
 
 export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs }: VoiceRouteDeps): void {
   app.get("/v1/audio/voices", (c) => {
-    const builtIn = service.adapter().capabilities.voices;
+    const builtIn = service.model().capabilities.voices;
     const uploaded = voices.list();
     return c.json({ voices: [...builtIn, ...uploaded.map((voice) => voice.name)], uploaded_voices: uploaded });
   });
@@ -65,9 +65,9 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
 
     if (embeddingText !== undefined) {
       const embedding = parseEmbedding(embeddingText);
-      const accepted = service.adapter().capabilities.speakerEmbeddingDims;
+      const accepted = service.model().capabilities.speakerEmbeddingDims;
       if (accepted.length === 0) {
-        throw badRequest(`model '${service.adapter().capabilities.modelId}' accepts no speaker embeddings; upload audio_sample instead`, "speaker_embedding");
+        throw badRequest(`model '${service.model().capabilities.modelId}' accepts no speaker embeddings; upload audio_sample instead`, "speaker_embedding");
       }
       if (!accepted.includes(embedding.length)) {
         throw badRequest(`speaker_embedding has ${embedding.length} values; the model accepts ${accepted.join(" or ")}`, "speaker_embedding");

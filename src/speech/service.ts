@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
-import type { SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../engine/adapter.ts";
+import type { SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
@@ -90,15 +90,15 @@ export class SpeechService {
   }
 
   /** The ready adapter, or 503 while loading / after a failed load. */
-  adapter(): SpeechModelAdapter {
-    const adapter = this.host.adapter;
+  model(): SpeechModel {
+    const adapter = this.host.model;
     if (adapter) return adapter;
     if (this.host.state === "failed") throw new ApiError(503, `The speech model failed to load: ${this.host.failure?.message}`);
     throw new ApiError(503, "The speech model is still loading; retry shortly");
   }
 
   servedModelIds(): string[] {
-    const capabilities = this.adapter().capabilities;
+    const capabilities = this.model().capabilities;
     return [capabilities.modelId, ...this.config.modelAliases.filter((alias) => alias !== capabilities.modelId)];
   }
 
@@ -111,7 +111,7 @@ export class SpeechService {
 
   /** Validates everything the schema could not know and builds the job. Throws ApiError 4xx. */
   async prepare(request: SpeechRequest, transport: Transport, signal: AbortSignal): Promise<PreparedSpeech> {
-    const adapter = this.adapter();
+    const adapter = this.model();
     const capabilities = adapter.capabilities;
     this.checkModel(request.model);
 
@@ -175,14 +175,14 @@ export class SpeechService {
 
   /** 400 naming `extra_params.<key>` when the served model reads that key and the value is out of range. */
   checkExtraParams(extraParams: Record<string, unknown>): void {
-    this.adapter().checkExtraParams?.(extraParams);
+    this.model().checkExtraParams?.(extraParams);
   }
 
   /**
    * `ref_audio` wins over `voice`; then a built-in voice; then an uploaded voice, whose prompt is encoded
    * once and cached. A voice that needs cloning on a model without it is a 400 that says so.
    */
-  async #resolveVoice(request: SpeechRequest, adapter: SpeechModelAdapter, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
+  async #resolveVoice(request: SpeechRequest, adapter: SpeechModel, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
     const capabilities = adapter.capabilities;
     if (request.ref_audio !== undefined) {
       const samples = await this.refAudio.resolve(request.ref_audio, capabilities.nativeSampleRateHz, signal);
@@ -216,7 +216,7 @@ export class SpeechService {
     return total > listed.length ? `${shown} … and ${total - listed.length} more (GET /v1/audio/voices lists them all)` : shown;
   }
 
-  #uploadedVoicePrompt(voice: StoredVoice, adapter: SpeechModelAdapter, signal: AbortSignal): Promise<VoicePrompt> {
+  #uploadedVoicePrompt(voice: StoredVoice, adapter: SpeechModel, signal: AbortSignal): Promise<VoicePrompt> {
     const key = `${voice.name.toLowerCase()}\u0000${voice.created_at}`;
     const cached = this.#voicePrompts.get(key);
     if (cached) return cached;
@@ -252,7 +252,7 @@ export class SpeechService {
    */
   async *generatePcm(prepared: PreparedSpeech, signal: AbortSignal, tally: GenerationTally, mode: DeliveryMode): AsyncGenerator<Float32Array, void, undefined> {
     const startedMs = performance.now();
-    const adapter = this.adapter();
+    const adapter = this.model();
     let resampler: Awaited<ReturnType<typeof createStreamingResampler>> | undefined;
     let firstAudioSeen = false;
     const emit = (samples: Float32Array) => {
@@ -315,7 +315,7 @@ function streamingMode(request: SpeechRequest): StreamingMode {
   return request.stream === true ? "sse" : null;
 }
 
-function encodeVoice(adapter: SpeechModelAdapter, reference: Parameters<NonNullable<SpeechModelAdapter["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
+function encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<SpeechModel["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
   if (!adapter.encodeVoice) throw new Error(`adapter ${adapter.capabilities.modelId} claims cloning but has no encodeVoice`);
   return adapter.encodeVoice(reference, signal);
 }

@@ -11,7 +11,7 @@ import { API_MAX_INPUT_CHARS, streamClientMessageSchema, type SpeechRequest, typ
 import { pcm16Bytes } from "../audio/wav.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
-import { TextSegmenter } from "./segmenter.ts";
+import { TextSegmenter } from "../text/segmenter.ts";
 import type { GenerationTally, SpeechService } from "./service.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
@@ -158,7 +158,7 @@ export class SpeechStreamSession {
       if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
       throw error;
     }
-    const capabilities = this.options.service.adapter().capabilities;
+    const capabilities = this.options.service.model().capabilities;
     if (config.word_timestamps && !capabilities.supportsWordTimestamps) {
       return this.#fail(`word_timestamps are not available: model '${capabilities.modelId}' (${capabilities.description}) cannot report word timings and no aligner is configured`, CLOSE_POLICY);
     }

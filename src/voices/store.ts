@@ -19,7 +19,7 @@ import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises
 import { join } from "node:path";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
-import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "./safetensors.ts";
+import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "../formats/safetensors.ts";
 
 export interface StoredVoice {
   name: string;

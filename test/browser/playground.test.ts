@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
-import { createClassicEngine } from "../../src/models/classic/engine.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -14,7 +14,7 @@ let server: TestServer;
 let browser: Browser;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error("the browser test needs Debian's Chromium: apt-get install chromium");
-  server = await startTestServer(await createClassicEngine());
+  server = await startTestServer(await createClassicModel());
   // Flags as this machine needs them: no sandbox as root, no background traffic to a closed network.
   browser = await chromium.launch({
     executablePath: CHROMIUM,

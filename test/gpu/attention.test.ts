@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { attention, attentionUniforms, createKvCache, kvCacheFloats } from "../../src/gpu/attention.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
-import { attentionReference, ringFromHistories, type StreamHistory } from "../../src/gpu/reference/attention.ts";
+import { attentionReference, ringFromHistories, type StreamHistory } from "./reference/attention.ts";
 import { streamTableWords } from "../../src/gpu/stream-table.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 

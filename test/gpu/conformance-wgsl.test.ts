@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { runConformance, type ConformanceReport } from "../../src/models/pocket/conformance.ts";
+import { runConformance, type ConformanceReport } from "../../src/conformance/harness.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const FIXTURES_DIR = join(ROOT, "../shared/fixtures");

@@ -3,7 +3,7 @@ import { convTranspose1dDispatches, convTranspose1dOutputLength, convTranspose1d
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
-import { referenceConvTranspose1d } from "../../src/gpu/reference/conv-transpose1d.ts";
+import { referenceConvTranspose1d } from "./reference/conv-transpose1d.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·2 products (K = 2S overlaps two input frames) against a float64 reference.

@@ -3,7 +3,7 @@ import { conv1dDispatches, conv1dOutputLength, conv1dTailLength, conv1dUniforms,
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
-import { referenceConv1d } from "../../src/gpu/reference/conv1d.ts";
+import { referenceConv1d } from "./reference/conv1d.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·7 products of O(1) terms against a float64 reference.

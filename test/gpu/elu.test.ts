@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { eluDispatch, eluUniforms } from "../../src/gpu/elu.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
-import { referenceElu } from "../../src/gpu/reference/elu.ts";
+import { referenceElu } from "./reference/elu.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // exp(x) − 1 in float32 against expm1 in float64: absolute error near 1 ulp of 1.

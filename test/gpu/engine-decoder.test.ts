@@ -1,18 +1,18 @@
 /**
- * The server's choice of Mimi decoder (src/models/pocket/decoder-choice.ts): auto takes the WGSL kernels on
+ * The server's choice of Mimi decoder (src/models/pocket/decoder/choice.ts): auto takes the WGSL kernels on
  * a real GPU only, `--decoder wgsl` (or `--device gpu`) on any adapter, the software one here included, and
  * both decoders give the same speech for a seed.
  */
 import { describe, expect, test } from "bun:test";
-import type { SynthesisJob } from "../../src/engine/adapter.ts";
-import { compareTensors } from "../../src/models/pocket/conformance.ts";
+import type { SynthesisJob } from "../../src/models/contract.ts";
+import { compareTensors } from "../../src/conformance/harness.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
-import { PocketEngine } from "../../src/models/pocket/engine.ts";
+import { PocketModel } from "../../src/models/pocket/model.ts";
 import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
 
 const BUNDLE = fixtureBundle();
 
-async function speak(engine: PocketEngine, seed: number): Promise<Float32Array> {
+async function speak(engine: PocketModel, seed: number): Promise<Float32Array> {
   const job: SynthesisJob = { text: "Hello there, this is a test.", voice: engine.capabilities.defaultVoice, language: "en", seed, extraParams: {}, signal: new AbortController().signal };
   const pieces: number[] = [];
   for await (const chunk of engine.synthesize(job)) pieces.push(...chunk.samples);
@@ -23,7 +23,7 @@ describe("Mimi decoder choice", () => {
   test("auto takes the WGSL decoder only on a real GPU (not the software adapter here); --device cpu never", async () => {
     const { isSoftware } = await gpuForTests();
     for (const device of ["auto", "cpu"] as const) {
-      const engine = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device });
+      const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device });
       try {
         expect(engine.capabilities.description.includes("WGSL")).toBe(device === "auto" && !isSoftware);
       } finally {
@@ -33,7 +33,7 @@ describe("Mimi decoder choice", () => {
   });
 
   test("with the WGSL decoder, more concurrent requests than its 16 state slots wait their turn instead of failing", async () => {
-    const engine = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
+    const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
     try {
       const requests = Array.from({ length: 20 }, async (_, index) => {
         const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: index, maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
@@ -48,8 +48,8 @@ describe("Mimi decoder choice", () => {
   });
 
   test("--decoder wgsl serves with the WGSL kernels, and the speech matches the ONNX decoder's for a seed", async () => {
-    const wgsl = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
-    const onnx = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
+    const wgsl = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
+    const onnx = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
     try {
       expect(wgsl.capabilities.description).toContain("Mimi decoder on WGSL kernels");
       expect(onnx.capabilities.description).toContain("worker thread");
@@ -67,8 +67,8 @@ describe("Mimi decoder choice", () => {
   });
 
   test("--device gpu takes the software adapter too: language model on the WebGPU EP, WGSL decoder, same speech", async () => {
-    const gpu = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device: "gpu" });
-    const cpu = await PocketEngine.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
+    const gpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device: "gpu" });
+    const cpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
     try {
       expect(gpu.capabilities.description).toContain("(WebGPU)");
       expect(gpu.capabilities.description).toContain("Mimi decoder on WGSL kernels");

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { gelu, geluUniforms } from "../../src/gpu/gelu.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
-import { erfc, geluReference } from "../../src/gpu/reference/gelu.ts";
+import { erfc, geluReference } from "./reference/gelu.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // Relative precision everywhere on the range activations reach, the negative tail included, where

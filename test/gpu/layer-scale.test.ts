@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { layerScale, layerScaleUniforms } from "../../src/gpu/layer-scale.ts";
-import { layerScaleReference } from "../../src/gpu/reference/layer-scale.ts";
+import { layerScaleReference } from "./reference/layer-scale.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // One f32 multiply-add per element.

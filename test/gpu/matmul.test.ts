@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { matmul, matmulUniforms } from "../../src/gpu/matmul.ts";
-import { matmulReference } from "../../src/gpu/reference/matmul.ts";
+import { matmulReference } from "./reference/matmul.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // f32 accumulation over up to 2048 products of O(1/√inner)-scaled weights against float64.

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
-import { ropeReference } from "../../src/gpu/reference/rope.ts";
+import { ropeReference } from "./reference/rope.ts";
 import { rope, ropeFrequencies, ropeFrequencyBuffer, ropeUniforms } from "../../src/gpu/rope.ts";
 import { streamTableWords } from "../../src/gpu/stream-table.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
-import { transposeReference } from "../../src/gpu/reference/transpose.ts";
+import { transposeReference } from "./reference/transpose.ts";
 import { transpose, transposeUniforms } from "../../src/gpu/transpose.ts";
 import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
-import { createClassicEngine } from "../../src/models/classic/engine.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
 
 async function postBatch(app: Awaited<ReturnType<typeof testApp>>["app"], body: unknown) {
   const response = await app.request("/v1/audio/speech/batch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -95,7 +95,7 @@ test("a batch's audio is capped: items are kept in index order while within --ba
 });
 
 test("the cap holds with the offline engine, counting the audio after a speed change", async () => {
-  const engine = await createClassicEngine();
+  const engine = await createClassicModel();
   try {
     const { app } = await testApp(engine, { flags: { "batch-max-audio-seconds": "5" } });
     // About 3.5 s of speech: within the cap as spoken, past it slowed to half speed.

@@ -7,8 +7,8 @@
  * which sends WER past 50%.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { INTELLIGIBILITY_SENTENCES } from "../../src/models/classic/test-sentences.ts";
-import { createClassicEngine } from "../../src/models/classic/engine.ts";
+import { INTELLIGIBILITY_SENTENCES } from "../support/test-sentences.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { assertAsrAvailable, transcribe } from "../support/asr.ts";
@@ -18,7 +18,7 @@ const MAX_CORPUS_WER = 0.15;
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer(await createClassicEngine());
+  server = await startTestServer(await createClassicModel());
 });
 afterAll(() => server.stop());
 

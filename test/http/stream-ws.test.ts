@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { isJson, RecordingSocket, type Received } from "../support/ws-client.ts";
-import { createClassicEngine } from "../../src/models/classic/engine.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 
@@ -28,7 +28,7 @@ function int16ToFloat(bytes: Uint8Array): Float32Array {
 describe("with the offline engine", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(await createClassicEngine());
+    server = await startTestServer(await createClassicModel());
   });
   afterAll(() => server.stop());
 

@@ -4,7 +4,7 @@
  * --stream-stall-timeout), and the API key check.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AudioChunk, SynthesisJob } from "../../src/engine/adapter.ts";
+import type { AudioChunk, SynthesisJob } from "../../src/models/contract.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";

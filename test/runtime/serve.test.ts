@@ -3,7 +3,7 @@
  * applied to a request in progress), requests without a Host header, and no body cap below the app's own.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AudioChunk, SynthesisJob } from "../../src/engine/adapter.ts";
+import type { AudioChunk, SynthesisJob } from "../../src/models/contract.ts";
 import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";

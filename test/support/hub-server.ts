@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { CatalogEntry, CatalogFile } from "../../src/models/pocket/catalog.ts";
+import type { CatalogEntry, CatalogFile } from "../../src/weights/catalog.ts";
 
 export interface HubFile {
   /** Path inside the repository. */

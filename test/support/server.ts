@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import type { SpeechModelAdapter } from "../../src/engine/adapter.ts";
+import type { SpeechModel } from "../../src/models/contract.ts";
 import { ModelHost } from "../../src/engine/host.ts";
 import { silentLogger, type Logger } from "../../src/log/logger.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
@@ -23,7 +23,7 @@ export interface TestAppOptions {
   logger?: Logger;
 }
 
-export async function testApp(adapter: SpeechModelAdapter, options: TestAppOptions = {}) {
+export async function testApp(adapter: SpeechModel, options: TestAppOptions = {}) {
   const speakerDir = options.flags?.["speaker-dir"] ?? mkdtempSync(join(SCRATCH_ROOT, "voices-"));
   const config: Config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, ...options.flags }, {});
   const host = ModelHost.load(async () => adapter);
@@ -40,7 +40,7 @@ export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(adapter: SpeechModelAdapter, options: TestAppOptions = {}): Promise<TestServer> {
+export async function startTestServer(adapter: SpeechModel, options: TestAppOptions = {}): Promise<TestServer> {
   const built = await testApp(adapter, options);
   const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port, { keepAliveTimeoutSeconds: built.config.keepAliveTimeoutSeconds });
   return { ...built, url: server.url, stop: () => server.stop() };

@@ -3,7 +3,7 @@
  * per-frame delay, and a count of frames produced, so route tests can check streaming, seeds and aborts
  * without depending on a real engine.
  */
-import type { AdapterCapabilities, AudioChunk, ReferenceAudio, SpeechModelAdapter, SynthesisJob, VoicePrompt } from "../../src/engine/adapter.ts";
+import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../../src/models/contract.ts";
 
 export interface ToneAdapterOptions {
   sampleRateHz?: number;
@@ -22,9 +22,9 @@ export interface TonePromptState {
   frequencyHz: number;
 }
 
-export class ToneAdapter implements SpeechModelAdapter {
+export class ToneAdapter implements SpeechModel {
   framesProduced = 0;
-  readonly capabilities: AdapterCapabilities;
+  readonly capabilities: ModelCapabilities;
   readonly jobs: SynthesisJob[] = [];
   readonly encodedReferences: ReferenceAudio[] = [];
   encodeVoice?: (reference: ReferenceAudio, signal: AbortSignal) => Promise<VoicePrompt>;

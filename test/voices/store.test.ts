@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiError } from "../../src/api/errors.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
-import { encodeSafetensors } from "../../src/voices/safetensors.ts";
+import { encodeSafetensors } from "../../src/formats/safetensors.ts";
 import { validateVoiceName, VoiceStore, VoiceStoreFolderError, type SaveAudioInput } from "../../src/voices/store.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";

@@ -17,7 +17,7 @@ interface Pending {
 const START_TIMEOUT_MS = 60_000;
 
 async function startWorker(): Promise<Worker> {
-  // node:worker_threads behaves the same under Bun and Deno (see models/pocket/worker-decoder.ts).
+  // node:worker_threads behaves the same under Bun and Deno (see models/pocket/decoder/worker-client.ts).
   const worker = new Worker(new URL("./flite-worker.ts", import.meta.url));
   try {
     await new Promise<void>((resolve, reject) => {

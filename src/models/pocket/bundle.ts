@@ -15,8 +15,8 @@ import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
-import { readSafetensorsHeader } from "../../voices/safetensors.ts";
-import { readOnnxGraphInputs, type OnnxGraphInput } from "./onnx.ts";
+import { readSafetensorsHeader } from "../../formats/safetensors.ts";
+import { readOnnxGraphInputs, type OnnxGraphInput } from "../../onnx/proto.ts";
 
 export type BundleLayout = "kevinahm-v2" | "kevinahm-january" | "sherpa-onnx";
 export type StateDtype = "float32" | "int64" | "bool";

@@ -18,7 +18,7 @@ import { concatFloat32 } from "../../audio/concat.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { FlowHead, FlowLm, FlowLmState, LatentDecoder, TextConditioner } from "./stages.ts";
 import { framesAfterEosGuessFor, splitIntoBestSentences, splitTokensWithinBudget } from "./text-prompt.ts";
-import type { SentencePieceTokenizer } from "./tokenizer.ts";
+import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 
 export interface GenerationParams {
   /** Noise variance: x0 ~ N(0, temperature) (§1.11). Upstream default 0.7. */
@@ -252,7 +252,7 @@ export interface GenerationStages {
   mimiDecoder: LatentDecoder<unknown>;
 }
 
-export interface SpeechRequest {
+export interface GenerationRequest {
   /** FlowLM state after the voice prefill (§2.1), shared read-only by every chunk. */
   voice: FlowLmState;
   chunks: readonly TextChunk[];
@@ -274,7 +274,7 @@ export interface GeneratedFrame {
 }
 
 /** Streams the audio of `request.chunks`, one decoded latent frame at a time. */
-export async function* generateSpeech(stages: GenerationStages, request: SpeechRequest): AsyncGenerator<GeneratedFrame, void, undefined> {
+export async function* generateSpeech(stages: GenerationStages, request: GenerationRequest): AsyncGenerator<GeneratedFrame, void, undefined> {
   const params: GenerationParams = { ...DEFAULT_GENERATION_PARAMS, ...request.params };
   const noise = request.noise ?? seededLatentNoise(request.seed ?? Math.floor(Math.random() * 2 ** 32), params.temperature);
   const { signal } = request;

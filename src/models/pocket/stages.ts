@@ -16,8 +16,9 @@
  */
 import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, type DecodedTensor, type PocketBundle, type StateEntry } from "./bundle.ts";
-import { applyScatterND, type CacheWritePlan } from "./cache-writes.ts";
-import type { OnnxSession, PocketSessions } from "./onnx.ts";
+import { applyScatterND, type CacheWritePlan } from "../../onnx/cache-writes.ts";
+import type { OnnxSession } from "../../onnx/runtime.ts";
+import { FLOW_LM_POSITIONS_AXIS, type PocketSessions } from "./sessions.ts";
 
 /** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
 export interface Float32Tensor {
@@ -236,8 +237,6 @@ export interface FlowLmStepResult {
   eosLogit: number;
 }
 
-/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
-export const FLOW_LM_POSITIONS_AXIS = 2;
 /** Windowed caches grow and shrink in blocks of this many positions. */
 const CACHE_WINDOW_BLOCK = 64;
 
@@ -545,7 +544,7 @@ export interface MimiDecoderConfig {
 
 /**
  * What generation and conformance need of a Mimi decoder, whichever runs it: this module's MimiDecoder
- * (in-process), WorkerMimiDecoder (worker-decoder.ts) or our WGSL kernels (src/gpu/mimi-decoder.ts).
+ * (in-process), WorkerMimiDecoder (worker-decoder.ts) or our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts).
  * Normalised latents [n, latentDim] → 1920·n samples; any split into calls gives the same audio.
  */
 export interface LatentDecoder<State> {

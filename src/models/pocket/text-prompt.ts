@@ -11,7 +11,7 @@
  *   "ß" → "SS").
  * - `text[0]` and `text[-1]` are whole code points, not UTF-16 units.
  */
-import type { SentencePieceTokenizer } from "./tokenizer.ts";
+import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 
 /** The model-config flags that change text preparation (§0 "Model versions you will meet", §1.13). */
 export interface TextPromptOptions {

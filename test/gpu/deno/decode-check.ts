@@ -5,10 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { gpuForTests } from "../../../src/gpu/device.ts";
-import { MimiGpuDecoder } from "../../../src/gpu/mimi-decoder.ts";
-import { readMimiWeightsFromOnnx } from "../../../src/gpu/mimi-weights.ts";
+import { MimiGpuDecoder } from "../../../src/models/pocket/mimi-wgsl/decoder.ts";
+import { readMimiWeightsFromOnnx } from "../../../src/models/pocket/mimi-wgsl/weights.ts";
 import { decodeSafetensorsWithInt64 } from "../../../src/models/pocket/bundle.ts";
-import { compareTensors } from "../../../src/models/pocket/conformance.ts";
+import { compareTensors } from "../../../src/conformance/harness.ts";
 
 const fixture = process.argv[2]!;
 const frames = 3;

@@ -3,8 +3,8 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BundleError, decodeSafetensorsWithInt64, loadPocketBundle, parseNpyFloat32, parseStateManifest } from "../../../src/models/pocket/bundle.ts";
-import { readOnnxGraphInputs } from "../../../src/models/pocket/onnx.ts";
-import { encodeSafetensors } from "../../../src/voices/safetensors.ts";
+import { readOnnxGraphInputs } from "../../../src/onnx/proto.ts";
+import { encodeSafetensors } from "../../../src/formats/safetensors.ts";
 
 const FIXTURES_DIR = join(import.meta.dir, "../../../../shared/fixtures");
 const TINY_DIR = join(FIXTURES_DIR, "pocket-tiny");

@@ -14,14 +14,14 @@ import {
   type ArStepFunction,
   type GeneratedFrame,
   type LatentNoise,
-  type SpeechRequest,
+  type GenerationRequest,
   type StepTrace,
 } from "../../../src/models/pocket/generation.ts";
-import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/onnx.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
-import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
+import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
 import { prepareTextPrompt } from "../../../src/models/pocket/text-prompt.ts";
-import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/models/pocket/conformance.ts";
+import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/conformance/harness.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
 const GOLDEN = JSON.parse(readFileSync(join(TINY_DIR, "golden.json"), "utf8"));
@@ -203,7 +203,7 @@ describe("speech generation on pocket-tiny", () => {
     await closePocketSessions(sessions);
   });
 
-  async function collect(request: Partial<SpeechRequest>): Promise<{ frames: GeneratedFrame[]; traces: StepTrace[] }> {
+  async function collect(request: Partial<GenerationRequest>): Promise<{ frames: GeneratedFrame[]; traces: StepTrace[] }> {
     const frames: GeneratedFrame[] = [];
     const traces: StepTrace[] = [];
     for await (const frame of generateSpeech(stages, { voice, chunks: [HELLO], onStep: (trace) => traces.push(trace), ...request })) frames.push(frame);
@@ -229,7 +229,7 @@ describe("speech generation on pocket-tiny", () => {
     const frames: GeneratedFrame[] = [];
     const traces: StepTrace[] = [];
     // Never EOS, so only the abort can stop it before 50 frames.
-    const request: SpeechRequest = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 1 }, signal: controller.signal, onStep: (trace) => traces.push(trace) };
+    const request: GenerationRequest = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 1 }, signal: controller.signal, onStep: (trace) => traces.push(trace) };
     for await (const frame of generateSpeech(stages, request)) {
       frames.push(frame);
       if (frames.length === 2) controller.abort();

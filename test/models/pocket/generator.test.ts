@@ -10,8 +10,8 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runConformance, type ConformanceReport } from "../../../src/models/pocket/conformance.ts";
-import { readOnnxGraphInputs } from "../../../src/models/pocket/onnx.ts";
+import { runConformance, type ConformanceReport } from "../../../src/conformance/harness.ts";
+import { readOnnxGraphInputs } from "../../../src/onnx/proto.ts";
 
 const ROOT = join(import.meta.dir, "..", "..", "..");
 const GENERATOR = join(ROOT, "bench", "bundle-generator", "generate.py");

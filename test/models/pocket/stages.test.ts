@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
-import { compareTensors } from "../../../src/models/pocket/conformance.ts";
-import { closePocketSessions, createOnnxSession, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/onnx.ts";
+import { compareTensors } from "../../../src/conformance/harness.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
+import { createOnnxSession } from "../../../src/onnx/runtime.ts";
 import { createPocketStages, VoiceEncoder, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
-import { encodeSafetensors } from "../../../src/voices/safetensors.ts";
+import { encodeSafetensors } from "../../../src/formats/safetensors.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
 const golden = decodeSafetensorsWithInt64(readFileSync(join(TINY_DIR, "golden.safetensors")));

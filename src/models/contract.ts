@@ -1,0 +1,89 @@
+/**
+ * The seam between the speech service and a model. Everything above it (HTTP, SSE, WebSocket, batch)
+ * talks only to this interface; every model (the offline classic engine, Pocket TTS) implements it.
+ */
+
+export interface ModelCapabilities {
+  /** Id served in /v1/models and accepted in the `model` field. */
+  modelId: string;
+  /** "classic-fallback" engines have no neural weights; they are labelled so in /v1/models and logs. */
+  kind: "classic-fallback" | "neural";
+  /** Human-readable description, e.g. "eSpeak NG 1.52 (wasm), offline classic fallback". */
+  description: string;
+  /** Built-in voice names, lower-case. */
+  voices: readonly string[];
+  /** Voice used for `"default"` or when the request names none. */
+  defaultVoice: string;
+  /** Rate of the PCM the adapter yields. */
+  nativeSampleRateHz: number;
+  /** Output rates the service may resample to. */
+  supportedSampleRatesHz: readonly number[];
+  /** Whether the model can take reference audio (voice cloning). */
+  supportsCloning: boolean;
+  /** Whether the model uses the `instructions` field. */
+  supportsInstructions: boolean;
+  /** Whether the model can report word timings. */
+  supportsWordTimestamps: boolean;
+  /** Longest input, in characters. */
+  maxInputChars: number;
+  /** Codec frames per second of audio; output usage tokens are frames. */
+  framesPerSecond: number;
+  /** Embedding sizes accepted for direct speaker-embedding uploads; empty = none. */
+  speakerEmbeddingDims: readonly number[];
+}
+
+export interface SynthesisJob {
+  text: string;
+  /** A built-in voice name (lower-case). */
+  voice: string;
+  language: string;
+  seed?: number;
+  /** Cap on generated frames. */
+  maxNewTokens?: number;
+  /** The voice to clone, made by encodeVoice (cached by the service per voice). */
+  voicePrompt?: VoicePrompt;
+  instructions?: string;
+  extraParams: Record<string, unknown>;
+  /** Aborted when the client goes away; the adapter stops within one frame. */
+  signal: AbortSignal;
+}
+
+/** Reference audio for cloning: mono samples at the adapter's native rate, with its transcript if known. */
+export interface ReferenceAudio {
+  samples: Float32Array;
+  sampleRateHz: number;
+  transcript?: string;
+}
+
+/** Model-side state of a cloned voice (e.g. an encoded prompt): opaque to the service, costly to make. */
+export interface VoicePrompt {
+  /** Codec frames of the reference audio (usage: input audio tokens). */
+  audioFrameCount: number;
+  /** Byte size, for cache accounting. */
+  byteSize: number;
+  readonly state: unknown;
+}
+
+export interface AudioChunk {
+  /** Mono samples in [-1, 1]. */
+  samples: Float32Array;
+  sampleRateHz: number;
+  /** Codec frames this chunk accounts for (usage). */
+  frameCount: number;
+}
+
+export interface SpeechModel {
+  readonly capabilities: ModelCapabilities;
+  /** Number of text tokens the model sees for this input (usage). */
+  countInputTokens(text: string): number;
+  /**
+   * Throws ApiError 400 naming `extra_params.<key>` when a parameter the model reads is out of range. Run
+   * before any work, so a bad value is a 4xx and never a failure mid-stream. Absent: nothing is read.
+   */
+  checkExtraParams?(extraParams: Record<string, unknown>): void;
+  /** Audio for the job as it is made. Stops promptly once job.signal aborts. */
+  synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined>;
+  /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */
+  encodeVoice?(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,169 @@
+/**
+ * The Mimi decoder behind a worker thread (decoder-worker.ts), with the same decode contract as MimiDecoder.
+ * Its decodes leave the JS thread, so generation overlaps them with sampling (`concurrent`): on the 2-core
+ * machine one core runs the FlowLM steps and the other decodes.
+ *
+ * States stay in the worker; the main thread holds handles. A handle given up with `reuseState` is the one
+ * returned again (the worker updates that state in place); any other decode gets a new handle and state.
+ * A handle's worker state is freed by `release` or, failing that, when the handle is garbage-collected.
+ */
+import { Worker } from "node:worker_threads";
+import type { PocketBundle, StateEntry } from "../bundle.ts";
+import type { DecoderWorkerReply, DecoderWorkerRequest } from "./worker.ts";
+import { configuredOnnxThreads, type CpuProvider } from "../../../onnx/runtime.ts";
+import type { MimiDecoderConfig, StepOptions } from "../stages.ts";
+
+/** A decoder state held by the worker. */
+export interface WorkerDecoderState {
+  readonly id: number;
+  /** Not yet decoded from: the worker makes the state on first use. */
+  fresh: boolean;
+  /** Latent frames decoded since the state was fresh. */
+  frames: number;
+}
+
+export interface DecoderWorkerOptions {
+  path: string;
+  manifest: readonly StateEntry[];
+  config: MimiDecoderConfig;
+  provider: CpuProvider;
+  /** Intra-op threads of the worker's session (default 1). */
+  threads?: number;
+  /** How long the worker may take to open its session. */
+  startTimeoutMs?: number;
+}
+
+export class WorkerMimiDecoder {
+  readonly concurrent = true;
+  #nextStateId = 1;
+  #nextRequestId = 1;
+  readonly #pending = new Map<number, { resolve: (audio: Float32Array) => void; reject: (error: Error) => void }>();
+  #failure: Error | undefined;
+  readonly #released = new FinalizationRegistry<number>((stateId) => this.#post({ kind: "release", stateId }));
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly config: MimiDecoderConfig,
+  ) {
+    worker.on("message", (reply: DecoderWorkerReply) => {
+      if (reply.kind !== "decoded" && reply.kind !== "error") return;
+      const pending = this.#pending.get(reply.requestId);
+      this.#pending.delete(reply.requestId);
+      if (this.#pending.size === 0) worker.unref();
+      if (reply.kind === "decoded") pending?.resolve(reply.audio);
+      else pending?.reject(new Error(`Mimi decoder: ${reply.message}`));
+    });
+    worker.on("error", (error: Error) => this.#fail(new Error(`the Mimi decoder worker stopped: ${error.message}`)));
+    // A reply that cannot be deserialised would otherwise leave its decode waiting forever.
+    worker.on("messageerror", (error: Error) => this.#fail(new Error(`a Mimi decoder worker reply could not be read: ${error.message}`)));
+    worker.on("exit", (code: number) => this.#fail(new Error(`the Mimi decoder worker exited (code ${code})`)));
+    // An idle decoder must not keep the process alive, but one with decodes pending must: a worker that is
+    // not referenced does not wake the event loop for its replies.
+    worker.unref();
+  }
+
+  /** Starts the worker and opens the decoder in it; rejects if it cannot (the caller decodes in-process). */
+  static async start(options: DecoderWorkerOptions): Promise<WorkerMimiDecoder> {
+    // node:worker_threads rather than the global Worker: onnxruntime-web replaces globalThis.Worker with
+    // worker_threads' class once it initialises in a process (a different event API), so the global one
+    // cannot be relied on; worker_threads behaves the same under Bun and Deno.
+    const worker = new Worker(new URL("./worker.ts", import.meta.url));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("the Mimi decoder worker did not start in time")), options.startTimeoutMs ?? 60_000);
+        worker.once("message", (reply: DecoderWorkerReply) => {
+          clearTimeout(timer);
+          if (reply.kind === "ready") resolve();
+          else reject(new Error(reply.kind === "failed" ? reply.message : `unexpected ${reply.kind} before ready`));
+        });
+        worker.once("error", (error: Error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
+        const open: DecoderWorkerRequest = { kind: "open", path: options.path, manifest: [...options.manifest], config: options.config, provider: options.provider, threads: options.threads ?? 1 };
+        worker.postMessage(open);
+      });
+    } catch (error) {
+      await worker.terminate();
+      throw new Error(`the Mimi decoder worker could not start: ${(error as Error).message}`, { cause: error });
+    }
+    return new WorkerMimiDecoder(worker, options.config);
+  }
+
+  emptyState(): WorkerDecoderState {
+    return this.#handle();
+  }
+
+  async decode(state: WorkerDecoderState, latents: Float32Array, options: StepOptions = {}): Promise<{ state: WorkerDecoderState; audio: Float32Array }> {
+    const frames = latents.length / this.config.latentDim;
+    if (!Number.isInteger(frames) || frames < 1) throw new Error(`Mimi decoder input has ${latents.length} values, not a positive multiple of ${this.config.latentDim}`);
+    if (this.#failure) throw this.#failure;
+    const next = options.reuseState ? state : this.#handle();
+    const requestId = this.#nextRequestId++;
+    const audio = new Promise<Float32Array>((resolve, reject) => this.#pending.set(requestId, { resolve, reject }));
+    if (this.#pending.size === 1) this.worker.ref();
+    // A copy is sent: the caller keeps its latents.
+    this.#post({ kind: "decode", requestId, stateId: state.id, fresh: state.fresh, nextStateId: next.id, latents: latents.slice() });
+    state.fresh = false;
+    const samples = await audio;
+    if (samples.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${samples.length} samples for ${frames} latents`);
+    if (options.reuseState) {
+      state.frames += frames;
+      return { state, audio: samples };
+    }
+    next.fresh = false;
+    next.frames = state.frames + frames;
+    return { state: next, audio: samples };
+  }
+
+  /** Frees a state's worker memory now rather than when its handle is collected. */
+  release(state: WorkerDecoderState): void {
+    this.#released.unregister(state);
+    this.#post({ kind: "release", stateId: state.id });
+  }
+
+  /** Whether the worker has stopped (crashed, exited or closed): every decode now fails. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  close(): void {
+    this.#fail(new Error("the Mimi decoder worker was closed"));
+    this.worker.terminate();
+  }
+
+  #handle(): WorkerDecoderState {
+    const state = { id: this.#nextStateId++, fresh: true, frames: 0 };
+    this.#released.register(state, state.id, state);
+    return state;
+  }
+
+  #post(message: DecoderWorkerRequest): void {
+    if (this.#failure) return;
+    this.worker.postMessage(message);
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    for (const pending of this.#pending.values()) pending.reject(this.#failure);
+    this.#pending.clear();
+  }
+}
+
+/**
+ * The bundle's Mimi decoder in a worker thread on onnxruntime-node, or null where that does not pay or
+ * cannot start (the reason on stderr): generation then decodes in-process.
+ */
+export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider): Promise<WorkerMimiDecoder | null> {
+  // Measured (bench/pocket-providers.ts, 2 cores): with onnxruntime-node the worker takes RTF from 0.28 to
+  // 0.18; with onnxruntime-web the worker's wasm decoder ran at ~55 ms/frame and first audio took ~3 s, so
+  // onnxruntime-web decodes in-process.
+  if (provider !== "onnxruntime-node") return null;
+  const { latentDim, samplesPerFrame } = bundle.dims;
+  try {
+    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads() });
+  } catch (error) {
+    console.warn(`${(error as Error).message}; decoding in the main thread`);
+    return null;
+  }
+}

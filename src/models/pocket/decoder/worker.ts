@@ -1,0 +1,64 @@
+/**
+ * The Mimi decoder in a worker thread (worker-decoder.ts starts it). onnxruntime-node runs a session on the
+ * thread that calls it, so in the main thread a decode and the next FlowLM step take turns on one core;
+ * here the decode runs on the other core while the main thread samples.
+ *
+ * Messages in: `open` once, then `decode` and `release`; out: `ready` or `failed`, then one `decoded` or
+ * `error` per decode, in order. States live here, keyed by the ids the main thread hands out.
+ */
+import { parentPort } from "node:worker_threads";
+import type { StateEntry } from "../bundle.ts";
+import { configureOnnxRuntime, loadOnnxRuntime, type CpuProvider } from "../../../onnx/runtime.ts";
+import { MimiDecoder, type MimiDecoderConfig, type MimiState } from "../stages.ts";
+
+export type DecoderWorkerRequest =
+  | { kind: "open"; path: string; manifest: StateEntry[]; config: MimiDecoderConfig; provider: CpuProvider; threads: number }
+  | { kind: "decode"; requestId: number; stateId: number; fresh: boolean; nextStateId: number; latents: Float32Array }
+  | { kind: "release"; stateId: number };
+
+export type DecoderWorkerReply =
+  | { kind: "ready" }
+  | { kind: "failed"; message: string }
+  | { kind: "decoded"; requestId: number; audio: Float32Array }
+  | { kind: "error"; requestId: number; message: string };
+
+if (!parentPort) throw new Error("decoder-worker.ts runs as a worker thread (worker-decoder.ts starts it)");
+const port = parentPort;
+const reply = (message: DecoderWorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+let decoder: MimiDecoder | undefined;
+const states = new Map<number, MimiState>();
+// Decodes run one after another in arrival order: a state's next decode needs the previous one's result.
+let queue: Promise<void> = Promise.resolve();
+
+port.on("message", (message: DecoderWorkerRequest) => {
+  const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => void states.delete(message.stateId);
+  // A handler that throws must not stop the queue: every later message would go unanswered.
+  queue = queue.then(handle).catch((error: unknown) => console.error(`Mimi decoder worker: ${(error as Error).message}`));
+});
+
+async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): Promise<void> {
+  try {
+    configureOnnxRuntime({ threads: message.threads });
+    const runtime = await loadOnnxRuntime({ provider: message.provider });
+    decoder = new MimiDecoder(await runtime.createSession(message.path), message.manifest, message.config);
+    reply({ kind: "ready" });
+  } catch (error) {
+    reply({ kind: "failed", message: (error as Error).message });
+  }
+}
+
+async function decode(message: Extract<DecoderWorkerRequest, { kind: "decode" }>): Promise<void> {
+  try {
+    if (!decoder) throw new Error("the decoder worker has no open decoder");
+    // emptyState on the main thread only allocates an id; the state itself is made here on first use.
+    const state = states.get(message.stateId) ?? (message.fresh ? decoder.emptyState() : undefined);
+    if (!state) throw new Error(`decoder state ${message.stateId} is unknown or was released`);
+    const reuseState = message.nextStateId === message.stateId;
+    const result = await decoder.decode(state, message.latents, { reuseState });
+    states.set(message.nextStateId, result.state);
+    reply({ kind: "decoded", requestId: message.requestId, audio: result.audio }, [result.audio.buffer as ArrayBuffer]);
+  } catch (error) {
+    reply({ kind: "error", requestId: message.requestId, message: (error as Error).message });
+  }
+}

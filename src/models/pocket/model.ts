@@ -1,0 +1,294 @@
+/**
+ * Pocket TTS behind the model-adapter seam: bundle → onnxruntime sessions (CPU provider picked in onnx.ts)
+ * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
+ * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
+ *
+ * Stage calls go through one queue: concurrent requests interleave step by step instead of several runs
+ * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
+ * The Mimi decoder runs in a worker thread of its own where it can (worker-decoder.ts): both onnxruntime
+ * packages run a session on the calling thread, so only there does decoding overlap sampling, one core
+ * each. Where the worker cannot start, the decoder runs in-process, in the same queue.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { badRequest } from "../../api/errors.ts";
+import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../contract.ts";
+import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
+import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
+import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
+import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type MimiState, type PocketStages } from "./stages.ts";
+import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
+import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./decoder/worker-client.ts";
+import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
+import type { MimiGpuDecoder } from "./mimi-wgsl/decoder.ts";
+import { prepareTextPrompt } from "./text-prompt.ts";
+
+const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+
+/** Where the Mimi decoder runs (decoder-choice.ts, worker-decoder.ts). */
+type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
+
+function describePlacement(placement: MimiDecoderPlacement): string {
+  if (placement.kind === "wgsl") return `Mimi decoder on WGSL kernels (${placement.adapterDescription})`;
+  return placement.kind === "worker" ? "Mimi decoder in a worker thread" : "Mimi decoder in the main thread";
+}
+
+/**
+ * The bundle's sessions on a WebGPU device where the policy picks one (fp32 graphs), else on the CPU (int8
+ * where the bundle has them). Under `auto`, a GPU that fails to open the sessions falls back to the CPU.
+ */
+async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
+  const gpuDevice = await chooseLanguageModelGpu(device);
+  if (gpuDevice) {
+    const bundle = await loadPocketBundle(bundleDir, { precision: "fp32" });
+    try {
+      return { bundle, sessions: await openPocketSessions(bundle, { ...providerOptions, gpuDevice }) };
+    } catch (error) {
+      if (device === "gpu") throw error;
+      console.warn(`Pocket TTS on WebGPU failed (${(error as Error).message}); running on the CPU`);
+    }
+  }
+  const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
+  return { bundle, sessions: await openPocketSessions(bundle, providerOptions) };
+}
+
+/**
+ * The worker's decoder until the worker stops, then the in-process one: the chunk decoding at that moment
+ * fails, later ones decode in the main thread instead of failing too.
+ */
+export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: LatentDecoder<MimiState>): LatentDecoder<unknown> {
+  let warned = false;
+  const workerAlive = () => {
+    if (!worker.failed) return true;
+    if (!warned) console.warn("the Mimi decoder worker stopped; decoding in the main thread from now on");
+    warned = true;
+    return false;
+  };
+  const isWorkerState = (state: unknown): state is WorkerDecoderState => typeof state === "object" && state !== null && "fresh" in state;
+  return {
+    config: worker.config,
+    get concurrent() {
+      return !worker.failed;
+    },
+    emptyState: () => (workerAlive() ? worker.emptyState() : inProcess.emptyState()),
+    decode: (state, latents, options) => (isWorkerState(state) ? worker.decode(state, latents, options) : inProcess.decode(state as MimiState, latents, options)),
+    release: (state) => {
+      if (isWorkerState(state)) worker.release(state);
+    },
+  };
+}
+
+/** Counts out a fixed number of permits; `acquire` waits for one and returns its release. */
+class Semaphore {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(permits: number) {
+    this.#free = permits;
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    };
+  }
+}
+
+/** Serialises calls into the shared sessions. */
+class SessionQueue {
+  #tail: Promise<unknown> = Promise.resolve();
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(task);
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+}
+
+export class PocketModel implements SpeechModel {
+  readonly capabilities: ModelCapabilities;
+  readonly #queue = new SessionQueue();
+  readonly #decoder: MimiDecoderPlacement;
+  readonly #streamPermits: Semaphore | null;
+  readonly #stages: GenerationStages;
+  readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
+
+  private constructor(
+    private readonly bundle: PocketBundle,
+    private readonly sessions: PocketSessions,
+    private readonly stages: PocketStages,
+    private readonly tokenizer: SentencePieceTokenizer,
+    /** Voice name (lower-case) → its state file in the bundle's voices folder. */
+    private readonly voiceFiles: ReadonlyMap<string, string>,
+    decoder: MimiDecoderPlacement,
+  ) {
+    this.#decoder = decoder;
+    const voices = [...voiceFiles.keys()];
+    this.capabilities = {
+      modelId: "pocket-tts",
+      kind: "neural",
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${describePlacement(decoder)}`,
+      voices,
+      defaultVoice: voices[0] ?? "",
+      nativeSampleRateHz: bundle.dims.sampleRateHz,
+      supportedSampleRatesHz: OUTPUT_SAMPLE_RATES_HZ,
+      supportsCloning: bundle.graphs.voiceEncoder !== null,
+      supportsInstructions: false,
+      supportsWordTimestamps: false,
+      maxInputChars: 4096,
+      framesPerSecond: bundle.dims.frameRateHz,
+      speakerEmbeddingDims: [],
+    };
+    // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
+    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[], queue = this.#queue): T =>
+      new Proxy(stage, {
+        get: (target, property, receiver) => {
+          const value = Reflect.get(target, property, receiver);
+          if (typeof value !== "function") return value;
+          if (!sessionMethods.includes(property as keyof T & string)) return value.bind(target);
+          return (...args: unknown[]) => queue.run(async () => value.apply(target, args));
+        },
+      });
+    this.#stages = {
+      textConditioner: queued(stages.textConditioner, ["embed"]),
+      flowLm: queued(stages.flowLm, ["prefill", "step"]),
+      flowHead: queued(stages.flowHead, ["sample"]),
+      mimiDecoder:
+        decoder.kind === "in-process"
+          ? queued(stages.mimiDecoder, ["decode"])
+          : decoder.kind === "worker"
+            ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]))
+            : queued(decoder.decoder, ["decode"], new SessionQueue()),
+    };
+    // The WGSL decoder holds one state slot per stream on the device: requests beyond that wait their turn.
+    this.#streamPermits = decoder.kind === "wgsl" ? new Semaphore(WGSL_DECODER_STREAMS) : null;
+  }
+
+  /** Loads a bundle directory (any supported layout) and opens its sessions. */
+  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<PocketModel> {
+    // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
+    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto");
+    const stages = await createPocketStages(bundle, sessions);
+    const tokenizer =
+      bundle.tokenizer.format === "sentencepiece"
+        ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
+        : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
+    const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
+    if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl });
+    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider);
+    return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" });
+  }
+
+  countInputTokens(text: string): number {
+    const options = { padWithSpacesForShortInputs: this.bundle.flags.padWithSpacesForShortInputs, removeSemicolons: this.bundle.flags.removeSemicolons };
+    return this.tokenizer.encode(prepareTextPrompt(text, options).text).length;
+  }
+
+  async encodeVoice(reference: ReferenceAudio, _signal: AbortSignal): Promise<VoicePrompt> {
+    const { samplesPerFrame } = this.bundle.dims;
+    const state = await this.#queue.run(() => voiceStateFromAudio(this.stages, reference.samples));
+    // ref_text is accepted by the API but Pocket TTS conditions on the audio alone.
+    return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
+  }
+
+  checkExtraParams(extraParams: Record<string, unknown>): void {
+    generationParams(extraParams);
+  }
+
+  async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
+    const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
+    const { maxTokensPerChunk } = this.bundle.flags;
+    const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags, chunkTokenBudget(maxTokensPerChunk, this.stages.flowLm.config.cachePositions, voice.positions));
+    let frames = 0;
+    const releasePermit = await this.#streamPermits?.acquire();
+    try {
+      for await (const frame of generateSpeech(this.#stages, { voice, chunks, params: generationParams(job.extraParams), seed: job.seed, signal: job.signal })) {
+        yield { samples: frame.samples, sampleRateHz: this.bundle.dims.sampleRateHz, frameCount: 1 };
+        if (job.maxNewTokens !== undefined && ++frames >= job.maxNewTokens) return;
+      }
+    } finally {
+      releasePermit?.();
+    }
+  }
+
+  #predefinedVoice(name: string): Promise<FlowLmState> {
+    const path = this.voiceFiles.get(name);
+    if (!path) throw badRequest(`this Pocket TTS bundle has no built-in voice '${name}'; upload a voice or pass ref_audio`, "voice");
+    let state = this.#voiceStates.get(name);
+    if (!state) {
+      state = readFile(path).then((bytes) => this.#queue.run(() => voiceStateFromSafetensors(new Uint8Array(bytes), this.stages.flowLm)));
+      this.#voiceStates.set(name, state);
+      state.catch(() => this.#voiceStates.delete(name));
+    }
+    return state;
+  }
+
+  async close(): Promise<void> {
+    if (this.#decoder.kind === "worker") this.#decoder.decoder.close();
+    if (this.#decoder.kind === "wgsl") this.#decoder.decoder.destroy();
+    await closePocketSessions(this.sessions);
+  }
+}
+
+/**
+ * Predefined voices are the state files actually present in the bundle's voices folder (upstream's three
+ * formats, §2.1), whether or not bundle.json lists them: a listed voice without its file cannot speak.
+ */
+async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  if (!bundle.voicesDirectory) return files;
+  for (const file of (await readdir(bundle.voicesDirectory)).sort()) {
+    if (file.endsWith(".safetensors")) files.set(file.slice(0, -".safetensors".length).toLowerCase(), join(bundle.voicesDirectory, file));
+  }
+  return files;
+}
+
+/**
+ * Ranges of the extra_params the model understands, each wide around upstream's default (§1.11, §1.12) but
+ * closed where a value would only make generation slower or endless:
+ * - temperature is the variance of the flow's starting noise, which it learnt to map from at 1 (upstream
+ *   speaks at 0.7); 2 doubles that, and 0 starts from the noise's mean.
+ * - lsd_steps Euler steps cost one flow-net run each per frame; the most any runtime uses is 10 (KR1).
+ * - eos_threshold is compared with the raw EOS logit: ±10 are p ≈ 0.99995 and p ≈ 0.00005, so a threshold
+ *   past them means "stop at once" or "never stop", which would only run every chunk to its frame cap.
+ * - frames_after_eos: models recommend 3 to 8; 25 frames are 2 s of trailing audio per chunk.
+ */
+const EXTRA_PARAM_RANGES = {
+  temperature: { min: 0, max: 2, integer: false },
+  lsd_steps: { min: 1, max: 16, integer: true },
+  eos_threshold: { min: -10, max: 10, integer: false },
+  frames_after_eos: { min: 0, max: 25, integer: true },
+} as const;
+
+/** extra_params the model understands, checked like request fields (400 naming the key). */
+function generationParams(extra: Record<string, unknown>): Partial<GenerationParams> {
+  const number = (key: keyof typeof EXTRA_PARAM_RANGES): number | undefined => {
+    const value = extra[key];
+    if (value === undefined) return undefined;
+    const { min, max, integer } = EXTRA_PARAM_RANGES[key];
+    const valid = typeof value === "number" && Number.isFinite(value) && value >= min && value <= max && (!integer || Number.isInteger(value));
+    if (!valid) throw badRequest(`extra_params.${key} must be ${integer ? "an integer" : "a number"} in ${min}..${max}`, `extra_params.${key}`);
+    return value;
+  };
+  const params: Partial<GenerationParams> = {};
+  const temperature = number("temperature");
+  const lsdSteps = number("lsd_steps");
+  const eosThreshold = number("eos_threshold");
+  const framesAfterEos = number("frames_after_eos");
+  if (temperature !== undefined) params.temperature = temperature;
+  if (lsdSteps !== undefined) params.lsdSteps = lsdSteps;
+  if (eosThreshold !== undefined) params.eosThreshold = eosThreshold;
+  if (framesAfterEos !== undefined) params.framesAfterEos = framesAfterEos;
+  return params;
+}
+
+function stateBytes(state: FlowLmState): number {
+  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
+}

@@ -1,0 +1,70 @@
+/** The onnxruntime sessions of a Pocket TTS bundle: one per graph, FlowLM's with its KV-cache writes on our side. */
+import { readFile } from "node:fs/promises";
+import type { PocketBundle, StateEntry } from "./bundle.ts";
+import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
+import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
+
+/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
+export const FLOW_LM_POSITIONS_AXIS = 2;
+
+/** One session per graph of a bundle; shared by all requests (sessions hold no per-request state). */
+export interface PocketSessions {
+  /** The package every session below was made by. */
+  provider: CpuProvider;
+  executionProvider: "cpu" | "webgpu";
+  textConditioner: OnnxSession;
+  voiceEncoder: OnnxSession | null;
+  flowLmMain: OnnxSession;
+  /** How flow_lm_main's cache outputs are rebuilt on our side (cache-writes.ts); empty: fetched whole. */
+  flowLmCacheWrites: CacheWritePlan[];
+  /** flow_lm_main's inputs declared with a symbolic positions axis (cache-writes.ts). */
+  flowLmWindowedInputs: string[];
+  flowLmFlow: OnnxSession;
+  mimiDecoder: OnnxSession;
+}
+
+export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
+  const runtime = await loadOnnxRuntime(options);
+  const { graphs } = bundle;
+  const [textConditioner, voiceEncoder, flowLm, flowLmFlow, mimi] = await Promise.all([
+    runtime.createSession(graphs.textConditioner.path),
+    graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
+    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
+    runtime.createSession(graphs.flowLmFlow.path),
+    // Not the Mimi decoder: its ring writes replace a whole K/V plane per call, so fetching the writes
+    // instead of the caches would save nothing.
+    runtime.createSession(graphs.mimiDecoder.path),
+  ]);
+  return {
+    provider: runtime.provider,
+    executionProvider: runtime.executionProvider,
+    textConditioner,
+    voiceEncoder,
+    flowLmMain: flowLm.session,
+    flowLmCacheWrites: flowLm.cacheWrites,
+    flowLmWindowedInputs: flowLm.windowed,
+    flowLmFlow,
+    mimiDecoder: mimi,
+  };
+}
+
+/**
+ * A session of a stateful graph whose float KV caches are rebuilt on our side when the graph writes them
+ * with ScatterND (cache-writes.ts); other graphs load unchanged.
+ */
+export async function createCacheWritingSession(
+  runtime: OnnxRuntime,
+  path: string,
+  manifest: readonly StateEntry[],
+  options: RewriteOptions = {},
+): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
+  const model = await readFile(path);
+  // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
+  const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"), options);
+  return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [], windowed: rewritten?.windowed ?? [] };
+}
+
+export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
+  const { textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder } = sessions;
+  await Promise.all([textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder].map((session) => session?.release()));
+}

@@ -1,0 +1,20 @@
+/**
+ * Picks and loads the speech engine: Pocket TTS when a bundle is configured (`--model`) or was pulled into
+ * the model cache, the offline classic engine otherwise (or when asked for by `--engine classic`).
+ */
+import type { Config } from "../config.ts";
+import type { SpeechModel } from "./contract.ts";
+import { createClassicModel } from "./classic/model.ts";
+import { findCachedBundle } from "../weights/download.ts";
+
+export async function loadModel(config: Config): Promise<SpeechModel> {
+  if (config.engine === "classic") return createClassicModel();
+  const bundleDir = config.model ?? (config.engine === "auto" ? await findCachedBundle(config.modelCacheDir) : undefined);
+  if (config.engine === "pocket" && !bundleDir) {
+    throw new Error(`--engine pocket needs a bundle: pass --model <dir> or run \`voxedge models pull\` (cache: ${config.modelCacheDir})`);
+  }
+  if (!bundleDir) return createClassicModel();
+  // onnxruntime-web is loaded only when a neural bundle is actually served.
+  const { PocketModel } = await import("./pocket/model.ts");
+  return PocketModel.load(bundleDir, {}, { decoder: config.decoder, device: config.device });
+}

@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compareTensors, runConformance, type ConformanceReport } from "../../src/conformance/harness.ts";
+
+const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures");
+
+const scratchDirs: string[] = [];
+afterEach(() => {
+  for (const dir of scratchDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function failures(report: ConformanceReport): string[] {
+  return report.cases.filter((entry) => !entry.pass).map((entry) => `${entry.case}: ${entry.detail ?? `maxAbs ${entry.maxAbs}, relRms ${entry.relRms}`}`);
+}
+
+/** Golden case names, e.g. `flow_lm`, that a report's case names start with. */
+function caseKeys(fixture: string): string[] {
+  return Object.keys(JSON.parse(readFileSync(join(FIXTURES_DIR, fixture, "golden.json"), "utf8")).cases);
+}
+
+// Both CPU providers, pinned: "auto" would test only the one preferred on this runtime.
+describe.each(["onnxruntime-web", "onnxruntime-node"] as const)("conformance with the ONNX decoder on %s", (provider) => {
+  test("pocket-tiny: every golden case runs and passes", async () => {
+    const report = await runConformance(join(FIXTURES_DIR, "pocket-tiny"), "onnx", { provider });
+    expect(failures(report)).toEqual([]);
+    expect(report).toMatchObject({ fixture: "pocket-tiny", decoder: "onnx", provider, pass: true });
+    for (const key of caseKeys("pocket-tiny")) expect(report.cases.some((entry) => entry.case.startsWith(key))).toBe(true);
+    const stages = new Set(report.cases.filter((entry) => entry.observable !== false).map((entry) => entry.stage));
+    expect([...stages].sort()).toEqual(["decoder", "encoder", "end_to_end", "flow_head", "flow_lm", "text_conditioner", "tokenizer"]);
+    // Only graph-internal values may go uncompared.
+    const unobserved = report.cases.filter((entry) => entry.maxAbs === null);
+    expect(unobserved.every((entry) => entry.observable === false && /intermediate|mimi_latents/.test(entry.case))).toBe(true);
+  });
+
+  test("mimi-full: the full-size decoder matches in single, chunked and whole-sequence calls", async () => {
+    const report = await runConformance(join(FIXTURES_DIR, "mimi-full"), "onnx", { provider });
+    expect(failures(report)).toEqual([]);
+    expect(report).toMatchObject({ provider, pass: true });
+    const audio = report.cases.filter((entry) => /^mimi_decoder\.audio_/.test(entry.case));
+    expect(audio.map((entry) => entry.case)).toEqual(["mimi_decoder.audio_single", "mimi_decoder.audio_chunked", "mimi_decoder.audio_whole"]);
+    for (const entry of audio) expect(entry.maxAbs!).toBeLessThan(2e-5);
+  });
+});
+
+describe("conformance reports", () => {
+  test("a golden case without a runner fails the report instead of being skipped", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "voxedge-conformance-"));
+    scratchDirs.push(dir);
+    for (const name of ["golden.json", "golden.safetensors"]) cpSync(join(FIXTURES_DIR, "mimi-full", name), join(dir, name));
+    chmodSync(join(dir, "golden.json"), 0o644);
+    const golden = JSON.parse(readFileSync(join(dir, "golden.json"), "utf8"));
+    // Keep the run cheap: no decoder case, one unknown case.
+    golden.cases = { speaker_embedding: { description: "a case from the future" } };
+    writeFileSync(join(dir, "golden.json"), JSON.stringify(golden));
+    const report = await runConformance(dir, "onnx");
+    expect(report.pass).toBe(false);
+    expect(report.cases).toEqual([{ case: "speaker_embedding", stage: "end_to_end", maxAbs: null, relRms: null, pass: false, detail: "golden case has no conformance runner" }]);
+  });
+
+  test("a case whose inputs are missing is reported as not run", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "voxedge-conformance-"));
+    scratchDirs.push(dir);
+    for (const name of ["golden.json", "golden.safetensors"]) cpSync(join(FIXTURES_DIR, "mimi-full", name), join(dir, name));
+    // No mimi_decoder.onnx in this copy.
+    const report = await runConformance(dir, "onnx");
+    expect(report.pass).toBe(false);
+    expect(report.cases).toHaveLength(1);
+    expect(report.cases[0]).toMatchObject({ case: "mimi_decoder", stage: "decoder", pass: false });
+    expect(report.cases[0]!.detail).toStartWith("not run:");
+  });
+});
+
+describe("compareTensors", () => {
+  test("relRms = rms(a − b) / rms(b); NaN in both places counts as equal", () => {
+    expect(compareTensors([1, 2, NaN], [1, 2, NaN])).toEqual({ maxAbs: 0, relRms: 0 });
+    const { maxAbs, relRms } = compareTensors([3, 4], [3, 5]);
+    expect(maxAbs).toBe(1);
+    expect(relRms).toBeCloseTo(Math.sqrt(1 / 34), 12);
+  });
+
+  test("a NaN on one side or a length mismatch never passes", () => {
+    expect(Number.isNaN(compareTensors([NaN], [1]).relRms)).toBe(true);
+    expect(compareTensors([1], [1, 2]).relRms).toBe(Infinity);
+    expect(compareTensors([1], [0]).relRms).toBe(Infinity);
+  });
+});

@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { AudioChunk, SpeechModel, SynthesisJob } from "../../../src/models/contract.ts";
+import { createClassicModel, splitSentences } from "../../../src/models/classic/model.ts";
+import { INTELLIGIBILITY_SENTENCES } from "../../support/test-sentences.ts";
+import { transcribe } from "../../support/asr.ts";
+import { corpusWordErrorRate, wordErrorRate } from "../../support/wer.ts";
+import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { readdirSync } from "node:fs";
+
+/**
+ * Corpus WER ceiling for the default voice on INTELLIGIBILITY_SENTENCES, transcribed by pocketsphinx.
+ * Measured (bench/offline-engine-wer.ts): flite rms 5.2%, kal16 8.7%, slt 13.0%, awb 15.7%;
+ * for comparison SVOX Pico 27.8%, eSpeak NG 63-94%. Recognition is deterministic for identical audio,
+ * so 15% (about 3x the measurement, ~17 of 115 words) only trips on a real regression: wrong rate,
+ * garbled or truncated audio, a voice mix-up.
+ */
+const MAX_CORPUS_WER = 0.15;
+const SAMPLES_PER_CHUNK = 1280; // 80 ms at 16 kHz
+
+let engine: SpeechModel;
+
+beforeAll(async () => {
+  engine = await createClassicModel();
+});
+
+afterAll(async () => {
+  await engine?.close();
+});
+
+function job(text: string, over: Partial<SynthesisJob> = {}): SynthesisJob {
+  return {
+    text,
+    voice: engine.capabilities.defaultVoice,
+    language: "en",
+    extraParams: {},
+    signal: new AbortController().signal,
+    ...over,
+  };
+}
+
+const samplesOf = (chunks: readonly AudioChunk[]) => concatFloat32(chunks.map((chunk) => chunk.samples));
+
+async function collect(j: SynthesisJob): Promise<AudioChunk[]> {
+  const out: AudioChunk[] = [];
+  for await (const c of engine.synthesize(j)) out.push(c);
+  return out;
+}
+
+
+const TWO_SENTENCES = "The quick brown fox jumps over the lazy dog. It was a sunny day in the valley.";
+const LONG_TEXT = Array.from({ length: 8 }, (_, i) => `This is sentence number ${i + 1} of a fairly long passage.`).join(" ");
+
+describe("classic engine (flite)", () => {
+  test("capabilities and voices", () => {
+    const c = engine.capabilities;
+    expect(c.kind).toBe("classic-fallback");
+    expect(c.modelId).toBe("voxedge-classic");
+    expect(c.description).toMatch(/flite/i);
+    expect(c.description).toMatch(/offline classic fallback/);
+    expect(c.voices).toEqual(["rms", "kal16", "slt", "awb"]);
+    for (const v of c.voices) expect(v).toBe(v.toLowerCase());
+    expect(c.voices).toContain(c.defaultVoice);
+    expect(c.nativeSampleRateHz).toBe(16000);
+    expect(c.supportedSampleRatesHz).toEqual([8000, 16000, 22050, 24000, 44100, 48000]);
+    expect(c.supportsCloning).toBe(false);
+    expect(c.supportsInstructions).toBe(false);
+    expect(c.supportsWordTimestamps).toBe(false);
+    expect(c.maxInputChars).toBe(4096);
+    expect(c.framesPerSecond).toBe(12.5);
+    expect(c.speakerEmbeddingDims).toEqual([]);
+  });
+
+  test("every listed voice speaks", async () => {
+    for (const voice of engine.capabilities.voices) {
+      const pcm = samplesOf(await collect(job("Good morning.", { voice })));
+      expect(pcm.length).toBeGreaterThan(16000 * 0.3);
+      let peak = 0;
+      for (const x of pcm) peak = Math.max(peak, Math.abs(x));
+      expect(peak).toBeGreaterThan(0.05);
+      expect(peak).toBeLessThanOrEqual(1);
+    }
+  });
+
+  test("unknown voice throws", async () => {
+    await expect(collect(job("Hello.", { voice: "alloy" }))).rejects.toThrow(/unknown voice/);
+  });
+
+  test("deterministic, also under concurrent requests", async () => {
+    const a = samplesOf(await collect(job(TWO_SENTENCES, { seed: 1 })));
+    const b = samplesOf(await collect(job(TWO_SENTENCES, { seed: 2 })));
+    expect(b).toEqual(a);
+    const [c, d] = await Promise.all([collect(job(TWO_SENTENCES)), collect(job(TWO_SENTENCES, { voice: "slt" }))]);
+    expect(samplesOf(c)).toEqual(a);
+    expect(samplesOf(d)).toEqual(samplesOf(await collect(job(TWO_SENTENCES, { voice: "slt" }))));
+  });
+
+  test("chunks are 80 ms frames; only the last may be shorter", async () => {
+    const chunks = await collect(job(TWO_SENTENCES));
+    expect(chunks.length).toBeGreaterThan(10);
+    chunks.forEach((c, i) => {
+      expect(c.sampleRateHz).toBe(16000);
+      expect(c.frameCount).toBe(1);
+      if (i < chunks.length - 1) expect(c.samples.length).toBe(SAMPLES_PER_CHUNK);
+      else {
+        expect(c.samples.length).toBeGreaterThan(0);
+        expect(c.samples.length).toBeLessThanOrEqual(SAMPLES_PER_CHUNK);
+      }
+    });
+  });
+
+  test("streams: first chunk arrives after the first sentence, before the rest is made", async () => {
+    const t0 = performance.now();
+    const it = engine.synthesize(job(LONG_TEXT));
+    const first = await it.next();
+    const firstMs = performance.now() - t0;
+    expect(first.done).toBe(false);
+    let n = 1;
+    while (!(await it.next()).done) n++;
+    const totalMs = performance.now() - t0;
+    expect(n).toBeGreaterThan(50);
+    expect(firstMs).toBeLessThan(totalMs / 2);
+  });
+
+  test("abort stops promptly: at most one chunk after abort", async () => {
+    const ac = new AbortController();
+    let before = 0;
+    let after = 0;
+    for await (const _ of engine.synthesize(job(LONG_TEXT, { signal: ac.signal }))) {
+      if (ac.signal.aborted) after++;
+      else if (++before === 3) ac.abort();
+    }
+    expect(before).toBe(3);
+    expect(after).toBeLessThanOrEqual(1);
+
+    const pre = new AbortController();
+    pre.abort();
+    expect(await collect(job(LONG_TEXT, { signal: pre.signal }))).toHaveLength(0);
+  });
+
+  test("maxNewTokens caps frames", async () => {
+    const full = await collect(job(LONG_TEXT));
+    for (const cap of [0, 1, 7, 40]) {
+      const chunks = await collect(job(LONG_TEXT, { maxNewTokens: cap }));
+      expect(chunks).toHaveLength(cap);
+      expect(chunks.reduce((a, c) => a + c.frameCount, 0)).toBe(cap);
+      expect(samplesOf(chunks)).toEqual(samplesOf(full.slice(0, cap)));
+    }
+    const big = await collect(job("Short.", { maxNewTokens: 10_000 }));
+    expect(big.length).toBeGreaterThan(0);
+    expect(big.length).toBeLessThan(10_000);
+  });
+
+  test("empty or punctuation-only text yields nothing", async () => {
+    expect(await collect(job(""))).toHaveLength(0);
+    expect(await collect(job("  ...  ?! "))).toHaveLength(0);
+  });
+
+  test("countInputTokens counts words and punctuation", () => {
+    expect(engine.countInputTokens("")).toBe(0);
+    expect(engine.countInputTokens("Hello, world!")).toBe(4);
+    expect(engine.countInputTokens("It's five o'clock.")).toBe(4);
+  });
+
+  test("splitSentences", () => {
+    expect(splitSentences("One. Two! Three? Four")).toEqual(["One.", "Two!", "Three?", "Four"]);
+    expect(splitSentences('He said "stop." Then left.\n\nNew line')).toEqual(['He said "stop."', "Then left.", "New line"]);
+    expect(splitSentences("-- leading dash")).toEqual(["-- leading dash"]);
+    const long = Array.from({ length: 120 }, () => "word").join(" ");
+    const parts = splitSentences(long);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) expect(p.length).toBeLessThanOrEqual(300);
+    expect(parts.join(" ")).toBe(long);
+  });
+
+  test(`intelligible: pocketsphinx corpus WER < ${MAX_CORPUS_WER * 100}% on the default voice`, async () => {
+    const pcms: Float32Array[] = [];
+    for (const s of INTELLIGIBILITY_SENTENCES) pcms.push(samplesOf(await collect(job(s))));
+    // Two recognizers at a time (2-core machines); each takes ~1-2 s.
+    const hyps: string[] = new Array(pcms.length);
+    let next = 0;
+    await Promise.all(
+      [0, 1].map(async () => {
+        while (next < pcms.length) {
+          const i = next++;
+          hyps[i] = await transcribe(pcms[i]!, 16000);
+        }
+      }),
+    );
+    const pairs = INTELLIGIBILITY_SENTENCES.map((ref, i) => ({ ref, hyp: hyps[i]! }));
+    const wer = corpusWordErrorRate(pairs);
+    console.log(`classic engine corpus WER (${engine.capabilities.defaultVoice}): ${(wer * 100).toFixed(1)}%`);
+    if (wer >= MAX_CORPUS_WER) {
+      for (const p of pairs) console.error(`${wordErrorRate(p.ref, p.hyp).toFixed(2)}  ${p.ref}  =>  ${p.hyp}`);
+    }
+    expect(wer).toBeLessThan(MAX_CORPUS_WER);
+  }, 60_000);
+
+  test("no file descriptor is left open per sentence (500 sentences)", async () => {
+    const openDescriptors = () => readdirSync("/proc/self/fd").length;
+    await collect(job("Warm up."));
+    const before = openDescriptors();
+    for (let i = 0; i < 50; i++) await collect(job(Array.from({ length: 10 }, (_, k) => `Sentence ${k}.`).join(" ")));
+    // Before Flite ran on an in-memory file system, each sentence left one descriptor open (+500 here).
+    expect(openDescriptors() - before).toBeLessThan(5);
+  }, 120_000);
+
+  test("the event loop stays free while a long input is spoken", async () => {
+    const controller = new AbortController();
+    let longestGapMs = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      longestGapMs = Math.max(longestGapMs, now - last);
+      last = now;
+    }, 5);
+    const started = performance.now();
+    let chunks = 0;
+    try {
+      // 4000 digits: fourteen 300-character segments of about a second each when run on this thread.
+      for await (const _ of engine.synthesize(job("9".repeat(4000), { signal: controller.signal }))) {
+        chunks++;
+        if (performance.now() - started > 3000) controller.abort();
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    // A loop that never gave the timer a turn shows as one long gap up to now.
+    longestGapMs = Math.max(longestGapMs, performance.now() - last);
+    expect(chunks).toBeGreaterThan(0);
+    // Run on the main thread, one segment alone blocked it for about a second.
+    expect(longestGapMs).toBeLessThan(250);
+  }, 60_000);
+});
+
+describe("wordErrorRate (test support)", () => {
+  test("normalises case and punctuation", () => {
+    expect(wordErrorRate("Hello, World!", "hello world")).toBe(0);
+    expect(wordErrorRate("It's here.", "it's here")).toBe(0);
+  });
+  test("counts substitutions, deletions and insertions over reference words", () => {
+    expect(wordErrorRate("a b c d", "a x c d")).toBe(0.25);
+    expect(wordErrorRate("a b c d", "a c d")).toBe(0.25);
+    expect(wordErrorRate("a b c d", "a b c d e f")).toBe(0.5);
+    expect(wordErrorRate("a b", "")).toBe(1);
+    expect(wordErrorRate("", "")).toBe(0);
+    expect(corpusWordErrorRate([{ ref: "a b c d", hyp: "a b c d" }, { ref: "e f", hyp: "e" }])).toBeCloseTo(1 / 6);
+  });
+});

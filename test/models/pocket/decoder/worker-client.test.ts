@@ -1,0 +1,132 @@
+/**
+ * The Mimi decoder in a worker thread (src/models/pocket/decoder/worker-client.ts) against the in-process decoder
+ * on the pocket-tiny fixture: the same audio for every split of the latents, states that behave as values,
+ * and failures that reject instead of hanging.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
+import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/stages.ts";
+import { startDecoderWorker, WorkerMimiDecoder } from "../../../../src/models/pocket/decoder/worker-client.ts";
+import { withInProcessFallback } from "../../../../src/models/pocket/model.ts";
+import { requirePocketTinyFixture } from "../bundle-fixture.ts";
+
+let bundle: PocketBundle;
+let sessions: PocketSessions;
+let stages: PocketStages;
+let worker: WorkerMimiDecoder;
+const latents = Float32Array.from({ length: 32 * 7 }, (_, index) => Math.sin(index * 0.37));
+
+beforeAll(async () => {
+  bundle = await loadPocketBundle(requirePocketTinyFixture());
+  sessions = await openPocketSessions(bundle, { provider: "onnxruntime-node" });
+  stages = await createPocketStages(bundle, sessions);
+  const started = await startDecoderWorker(bundle, "onnxruntime-node");
+  if (!started) throw new Error("the decoder worker did not start (see stderr)");
+  worker = started;
+});
+
+afterAll(async () => {
+  worker?.close();
+  await closePocketSessions(sessions);
+});
+
+async function decodeInCalls(decoder: { emptyState(): unknown; decode(state: unknown, latents: Float32Array, options?: { reuseState?: boolean }): Promise<{ state: unknown; audio: Float32Array }> }, calls: number[], reuseState: boolean): Promise<Float32Array> {
+  let state = decoder.emptyState();
+  const pieces: number[] = [];
+  let frame = 0;
+  for (const count of calls) {
+    const result = await decoder.decode(state, latents.subarray(frame * 32, (frame + count) * 32), { reuseState });
+    state = result.state;
+    pieces.push(...result.audio);
+    frame += count;
+  }
+  return Float32Array.from(pieces);
+}
+
+describe("Mimi decoder in a worker thread", () => {
+  test("gives the in-process decoder's audio exactly, one latent per call and in batches, reusing states or not", async () => {
+    expect(worker.concurrent).toBe(true);
+    // Each split is compared with the same split in-process: batching changes float rounding, not the audio.
+    for (const calls of [[1, 1, 1, 1, 1, 1, 1], [1, 2, 4], [3, 4]]) {
+      const expected = await decodeInCalls(stages.mimiDecoder, calls, false);
+      expect(expected.length).toBe(7 * 1920);
+      expect(await decodeInCalls(worker, calls, true)).toEqual(expected);
+      expect(await decodeInCalls(worker, calls, false)).toEqual(expected);
+    }
+  });
+
+  test("a state not given up stays valid: decoding from it twice gives the same audio", async () => {
+    const first = await worker.decode(worker.emptyState(), latents.subarray(0, 64));
+    const again1 = await worker.decode(first.state, latents.subarray(64, 96));
+    const again2 = await worker.decode(first.state, latents.subarray(64, 96));
+    expect(again1.audio).toEqual(again2.audio);
+    expect(again1.state).not.toBe(first.state);
+    expect(again1.state.frames).toBe(3);
+    worker.release(first.state);
+  });
+
+  test("interleaved streams keep their own states", async () => {
+    const a = worker.emptyState();
+    const b = worker.emptyState();
+    const alone = await decodeInCalls(worker, [2, 2], true);
+    const [a1, b1] = await Promise.all([worker.decode(a, latents.subarray(0, 64), { reuseState: true }), worker.decode(b, latents.subarray(0, 64), { reuseState: true })]);
+    const [a2, b2] = await Promise.all([worker.decode(a1.state, latents.subarray(64, 128), { reuseState: true }), worker.decode(b1.state, latents.subarray(64, 128), { reuseState: true })]);
+    expect(Float32Array.from([...a1.audio, ...a2.audio])).toEqual(alone);
+    expect(Float32Array.from([...b1.audio, ...b2.audio])).toEqual(alone);
+  });
+
+  test("bad input is refused before it reaches the worker", async () => {
+    await expect(worker.decode(worker.emptyState(), new Float32Array(33))).rejects.toThrow(/multiple of 32/);
+  });
+
+  test("a graph the worker cannot open rejects the start instead of hanging", async () => {
+    const options = { path: "/nonexistent/mimi_decoder.onnx", manifest: bundle.mimiStateManifest, config: { latentDim: 32, samplesPerFrame: 1920 }, provider: "onnxruntime-node" as const };
+    await expect(WorkerMimiDecoder.start(options)).rejects.toThrow(/could not start/);
+  });
+
+  test("a released state is refused, not silently decoded from a fresh one", async () => {
+    const first = await worker.decode(worker.emptyState(), latents.subarray(0, 32));
+    worker.release(first.state);
+    // Awaited by hand: while `expect(…).rejects` waits, Bun 1.4.5 does not deliver worker messages.
+    const refused = await worker.decode(first.state, latents.subarray(32, 64)).then(
+      () => null,
+      (error: Error) => error,
+    );
+    expect(refused?.message).toMatch(/unknown or was released/);
+  });
+
+  test("once the worker stops, the engine's decoder falls back to the in-process one", async () => {
+    const started = await startDecoderWorker(bundle, "onnxruntime-node");
+    const decoder = withInProcessFallback(started!, stages.mimiDecoder);
+    expect(decoder.concurrent).toBe(true);
+    const before = await decodeInCalls(decoder, [2, 5], true);
+    started!.close();
+    expect(decoder.concurrent).toBe(false);
+    const after = await decodeInCalls(decoder, [2, 5], true);
+    expect(after).toEqual(before);
+  });
+
+  test("closing rejects decodes still waiting", async () => {
+    const started = await startDecoderWorker(bundle, "onnxruntime-node");
+    const pending = started!.decode(started!.emptyState(), latents);
+    started!.close();
+    await expect(pending).rejects.toThrow(/closed/);
+    await expect(started!.decode(started!.emptyState(), latents)).rejects.toThrow(/closed/);
+  });
+});
+
+describe("the engine", () => {
+  test("decodes in a worker thread under onnxruntime-node, and says so; in-process when told not to", async () => {
+    const { PocketModel } = await import("../../../../src/models/pocket/model.ts");
+    const withWorker = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" });
+    const inProcess = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorker: false });
+    try {
+      expect(withWorker.capabilities.description).toContain("Mimi decoder in a worker thread");
+      expect(inProcess.capabilities.description).not.toContain("worker");
+    } finally {
+      await withWorker.close();
+      await inProcess.close();
+    }
+  });
+});
