@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
 import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
-import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/stages.ts";
+import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";

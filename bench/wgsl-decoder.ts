@@ -23,7 +23,8 @@ import { MimiGpuDecoder, type MimiGpuState } from "../src/models/pocket/mimi-wgs
 import { readMimiWeightsFromOnnx } from "../src/models/pocket/mimi-wgsl/weights.ts";
 import { parseStateManifest, type StateEntry } from "../src/models/pocket/bundle.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/onnx/runtime.ts";
-import { MimiDecoder, type MimiState } from "../src/models/pocket/stages.ts";
+import { MimiDecoder } from "../src/models/pocket/stages/mimi-decoder.ts";
+import { type MimiState } from "../src/models/pocket/stages/state.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const DEFAULT_MODEL_DIR = join(ROOT, "..", "shared", "fixtures", "mimi-full");

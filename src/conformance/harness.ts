@@ -20,7 +20,11 @@ import { closePocketSessions, openPocketSessions, type PocketSessions } from "..
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../onnx/runtime.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";
 import { SentencePieceTokenizer } from "../text/sentencepiece.ts";
-import { createPocketStages, MimiDecoder, VoiceEncoder, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type PocketStages } from "../models/pocket/stages.ts";
+import { createPocketStages, type PocketStages } from "../models/pocket/pipeline.ts";
+import { MimiDecoder, type LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
+import { VoiceEncoder } from "../models/pocket/stages/voice-encoder.ts";
+import { voiceStateFromSafetensors } from "../models/pocket/stages/flow-lm.ts";
+import { type FlowLmState } from "../models/pocket/stages/state.ts";
 import type { StateEntry } from "../models/pocket/bundle.ts";
 import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
 import { concatFloat32 } from "../audio/concat.ts";
@@ -651,7 +655,7 @@ function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array
   const pieces: Float32Array[] = [];
   stages.flowLm.manifest.forEach((entry, index) => {
     if (entry.key !== "cache") return;
-    // The tensor's own rows: windowed caches hold fewer than the manifest's 1000 (stages.ts).
+    // The tensor's own rows: windowed caches hold fewer than the manifest's 1000 (models/pocket/stages/flow-lm.ts).
     const [kv, batch, capacity, heads, headDim] = state.tensors[index]!.dims as [number, number, number, number, number];
     const data = state.tensors[index]!.data as Float32Array;
     const rowValues = heads * headDim;

@@ -15,7 +15,7 @@
  *
  * The rewrite can also declare the caches' positions axis symbolic (`positionsAxis`). The graph copies its
  * caches internally on every step (the ScatterNDs), so a step's cost follows the cache's length; with a
- * symbolic axis FlowLM feeds only the rows in use (stages.ts, after checking the results are identical).
+ * symbolic axis FlowLM feeds only the rows in use (models/pocket/stages/flow-lm.ts, after checking the results are identical).
  */
 import { concatBytes } from "../audio/concat.ts";
 import { DIM_PARAM_FIELD, DIM_VALUE_FIELD, GRAPH_INPUT_FIELD, GRAPH_NODE_FIELD, GRAPH_OUTPUT_FIELD, MODEL_GRAPH_FIELD, parseNode, parseValueInfo, SHAPE_DIM_FIELD, TENSOR_TYPE_ELEMENT_FIELD, TENSOR_TYPE_SHAPE_FIELD, TYPE_TENSOR_FIELD, VALUE_INFO_NAME_FIELD, VALUE_INFO_TYPE_FIELD, type OnnxNode } from "./proto.ts";
@@ -47,7 +47,7 @@ export interface RewriteOptions {
   /**
    * The positions axis of the written caches (2 for FlowLM's [2, 1, 1000, H, Dh]): declared symbolic in the
    * rewritten graph, so a cache of only the rows in use can be fed. Whether the graph's arithmetic really
-   * follows the fed size (rather than a baked-in 1000) is checked by running it (stages.ts), not assumed.
+   * follows the fed size (rather than a baked-in 1000) is checked by running it (models/pocket/stages/flow-lm.ts), not assumed.
    */
   positionsAxis?: number;
 }

@@ -11,7 +11,9 @@ import { applyScatterND, rewriteCacheWrites } from "../../src/onnx/cache-writes.
 import { createCacheWritingSession } from "../../src/models/pocket/sessions.ts";
 import { loadOnnxRuntime, type CpuProvider } from "../../src/onnx/runtime.ts";
 import { FLOW_LM_POSITIONS_AXIS } from "../../src/models/pocket/sessions.ts";
-import { FlowLm, MimiDecoder, voiceStateFromSafetensors, type FlowLmState } from "../../src/models/pocket/stages.ts";
+import { FlowLm, voiceStateFromSafetensors } from "../../src/models/pocket/stages/flow-lm.ts";
+import { MimiDecoder } from "../../src/models/pocket/stages/mimi-decoder.ts";
+import { type FlowLmState } from "../../src/models/pocket/stages/state.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
 
 describe("applyScatterND", () => {

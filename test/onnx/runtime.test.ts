@@ -11,7 +11,8 @@ import { compareTensors, runConformance } from "../../src/conformance/harness.ts
 import { generateSpeech, planTextChunks } from "../../src/models/pocket/generation.ts";
 import { AUTO_PROVIDER_ORDER, importOnnxPackage, loadOnnxRuntime, type CpuProvider, type OnnxPackageLoader } from "../../src/onnx/runtime.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../src/models/pocket/sessions.ts";
-import { createPocketStages, voiceStateFromSafetensors, type PocketStages } from "../../src/models/pocket/stages.ts";
+import { createPocketStages, type PocketStages } from "../../src/models/pocket/pipeline.ts";
+import { voiceStateFromSafetensors } from "../../src/models/pocket/stages/flow-lm.ts";
 import { SentencePieceTokenizer } from "../../src/text/sentencepiece.ts";
 import { POCKET_TINY_FIXTURE } from "../models/pocket/bundle-fixture.ts";
 

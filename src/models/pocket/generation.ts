@@ -16,7 +16,11 @@
  */
 import { concatFloat32 } from "../../audio/concat.ts";
 import type { PocketModelFlags } from "./bundle.ts";
-import type { FlowHead, FlowLm, FlowLmState, LatentDecoder, TextConditioner } from "./stages.ts";
+import type { FlowHead } from "./stages/flow-head.ts";
+import type { FlowLm } from "./stages/flow-lm.ts";
+import type { FlowLmState } from "./stages/state.ts";
+import type { LatentDecoder } from "./stages/mimi-decoder.ts";
+import type { TextConditioner } from "./stages/text-conditioner.ts";
 import { framesAfterEosGuessFor, splitIntoBestSentences, splitTokensWithinBudget } from "./text-prompt.ts";
 import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 

@@ -1,11 +1,11 @@
 /**
- * Pocket TTS behind the model-adapter seam: bundle → onnxruntime sessions (CPU provider picked in onnx.ts)
+ * Pocket TTS behind the model contract: bundle → onnxruntime sessions (CPU provider picked in onnx/runtime.ts)
  * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
  * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
  * Stage calls go through one queue: concurrent requests interleave step by step instead of several runs
  * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
- * The Mimi decoder runs in a worker thread of its own where it can (worker-decoder.ts): both onnxruntime
+ * The Mimi decoder runs in a worker thread of its own where it can (decoder/worker-client.ts): both onnxruntime
  * packages run a session on the calling thread, so only there does decoding overlap sampling, one core
  * each. Where the worker cannot start, the decoder runs in-process, in the same queue.
  */
@@ -17,7 +17,10 @@ import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
-import { createPocketStages, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type LatentDecoder, type MimiState, type PocketStages } from "./stages.ts";
+import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";
+import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
+import { type FlowLmState, type MimiState } from "./stages/state.ts";
+import { type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./decoder/worker-client.ts";
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
@@ -26,7 +29,7 @@ import { prepareTextPrompt } from "./text-prompt.ts";
 
 const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
 
-/** Where the Mimi decoder runs (decoder-choice.ts, worker-decoder.ts). */
+/** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
 type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
 
 function describePlacement(placement: MimiDecoderPlacement): string {

@@ -18,7 +18,9 @@ import {
   type StepTrace,
 } from "../../../src/models/pocket/generation.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
-import { createPocketStages, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
+import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
+import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
+import { type FlowLmState } from "../../../src/models/pocket/stages/state.ts";
 import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
 import { prepareTextPrompt } from "../../../src/models/pocket/text-prompt.ts";
 import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/conformance/harness.ts";

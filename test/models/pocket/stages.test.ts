@@ -9,7 +9,10 @@ import { decodeSafetensorsWithInt64, loadPocketBundle, type PocketBundle } from 
 import { compareTensors } from "../../../src/conformance/harness.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createOnnxSession } from "../../../src/onnx/runtime.ts";
-import { createPocketStages, VoiceEncoder, voiceStateFromAudio, voiceStateFromSafetensors, type FlowLmState, type PocketStages } from "../../../src/models/pocket/stages.ts";
+import { createPocketStages, voiceStateFromAudio, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
+import { VoiceEncoder } from "../../../src/models/pocket/stages/voice-encoder.ts";
+import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
+import { type FlowLmState } from "../../../src/models/pocket/stages/state.ts";
 import { encodeSafetensors } from "../../../src/formats/safetensors.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");

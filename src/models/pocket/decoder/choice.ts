@@ -1,6 +1,6 @@
 /**
  * Which Mimi decoder serves a bundle: our WGSL kernels on a WebGPU device (src/models/pocket/mimi-wgsl/decoder.ts) or the
- * ONNX graph on the CPU (worker-decoder.ts, stages.ts).
+ * ONNX graph on the CPU (worker-client.ts, ../stages/mimi-decoder.ts).
  *
  * `--decoder wgsl` forces the WGSL decoder on whatever adapter there is (a software one included: slow, but
  * it is how the kernels are checked without a GPU); `--decoder onnx` forces the ONNX one. `auto` uses WGSL

@@ -1,5 +1,5 @@
 /**
- * The Mimi decoder behind a worker thread (decoder-worker.ts), with the same decode contract as MimiDecoder.
+ * The Mimi decoder behind a worker thread (worker.ts), with the same decode contract as MimiDecoder.
  * Its decodes leave the JS thread, so generation overlaps them with sampling (`concurrent`): on the 2-core
  * machine one core runs the FlowLM steps and the other decodes.
  *
@@ -11,7 +11,8 @@ import { Worker } from "node:worker_threads";
 import type { PocketBundle, StateEntry } from "../bundle.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./worker.ts";
 import { configuredOnnxThreads, type CpuProvider } from "../../../onnx/runtime.ts";
-import type { MimiDecoderConfig, StepOptions } from "../stages.ts";
+import type { MimiDecoderConfig } from "../stages/mimi-decoder.ts";
+import type { StepOptions } from "../stages/state.ts";
 
 /** A decoder state held by the worker. */
 export interface WorkerDecoderState {

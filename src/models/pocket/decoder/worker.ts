@@ -1,5 +1,5 @@
 /**
- * The Mimi decoder in a worker thread (worker-decoder.ts starts it). onnxruntime-node runs a session on the
+ * The Mimi decoder in a worker thread (worker-client.ts starts it). onnxruntime-node runs a session on the
  * thread that calls it, so in the main thread a decode and the next FlowLM step take turns on one core;
  * here the decode runs on the other core while the main thread samples.
  *
@@ -9,7 +9,8 @@
 import { parentPort } from "node:worker_threads";
 import type { StateEntry } from "../bundle.ts";
 import { configureOnnxRuntime, loadOnnxRuntime, type CpuProvider } from "../../../onnx/runtime.ts";
-import { MimiDecoder, type MimiDecoderConfig, type MimiState } from "../stages.ts";
+import { MimiDecoder, type MimiDecoderConfig } from "../stages/mimi-decoder.ts";
+import { type MimiState } from "../stages/state.ts";
 
 export type DecoderWorkerRequest =
   | { kind: "open"; path: string; manifest: StateEntry[]; config: MimiDecoderConfig; provider: CpuProvider; threads: number }
@@ -22,7 +23,7 @@ export type DecoderWorkerReply =
   | { kind: "decoded"; requestId: number; audio: Float32Array }
   | { kind: "error"; requestId: number; message: string };
 
-if (!parentPort) throw new Error("decoder-worker.ts runs as a worker thread (worker-decoder.ts starts it)");
+if (!parentPort) throw new Error("decoder/worker.ts runs as a worker thread (worker-client.ts starts it)");
 const port = parentPort;
 const reply = (message: DecoderWorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 

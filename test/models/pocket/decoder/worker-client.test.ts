@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
-import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/stages.ts";
+import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
 import { startDecoderWorker, WorkerMimiDecoder } from "../../../../src/models/pocket/decoder/worker-client.ts";
 import { withInProcessFallback } from "../../../../src/models/pocket/model.ts";
 import { requirePocketTinyFixture } from "../bundle-fixture.ts";
