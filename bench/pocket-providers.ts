@@ -15,7 +15,7 @@ import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { loadPocketBundle, parseStateManifest, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { compareTensors } from "../src/conformance/harness.ts";
-import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
+import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type CpuProvider } from "../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";

@@ -1,5 +1,5 @@
 /** Shared by the Pocket TTS benches: per-stage timing of the generation stages and a synthetic voice. */
-import type { GenerationStages } from "../src/models/pocket/generation.ts";
+import type { GenerationStages } from "../src/models/pocket/loop.ts";
 
 /** The benches' sentence: 30 words, as in ../shared/docs/anchors.md. */
 export const BENCH_SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";

@@ -10,7 +10,7 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
-import { generateSpeech, planTextChunks } from "../src/models/pocket/generation.ts";
+import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";

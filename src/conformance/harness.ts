@@ -15,7 +15,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "../models/pocket/bundle.ts";
-import { generateSpeech, planTextChunks, replayLatentNoise, type StepTrace, type TextChunk } from "../models/pocket/generation.ts";
+import { generateSpeech, planTextChunks, type StepTrace, type TextChunk } from "../models/pocket/loop.ts";
+import { replayLatentNoise } from "../models/pocket/noise.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../onnx/runtime.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";

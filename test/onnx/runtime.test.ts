@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadPocketBundle, type PocketBundle } from "../../src/models/pocket/bundle.ts";
 import { compareTensors, runConformance } from "../../src/conformance/harness.ts";
-import { generateSpeech, planTextChunks } from "../../src/models/pocket/generation.ts";
+import { generateSpeech, planTextChunks } from "../../src/models/pocket/loop.ts";
 import { AUTO_PROVIDER_ORDER, importOnnxPackage, loadOnnxRuntime, type CpuProvider, type OnnxPackageLoader } from "../../src/onnx/runtime.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../src/models/pocket/pipeline.ts";

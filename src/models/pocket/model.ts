@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
 import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
-import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./generation.ts";
+import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./loop.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";

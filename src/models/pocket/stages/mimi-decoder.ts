@@ -17,7 +17,7 @@ export interface MimiDecoderConfig {
  */
 export interface LatentDecoder<State> {
   readonly config: MimiDecoderConfig;
-  /** Whether a decode leaves the JS thread, so it can overlap sampling (generation.ts). */
+  /** Whether a decode leaves the JS thread, so it can overlap sampling (decode-schedule.ts). */
   readonly concurrent: boolean;
   emptyState(): State;
   decode(state: State, latents: Float32Array, options?: StepOptions): Promise<{ state: State; audio: Float32Array }>;
@@ -27,7 +27,7 @@ export interface LatentDecoder<State> {
 
 export class MimiDecoder implements LatentDecoder<MimiState> {
   private readonly states: StateOutputs;
-  /** Runs block the JS thread (see LatentBatchDecoder.concurrent in generation.ts). */
+  /** Runs block the JS thread (see LatentBatchDecoder.concurrent in decode-schedule.ts). */
   readonly concurrent: boolean = false;
 
   constructor(

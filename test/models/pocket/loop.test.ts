@@ -2,21 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
-import {
-  chunkTokenBudget,
-  decodeAlongside,
-  chunkLatents,
-  generateSpeech,
-  maxFramesForTokens,
-  planTextChunks,
-  replayLatentNoise,
-  seededLatentNoise,
-  type ArStepFunction,
-  type GeneratedFrame,
-  type LatentNoise,
-  type GenerationRequest,
-  type StepTrace,
-} from "../../../src/models/pocket/generation.ts";
+import { chunkTokenBudget, chunkLatents, generateSpeech, maxFramesForTokens, planTextChunks, type ArStepFunction, type GeneratedFrame, type GenerationRequest, type StepTrace } from "../../../src/models/pocket/loop.ts";
+import { decodeAlongside } from "../../../src/models/pocket/decode-schedule.ts";
+import { replayLatentNoise, seededLatentNoise, type LatentNoise } from "../../../src/models/pocket/noise.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
 import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";

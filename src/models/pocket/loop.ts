@@ -14,7 +14,6 @@
  * All per-request state (FlowLM and Mimi states, the RNG, EOS bookkeeping) lives in locals of the
  * generator, owned by the request.
  */
-import { concatFloat32 } from "../../audio/concat.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
@@ -23,6 +22,8 @@ import type { LatentDecoder } from "./stages/mimi-decoder.ts";
 import type { TextConditioner } from "./stages/text-conditioner.ts";
 import { framesAfterEosGuessFor, splitIntoBestSentences, splitTokensWithinBudget } from "./text-prompt.ts";
 import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
+import { type LatentNoise, seededLatentNoise } from "./noise.ts";
+import { type LatentBatchDecoder, decodeAlongside } from "./decode-schedule.ts";
 
 export interface GenerationParams {
   /** Noise variance: x0 ~ N(0, temperature) (§1.11). Upstream default 0.7. */
@@ -94,105 +95,6 @@ export function maxFramesForTokens(tokenCount: number): number {
   return Math.ceil((tokenCount / 3 + 2) * 12.5);
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Noise (§1.11)
-
-/** Source of x0 for each AR step, in step order across chunks (including each chunk's final, non-emitted step). */
-export interface LatentNoise {
-  /** x0 [latentDim], already scaled: √temperature · z. */
-  next(latentDim: number): Float32Array;
-}
-
-/**
- * Seeded Gaussian noise: xoshiro128** (Blackman & Vigna 2018; 128-bit state, period 2^128 − 1, passes
- * BigCrush, 32-bit operations only, so it is fast in JS) seeded through SplitMix64, as its authors
- * recommend, so that nearby seeds give unrelated streams. Normals come from Box–Muller on 53-bit
- * uniforms, both outputs used.
- *
- * Same seed → same noise in one JS engine. Across engines (Bun's JavaScriptCore vs Deno's V8) Math.log,
- * cos and sin may differ in the last bit of a double, which the float32 rounding of x0 almost always hides.
- */
-export function seededLatentNoise(seed: number, temperature: number): LatentNoise {
-  if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${seed}`);
-  if (!(temperature >= 0)) throw new RangeError(`temperature must be ≥ 0, got ${temperature}`);
-  const random = xoshiro128StarStar(seed);
-  const standardDeviation = Math.sqrt(temperature);
-  let spare: number | undefined;
-  const gaussian = (): number => {
-    if (spare !== undefined) {
-      const value = spare;
-      spare = undefined;
-      return value;
-    }
-    // u1 ∈ (0, 1] so that log(u1) is finite; u2 ∈ [0, 1).
-    const u1 = 1 - uniform53(random);
-    const u2 = uniform53(random);
-    const radius = Math.sqrt(-2 * Math.log(u1));
-    spare = radius * Math.sin(2 * Math.PI * u2);
-    return radius * Math.cos(2 * Math.PI * u2);
-  };
-  return {
-    next(latentDim) {
-      const x0 = new Float32Array(latentDim);
-      for (let index = 0; index < latentDim; index++) x0[index] = standardDeviation * gaussian();
-      return x0;
-    },
-  };
-}
-
-/** Replays recorded x0 rows [steps, latentDim] (the golden `noise` tensors) in order. */
-export function replayLatentNoise(rows: Float32Array): LatentNoise {
-  let offset = 0;
-  return {
-    next(latentDim) {
-      if (offset + latentDim > rows.length) throw new RangeError(`recorded noise exhausted after ${offset / latentDim} steps`);
-      const x0 = rows.slice(offset, offset + latentDim);
-      offset += latentDim;
-      return x0;
-    },
-  };
-}
-
-/** xoshiro128** 1.1 (https://prng.di.unimi.it/xoshiro128starstar.c); returns uint32 values. */
-function xoshiro128StarStar(seed: number): () => number {
-  // SplitMix64 expands the seed into the 128-bit state; it never yields four zero words.
-  let splitState = BigInt.asUintN(64, BigInt(seed));
-  const splitMix64 = (): bigint => {
-    splitState = BigInt.asUintN(64, splitState + 0x9e3779b97f4a7c15n);
-    let z = splitState;
-    z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n);
-    z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d049bb133111ebn);
-    return z ^ (z >> 31n);
-  };
-  const first = splitMix64();
-  const second = splitMix64();
-  let s0 = Number(first & 0xffffffffn) | 0;
-  let s1 = Number(first >> 32n) | 0;
-  let s2 = Number(second & 0xffffffffn) | 0;
-  let s3 = Number(second >> 32n) | 0;
-  return () => {
-    const result = Math.imul(rotateLeft(Math.imul(s1, 5), 7), 9) >>> 0;
-    const shifted = s1 << 9;
-    s2 ^= s0;
-    s3 ^= s1;
-    s1 ^= s2;
-    s0 ^= s3;
-    s2 ^= shifted;
-    s3 = rotateLeft(s3, 11);
-    return result;
-  };
-}
-
-function rotateLeft(value: number, bits: number): number {
-  return (value << bits) | (value >>> (32 - bits));
-}
-
-/** A uniform double in [0, 1) with 53 random bits (27 + 26 from two draws). */
-function uniform53(random: () => number): number {
-  return ((random() >>> 5) * 67_108_864 + (random() >>> 6)) / 9_007_199_254_740_992;
-}
-
-// ---------------------------------------------------------------------------------------------------
 // The per-chunk AR loop (§2.2 "Loop rule, exact")
 
 /** What one AR step produced: the sampled normalised latent [latentDim] and the raw EOS logit. */
@@ -244,8 +146,6 @@ export async function* chunkLatents(step: ArStepFunction, options: ChunkLoopOpti
   }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Speech generation over the model stages
 
 /** The stages generation needs (the voice encoder is only needed to make a voice state). */
 export interface GenerationStages {
@@ -330,89 +230,5 @@ export async function* generateSpeech(stages: GenerationStages, request: Generat
     } finally {
       stages.mimiDecoder.release?.(decoderState);
     }
-  }
-}
-
-/** What decodes latents for `decodeAlongside`. */
-export interface LatentBatchDecoder {
-  decode(batch: Float32Array): Promise<Float32Array>;
-  /**
-   * True when a decode runs off the JS thread (a worker), so it can overlap the sampling of the next
-   * latents; in-process runs of either onnxruntime package block the thread (onnxruntime-web also refuses
-   * a second run while one is in progress), so there latents are sampled and decoded in turn.
-   */
-  concurrent: boolean;
-}
-
-/**
- * Decodes a chunk's latents in growing batches, each batch's audio yielded as soon as it is decoded. The
- * first latent is decoded alone, so first audio leaves at once; later batches take at least 1, 2, 4, … up
- * to `maxBatchFrames` latents (doubling with the latents already sent), since one decoder call on k latents
- * costs far less than k calls (anchors: 18.9 → 6.2 ms/frame from 1 to 15 per call). With a concurrent
- * decoder, sampling goes on while a batch decodes; latents that pile up meanwhile wait for their batch.
- * Any split of the latents into calls gives the same audio (§1.3 streaming state); batches decode in order.
- */
-export async function* decodeAlongside(latents: AsyncIterable<Float32Array>, decoder: LatentBatchDecoder, options: { latentDim: number; maxBatchFrames: number }): AsyncGenerator<Float32Array, void, undefined> {
-  const pending: Float32Array[] = [];
-  let sentFrames = 0;
-  // Batch sizes follow the schedule alone, never timing: a different split changes float rounding, and
-  // the same seed must give the same bytes.
-  const batchSize = () => Math.min(options.maxBatchFrames, sentFrames + 1);
-  const takeBatch = (count = pending.length) => {
-    const batch = concatFloat32(pending.splice(0, count));
-    sentFrames += batch.length / options.latentDim;
-    return batch;
-  };
-  const batchIsDue = () => pending.length >= batchSize();
-
-  if (!decoder.concurrent) {
-    for await (const latent of latents) {
-      pending.push(latent);
-      if (batchIsDue()) yield await decoder.decode(takeBatch());
-    }
-    if (pending.length > 0) yield await decoder.decode(takeBatch());
-    return;
-  }
-
-  const iterator = latents[Symbol.asyncIterator]();
-  let inFlight = null as Promise<Float32Array> | null;
-  let next = iterator.next();
-  // Both promises are awaited below; these handlers keep an abandoned one's rejection from going unhandled.
-  next.catch(() => {});
-  try {
-    const startDueBatch = () => {
-      if (inFlight || !batchIsDue()) return;
-      inFlight = decoder.decode(takeBatch(batchSize()));
-      inFlight.catch(() => {});
-    };
-    for (;;) {
-      if (inFlight) {
-        const audioFirst = await Promise.race([inFlight.then(() => true), next.then(() => false)]);
-        if (audioFirst) {
-          const audio = await inFlight;
-          inFlight = null;
-          startDueBatch();
-          yield audio;
-          continue;
-        }
-      }
-      const result = await next;
-      if (result.done) break;
-      pending.push(result.value);
-      next = iterator.next();
-      next.catch(() => {});
-      startDueBatch();
-    }
-    while (inFlight) {
-      const audio: Float32Array = await inFlight;
-      inFlight = null;
-      startDueBatch();
-      yield audio;
-    }
-    if (pending.length > 0) yield await decoder.decode(takeBatch());
-  } finally {
-    // A decode still running when the consumer stops is waited for, so the caller may release the state.
-    await inFlight?.catch(() => {});
-    await iterator.return?.();
   }
 }
