@@ -14,7 +14,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodeSafetensorsWithInt64, loadPocketBundle, parseStateManifest, type DecodedTensor, type PocketBundle } from "../models/pocket/bundle.ts";
+import { decodeSafetensorsWithInt64, type DecodedTensor } from "../formats/safetensors.ts";
+import { loadPocketBundle, parseStateManifest, type PocketBundle } from "../models/pocket/bundle.ts";
 import { generateSpeech, planTextChunks, type StepTrace, type TextChunk } from "../models/pocket/loop.ts";
 import { replayLatentNoise } from "../models/pocket/noise.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";

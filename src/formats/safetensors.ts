@@ -136,6 +136,27 @@ export function decodeSafetensors(bytes: Uint8Array): { metadata: Record<string,
   return { metadata: header.metadata, tensors };
 }
 
+/** A tensor as JS reads it: floats (F32, F16, BF16) upcast to float32, int64 as BigInt64Array. */
+export type DecodedTensor = { dtype: "F32"; shape: number[]; data: Float32Array } | { dtype: "I64"; shape: number[]; data: BigInt64Array };
+
+/**
+ * Every tensor of the file, int64 ones included: upstream voice states carry `offset` int64 [1] (§2.1) and
+ * golden files carry int64 token ids, which `decodeSafetensors` (floats only) refuses.
+ */
+export function decodeSafetensorsWithInt64(bytes: Uint8Array): Record<string, DecodedTensor> {
+  const header = readSafetensorsHeader(bytes);
+  const tensors: Record<string, DecodedTensor> = {};
+  for (const [name, info] of Object.entries(header.tensors)) {
+    const [begin, end] = info.dataOffsets;
+    const raw = bytes.subarray(header.dataStartBytes + begin, header.dataStartBytes + end);
+    tensors[name] =
+      info.dtype === "I64"
+        ? { dtype: "I64", shape: info.shape, data: new BigInt64Array(new Uint8Array(raw).buffer) }
+        : { dtype: "F32", shape: info.shape, data: upcastToFloat32(raw, info.dtype, name) };
+  }
+  return tensors;
+}
+
 function upcastToFloat32(raw: Uint8Array, dtype: SafetensorsDtype, name: string): Float32Array {
   // Copy into a fresh buffer so the views below are aligned whatever `raw`'s offset. Not raw.slice():
   // on a Node Buffer (what readFile returns) slice() is a view of the shared buffer, not a copy.

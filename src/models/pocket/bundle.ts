@@ -15,8 +15,8 @@ import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { z } from "zod";
-import { readSafetensorsHeader } from "../../formats/safetensors.ts";
 import { readOnnxGraphInputs, type OnnxGraphInput } from "../../onnx/proto.ts";
+import { parseNpyFloat32 } from "../../formats/npy.ts";
 
 export type BundleLayout = "kevinahm-v2" | "kevinahm-january" | "sherpa-onnx";
 export type StateDtype = "float32" | "int64" | "bool";
@@ -532,61 +532,3 @@ function findVoicesDirectory(root: string): string | null {
 // ---------------------------------------------------------------------------------------------------
 // File formats found in bundles: .npy (bos_before_voice) and safetensors with int64 (voice states)
 
-/**
- * Parses a little-endian float32 C-order `.npy` (format versions 1–3): magic `\x93NUMPY`, version, header
- * length (u16 for v1, u32 for v2/3), a Python-dict header, then the data.
- */
-export function parseNpyFloat32(bytes: Uint8Array, name: string): { shape: number[]; data: Float32Array } {
-  const magic = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];
-  if (bytes.length < 10 || magic.some((byte, index) => bytes[index] !== byte)) throw new Error(`${name}: not an .npy file`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const major = bytes[6]!;
-  const headerLengthBytes = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
-  const headerStart = major === 1 ? 10 : 12;
-  const header = new TextDecoder().decode(bytes.subarray(headerStart, headerStart + headerLengthBytes));
-  const descr = /'descr'\s*:\s*'([^']+)'/.exec(header)?.[1];
-  const fortranOrder = /'fortran_order'\s*:\s*(True|False)/.exec(header)?.[1];
-  const shapeText = /'shape'\s*:\s*\(([^)]*)\)/.exec(header)?.[1];
-  if (descr !== "<f4" || fortranOrder !== "False" || shapeText === undefined) throw new Error(`${name}: expected a little-endian float32 C-order array, header ${header.trim()}`);
-  const shape = shapeText.split(",").map((part) => part.trim()).filter((part) => part.length > 0).map(Number);
-  const elementCount = shape.reduce((product, dim) => product * dim, 1);
-  const dataStart = headerStart + headerLengthBytes;
-  if (bytes.length - dataStart !== elementCount * 4) throw new Error(`${name}: shape [${shape.join(", ")}] needs ${elementCount * 4} data bytes, file has ${bytes.length - dataStart}`);
-  return { shape, data: new Float32Array(new Uint8Array(bytes.subarray(dataStart)).buffer) };
-}
-
-/** A safetensors tensor decoded to a JS typed array: floats upcast to float32, int64 as BigInt64Array. */
-export type DecodedTensor = { dtype: "F32"; shape: number[]; data: Float32Array } | { dtype: "I64"; shape: number[]; data: BigInt64Array };
-
-/**
- * Decodes F32, BF16 (upcast, §4) and I64 tensors: upstream voice states carry `offset` int64 [1] (§2.1)
- * and golden files carry int64 token ids, which `decodeSafetensors` (floats only) does not read.
- */
-export function decodeSafetensorsWithInt64(bytes: Uint8Array): Record<string, DecodedTensor> {
-  const header = readSafetensorsHeader(bytes);
-  const tensors: Record<string, DecodedTensor> = {};
-  for (const [name, info] of Object.entries(header.tensors)) {
-    const [begin, end] = info.dataOffsets;
-    // Copy into a fresh buffer so the typed views are aligned; subarray().slice() on a Node Buffer would not copy.
-    const aligned = new Uint8Array(bytes.subarray(header.dataStartBytes + begin, header.dataStartBytes + end)).buffer;
-    switch (info.dtype) {
-      case "F32":
-        tensors[name] = { dtype: "F32", shape: info.shape, data: new Float32Array(aligned) };
-        break;
-      case "BF16": {
-        // bfloat16 is the top half of a float32.
-        const halves = new Uint16Array(aligned);
-        const words = new Uint32Array(halves.length);
-        for (let index = 0; index < halves.length; index++) words[index] = halves[index]! << 16;
-        tensors[name] = { dtype: "F32", shape: info.shape, data: new Float32Array(words.buffer) };
-        break;
-      }
-      case "I64":
-        tensors[name] = { dtype: "I64", shape: info.shape, data: new BigInt64Array(aligned) };
-        break;
-      default:
-        throw new Error(`tensor '${name}' has dtype ${info.dtype}; expected F32, BF16 or I64`);
-    }
-  }
-  return tensors;
-}

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { gpuForTests } from "../../../src/gpu/device.ts";
 import { MimiGpuDecoder } from "../../../src/models/pocket/mimi-wgsl/decoder.ts";
 import { readMimiWeightsFromOnnx } from "../../../src/models/pocket/mimi-wgsl/weights.ts";
-import { decodeSafetensorsWithInt64 } from "../../../src/models/pocket/bundle.ts";
+import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
 import { compareTensors } from "../../../src/conformance/harness.ts";
 
 const fixture = process.argv[2]!;

@@ -2,7 +2,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BundleError, decodeSafetensorsWithInt64, loadPocketBundle, parseNpyFloat32, parseStateManifest } from "../../../src/models/pocket/bundle.ts";
+import { BundleError, loadPocketBundle, parseStateManifest } from "../../../src/models/pocket/bundle.ts";
+import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
+import { parseNpyFloat32 } from "../../../src/formats/npy.ts";
 import { readOnnxGraphInputs } from "../../../src/onnx/proto.ts";
 import { encodeSafetensors } from "../../../src/formats/safetensors.ts";
 

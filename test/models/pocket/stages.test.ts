@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodeSafetensorsWithInt64, loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
+import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
+import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
 import { compareTensors } from "../../../src/conformance/harness.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createOnnxSession } from "../../../src/onnx/runtime.ts";

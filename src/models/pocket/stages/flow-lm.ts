@@ -3,7 +3,8 @@
  * predefined voice states that load into them (§2.1).
  */
 import type * as ort from "onnxruntime-web";
-import { decodeSafetensorsWithInt64, type DecodedTensor, type StateEntry } from "../bundle.ts";
+import { decodeSafetensorsWithInt64, type DecodedTensor } from "../../../formats/safetensors.ts";
+import { type StateEntry } from "../bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { FLOW_LM_POSITIONS_AXIS } from "../sessions.ts";
