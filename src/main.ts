@@ -13,7 +13,8 @@ import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStore, VoiceStoreFolderError } from "./voices/store.ts";
 import type { Logger } from "./log/logger.ts";
-import { createProgressRenderer, pullBundle, PullError } from "./weights/download.ts";
+import { createProgressRenderer } from "./cli/progress.ts";
+import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
 
 function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
