@@ -4,8 +4,6 @@
  * schemas, and for splicing a model's bytes without decoding its weights. Groups (wire types 3 and 4)
  * never occur in these schemas and are refused.
  */
-import { concatBytes } from "../audio/concat.ts";
-
 export const WIRE_VARINT = 0;
 export const WIRE_FIXED64 = 1;
 export const WIRE_LENGTH_DELIMITED = 2;
@@ -82,21 +80,29 @@ export function* protobufFields(bytes: Uint8Array): Generator<ProtobufField> {
   }
 }
 
-export function encodeVarint(value: number): Uint8Array {
-  const bytes: number[] = [];
+function pushVarint(bytes: number[], value: number): number[] {
   let rest = value;
   while (rest >= 0x80) {
     bytes.push((rest % 0x80) | 0x80);
     rest = Math.floor(rest / 0x80);
   }
   bytes.push(rest);
-  return Uint8Array.from(bytes);
+  return bytes;
+}
+
+export function encodeVarint(value: number): Uint8Array {
+  return Uint8Array.from(pushVarint([], value));
 }
 
 export function varintField(fieldNumber: number, value: number): Uint8Array {
-  return concatBytes([encodeVarint(fieldNumber * 8 + WIRE_VARINT), encodeVarint(value)]);
+  return Uint8Array.from(pushVarint(pushVarint([], fieldNumber * 8 + WIRE_VARINT), value));
 }
 
+/** Key, length and payload in one allocation: formats/ imports nothing of ours, so not audio's concat either. */
 export function lengthDelimitedField(fieldNumber: number, payload: Uint8Array): Uint8Array {
-  return concatBytes([encodeVarint(fieldNumber * 8 + WIRE_LENGTH_DELIMITED), encodeVarint(payload.length), payload]);
+  const header = pushVarint(pushVarint([], fieldNumber * 8 + WIRE_LENGTH_DELIMITED), payload.length);
+  const field = new Uint8Array(header.length + payload.length);
+  field.set(header);
+  field.set(payload, header.length);
+  return field;
 }

@@ -1,0 +1,141 @@
+/**
+ * Which of src/'s folders may import which: http → speech → engine → models → {onnx, gpu, text, formats}, with
+ * voices and weights on formats and audio, and api/, log/, config.ts and metrics.ts shared by all. Each layer
+ * lists what it may import (anything else of ours is a violation), so a new edge against the direction fails
+ * test/architecture.test.ts. The composition root (main.ts, app.ts) may import anything.
+ *
+ * The parser is swc: TypeScript 7 has no JavaScript API for dependency-cruiser's tsc parser, and swc reads the
+ * source as written, so `import type` and `import("…")` types count as edges (cycles of types included).
+ */
+const shared = "^src/(api|log)/|^src/(config|metrics)\\.ts$";
+const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [shared, ...allowed] });
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-file-cycle",
+      comment: "No import cycle between files, type-only imports included.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "no-folder-cycle",
+      comment: "No import cycle between folders (a folder counts every file under it).",
+      severity: "error",
+      scope: "folder",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "resolvable",
+      comment: "Every import resolves: an edge the resolver cannot follow is an edge no rule can check.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
+      name: "shared-modules-import-no-layer",
+      comment: "api/, log/, config.ts and metrics.ts are imported by every layer, so they import none.",
+      severity: "error",
+      from: { path: shared },
+      to: onlyTo(),
+    },
+    {
+      name: "audio-imports-nothing-of-ours",
+      severity: "error",
+      from: { path: "^src/audio/" },
+      to: onlyTo("^src/audio/"),
+    },
+    {
+      name: "formats-import-nothing-of-ours",
+      severity: "error",
+      from: { path: "^src/formats/" },
+      to: onlyTo("^src/formats/"),
+    },
+    {
+      name: "runtime-imports-nothing-of-ours",
+      comment: "The Bun/Deno adapter is the only runtime-specific code and knows nothing of speech.",
+      severity: "error",
+      from: { path: "^src/runtime/" },
+      to: onlyTo("^src/runtime/"),
+    },
+    {
+      name: "infrastructure-below-models",
+      comment: "onnx, gpu and text serve the models: they use formats and audio, never a model or a layer above.",
+      severity: "error",
+      from: { path: "^src/(onnx|gpu|text)/" },
+      to: onlyTo("^src/(onnx|gpu|text|formats|audio)/"),
+    },
+    {
+      name: "voices-and-weights-use-formats-and-audio",
+      severity: "error",
+      from: { path: "^src/(voices|weights)/" },
+      to: onlyTo("^src/$1/", "^src/(formats|audio)/"),
+    },
+    {
+      name: "models-below-engine",
+      comment: "A model never imports the engine, speech, http, voices or the composition root.",
+      severity: "error",
+      from: { path: "^src/models/" },
+      to: onlyTo("^src/(models|onnx|gpu|text|formats|audio|weights)/"),
+    },
+    {
+      name: "models-independent",
+      comment: "One model never imports another: what they share lives in models/contract.ts or below.",
+      severity: "error",
+      from: { path: "^src/models/([^/]+)/" },
+      to: { path: "^src/models/[^/]+/", pathNot: "^src/models/$1/" },
+    },
+    {
+      name: "contract-names-no-model",
+      comment: "The contract is what every model gives the engine, so it depends on none of them.",
+      severity: "error",
+      from: { path: "^src/models/contract\\.ts$" },
+      to: onlyTo(),
+    },
+    {
+      name: "engine-sees-only-the-contract",
+      comment: "The engine runs any model through models/contract.ts; which model is the composition root's choice.",
+      severity: "error",
+      from: { path: "^src/engine/" },
+      to: onlyTo("^src/(engine|audio)/", "^src/models/contract\\.ts$"),
+    },
+    {
+      name: "speech-above-engine",
+      comment: "The speech service turns requests into jobs for the engine; it never reaches into a model.",
+      severity: "error",
+      from: { path: "^src/speech/" },
+      to: onlyTo("^src/(speech|engine|voices|audio|text)/", "^src/models/contract\\.ts$"),
+    },
+    {
+      name: "http-only-routes-and-framing",
+      comment: "Routes call the speech service, the voice store and the engine's lifecycle; never a model.",
+      severity: "error",
+      from: { path: "^src/http/" },
+      to: onlyTo("^src/(http|speech|engine|voices|audio|runtime)/"),
+    },
+    {
+      name: "conformance-beside-models",
+      comment: "The golden-case harness drives a model's stages directly, never through the service.",
+      severity: "error",
+      from: { path: "^src/conformance/" },
+      to: onlyTo("^src/(conformance|models|onnx|gpu|text|formats|audio|weights)/"),
+    },
+    {
+      name: "conformance-only-from-the-cli",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(main\\.ts$|conformance/)" },
+      to: { path: "^src/conformance/" },
+    },
+  ],
+  options: {
+    parser: "swc",
+    doNotFollow: { path: "node_modules" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["bun", "import", "node", "default"],
+      mainFields: ["module", "main", "types"],
+    },
+  },
+};
