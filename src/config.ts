@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { API_MAX_INPUT_CHARS } from "./api/speech.ts";
 
 const commaList = z
   .string()
@@ -57,7 +58,7 @@ const OPTIONS = {
     description: "folder where uploaded voices are stored",
   },
   maxUploadedVoices: { flag: "max-uploaded-voices", env: "SPEAKER_MAX_UPLOADED", schema: z.coerce.number().int().min(0).default(1000), description: "cap on uploaded voices" },
-  maxInputChars: { flag: "max-input-chars", env: "VOXEDGE_MAX_INPUT_CHARS", schema: z.coerce.number().int().min(1).max(4096).default(4096), description: "longest accepted input text, in characters" },
+  maxInputChars: { flag: "max-input-chars", env: "VOXEDGE_MAX_INPUT_CHARS", schema: z.coerce.number().int().min(1).max(API_MAX_INPUT_CHARS).default(API_MAX_INPUT_CHARS), description: "longest accepted input text, in characters" },
   maxInstructionsChars: { flag: "max-instructions-chars", env: "VOXEDGE_MAX_INSTRUCTIONS_CHARS", schema: z.coerce.number().int().min(0).default(500), description: "longest accepted instructions text" },
   batchMaxItems: { flag: "batch-max-items", env: "VOXEDGE_BATCH_MAX_ITEMS", schema: z.coerce.number().int().min(1).default(32), description: "most items in one batch request" },
   batchMaxAudioSeconds: {

@@ -7,6 +7,7 @@ import { z } from "zod";
 
 export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
 export const STREAMABLE_FORMATS = ["wav", "pcm"] as const;
+/** Longest input of any request (OpenAI's cap): --max-input-chars may lower it, a WebSocket's unsegmented text is held to it. */
 export const API_MAX_INPUT_CHARS = 4096;
 /** Longest voice name, on upload and in requests: names are echoed in errors and listings. */
 export const MAX_VOICE_NAME_CHARS = 128;

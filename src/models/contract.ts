@@ -24,8 +24,6 @@ export interface ModelCapabilities {
   supportsInstructions: boolean;
   /** Whether the model can report word timings. */
   supportsWordTimestamps: boolean;
-  /** Longest input, in characters. */
-  maxInputChars: number;
   /** Codec frames per second of audio; output usage tokens are frames. */
   framesPerSecond: number;
   /** Embedding sizes accepted for direct speaker-embedding uploads; empty = none. */

@@ -116,7 +116,7 @@ export class SpeechService {
     this.checkModel(request.model);
 
     const text = request.input.trim();
-    const maxInputChars = Math.min(this.config.maxInputChars, capabilities.maxInputChars);
+    const { maxInputChars } = this.config;
     if (text.length > maxInputChars) throw badRequest(`input must be at most ${maxInputChars} characters (got ${text.length})`, "input");
 
     const responseFormat = request.response_format ?? "wav";

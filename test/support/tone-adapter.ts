@@ -42,7 +42,6 @@ export class ToneAdapter implements SpeechModel {
       supportsCloning: options.cloning ?? false,
       supportsInstructions: false,
       supportsWordTimestamps: false,
-      maxInputChars: 4096,
       framesPerSecond: 12.5,
       speakerEmbeddingDims: options.speakerEmbeddingDims ?? [],
     };

@@ -32,7 +32,6 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
   supportsCloning: false,
   supportsInstructions: false,
   supportsWordTimestamps: false,
-  maxInputChars: 4096,
   framesPerSecond: FRAMES_PER_SECOND,
   speakerEmbeddingDims: Object.freeze([]) as readonly number[],
 });

@@ -145,7 +145,6 @@ export class PocketModel implements SpeechModel {
       supportsCloning: bundle.graphs.voiceEncoder !== null,
       supportsInstructions: false,
       supportsWordTimestamps: false,
-      maxInputChars: 4096,
       framesPerSecond: bundle.dims.frameRateHz,
       speakerEmbeddingDims: [],
     };

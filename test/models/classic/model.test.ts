@@ -65,7 +65,6 @@ describe("classic engine (flite)", () => {
     expect(c.supportsCloning).toBe(false);
     expect(c.supportsInstructions).toBe(false);
     expect(c.supportsWordTimestamps).toBe(false);
-    expect(c.maxInputChars).toBe(4096);
     expect(c.framesPerSecond).toBe(12.5);
     expect(c.speakerEmbeddingDims).toEqual([]);
   });
