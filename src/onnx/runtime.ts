@@ -22,6 +22,7 @@
 import { readFile } from "node:fs/promises";
 // Types only: both packages re-export onnxruntime-common's declarations, so these describe either one.
 import type * as ort from "onnxruntime-web";
+import { SerialQueue } from "../async/serial-queue.ts";
 
 export type CpuProvider = "onnxruntime-node" | "onnxruntime-web";
 export type CpuProviderChoice = "auto" | CpuProvider;
@@ -167,16 +168,14 @@ async function webGpuRuntime(device: GPUDevice): Promise<OnnxRuntime> {
   const { loadOrtWebGpu } = await import("./webgpu.ts");
   const ortWebGpu = await loadOrtWebGpu(device);
   // The EP creates one session at a time ("another WebGPU EP inference session is being created").
-  let creating: Promise<unknown> = Promise.resolve();
+  const sessionCreation = new SerialQueue();
   return {
     provider: "onnxruntime-web",
     executionProvider: "webgpu",
     async createSession(path, model) {
       try {
         const bytes = model ?? (await readFile(path));
-        const created = creating.then(() => ortWebGpu.InferenceSession.create(bytes, ortWebGpu.sessionOptions));
-        creating = created.catch(() => {});
-        const session = await created;
+        const session = await sessionCreation.run(() => ortWebGpu.InferenceSession.create(bytes, ortWebGpu.sessionOptions));
         return Object.assign(session, { provider: "onnxruntime-web" as const, executionProvider: "webgpu" as const, Tensor: ortWebGpu.Tensor });
       } catch (error) {
         throw new Error(`onnxruntime-web (WebGPU) could not load ${path}: ${(error as Error).message}`, { cause: error });

@@ -8,6 +8,7 @@
  */
 import { ApiError, fromZodError } from "../api/errors.ts";
 import { API_MAX_INPUT_CHARS, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
+import { SerialQueue } from "../async/serial-queue.ts";
 import { pcm16Bytes } from "../audio/wav.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
@@ -62,7 +63,7 @@ export class SpeechStreamSession {
   /** session.close arrived: finish the queued work, then close. */
   #closing = false;
   /** Messages are handled one at a time, in arrival order (config validation awaits). */
-  #inbox: Promise<void> = Promise.resolve();
+  readonly #inbox = new SerialQueue();
   readonly #abort = new AbortController();
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -77,7 +78,7 @@ export class SpeechStreamSession {
   /** A message from the client, text or binary, as received. */
   receive(data: string | ArrayBuffer | Uint8Array | Blob): void {
     if (this.#closed || this.#closing) return;
-    this.#inbox = this.#inbox.then(() => this.#handle(data)).catch((error) => {
+    void this.#inbox.run(() => this.#handle(data)).catch((error) => {
       this.options.logger.error("websocket message handling failed", { error: String(error) });
       this.#fail("internal error", CLOSE_POLICY);
     });

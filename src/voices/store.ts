@@ -8,7 +8,7 @@
  * system, and one name always maps to one file, so a re-upload is a single atomic rename over the old one.
  * Writes go to a `.tmp-` file in the same folder, are fsynced, renamed into place and the folder fsynced:
  * after a crash a voice is either the old one or the new one, and leftover temp files are removed on open.
- * Mutations run one at a time through a promise queue, so `created_at` and the cap see a consistent map.
+ * Mutations run one at a time through a SerialQueue, so `created_at` and the cap see a consistent map.
  *
  * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
  * bad --speaker-dir stops the server at start. If it breaks later, a save is a 507 and a delete a 500 that
@@ -19,6 +19,8 @@ import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises
 import { join } from "node:path";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
+import { Semaphore } from "../async/semaphore.ts";
+import { SerialQueue } from "../async/serial-queue.ts";
 import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "../formats/safetensors.ts";
 
 export interface StoredVoice {
@@ -81,8 +83,7 @@ export function validateVoiceName(raw: string): string {
 export class VoiceStore {
   private readonly voices = new Map<string, StoredVoice>();
   private readonly evictListeners: ((nameLower: string) => void)[] = [];
-  private mutationQueue: Promise<unknown> = Promise.resolve();
-  private pendingMutationCount = 0;
+  private readonly mutations = new SerialQueue();
   private lastCreatedAtSeconds = 0;
 
   private constructor(
@@ -125,7 +126,7 @@ export class VoiceStore {
     const name = validateVoiceName(input.name);
     if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
     if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
-    return this.serialise(async () => {
+    return this.mutations.run(async () => {
       this.checkCap(name);
       const voice: StoredVoice = {
         name,
@@ -147,7 +148,7 @@ export class VoiceStore {
   async saveEmbedding(input: SaveEmbeddingInput): Promise<StoredVoice> {
     const name = validateVoiceName(input.name);
     if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
-    return this.serialise(async () => {
+    return this.mutations.run(async () => {
       this.checkCap(name);
       const createdAt = this.nextCreatedAt();
       const embeddingDim = input.embedding.length;
@@ -170,7 +171,7 @@ export class VoiceStore {
   }
 
   delete(name: string): Promise<boolean> {
-    return this.serialise(async () => {
+    return this.mutations.run(async () => {
       const key = voiceKey(name);
       if (!this.voices.has(key)) return false;
       try {
@@ -210,8 +211,8 @@ export class VoiceStore {
       if (voice === undefined || voice.embedding_source !== source) return undefined;
       const raceWithMutation = async () => {
         if (this.voices.get(key) !== voice) return true;
-        if (this.pendingMutationCount === 0) return false;
-        await this.mutationQueue;
+        if (this.mutations.pendingCount === 0) return false;
+        await this.mutations.idle();
         return true;
       };
       let fileBytes: Uint8Array;
@@ -230,13 +231,6 @@ export class VoiceStore {
       if (tensor === undefined || tensor.shape.length !== 1) throw new Error(`The stored file of voice '${voice.name}' has no 1-D '${tensorName}' tensor`);
       return { voice, values: tensor.data };
     }
-  }
-
-  private serialise<T>(mutation: () => Promise<T>): Promise<T> {
-    this.pendingMutationCount++;
-    const result = this.mutationQueue.then(mutation).finally(() => this.pendingMutationCount--);
-    this.mutationQueue = result.catch(() => undefined);
-    return result;
   }
 
   private checkCap(name: string): void {
@@ -340,11 +334,8 @@ export class VoiceStore {
         this.logger.warn("Skipped unreadable voice file", { file: fileName, reason });
       }
     };
-    let nextIndex = 0;
-    const worker = async () => {
-      while (nextIndex < voiceFileNames.length) await restoreOne(voiceFileNames[nextIndex++]!);
-    };
-    await Promise.all(Array.from({ length: Math.min(RESTORE_CONCURRENCY, voiceFileNames.length) }, worker));
+    const reads = new Semaphore(RESTORE_CONCURRENCY);
+    await Promise.all(voiceFileNames.map((fileName) => reads.run(() => restoreOne(fileName))));
 
     this.logger.info("Voice store opened", {
       dir: this.dir,

@@ -26,6 +26,8 @@ import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
 import type { MimiGpuDecoder } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
+import { Semaphore } from "../../async/semaphore.ts";
+import { SerialQueue } from "../../async/serial-queue.ts";
 
 const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
 
@@ -82,42 +84,9 @@ export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: Late
   };
 }
 
-/** Counts out a fixed number of permits; `acquire` waits for one and returns its release. */
-class Semaphore {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-
-  constructor(permits: number) {
-    this.#free = permits;
-  }
-
-  async acquire(): Promise<() => void> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#free++;
-    };
-  }
-}
-
-/** Serialises calls into the shared sessions. */
-class SessionQueue {
-  #tail: Promise<unknown> = Promise.resolve();
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(task);
-    this.#tail = result.catch(() => {});
-    return result;
-  }
-}
-
 export class PocketModel implements SpeechModel {
   readonly capabilities: ModelCapabilities;
-  readonly #queue = new SessionQueue();
+  readonly #queue = new SerialQueue();
   readonly #decoder: MimiDecoderPlacement;
   readonly #streamPermits: Semaphore | null;
   readonly #stages: GenerationStages;
@@ -167,7 +136,7 @@ export class PocketModel implements SpeechModel {
           ? queued(stages.mimiDecoder, ["decode"])
           : decoder.kind === "worker"
             ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]))
-            : queued(decoder.decoder, ["decode"], new SessionQueue()),
+            : queued(decoder.decoder, ["decode"], new SerialQueue()),
     };
     // The WGSL decoder holds one state slot per stream on the device: requests beyond that wait their turn.
     this.#streamPermits = decoder.kind === "wgsl" ? new Semaphore(WGSL_DECODER_STREAMS) : null;

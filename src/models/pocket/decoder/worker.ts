@@ -7,6 +7,7 @@
  * `error` per decode, in order. States live here, keyed by the ids the main thread hands out.
  */
 import { parentPort } from "node:worker_threads";
+import { SerialQueue } from "../../../async/serial-queue.ts";
 import type { StateEntry } from "../bundle.ts";
 import { configureOnnxRuntime, loadOnnxRuntime, type CpuProvider } from "../../../onnx/runtime.ts";
 import { MimiDecoder, type MimiDecoderConfig } from "../stages/mimi-decoder.ts";
@@ -30,12 +31,12 @@ const reply = (message: DecoderWorkerReply, transfer: ArrayBuffer[] = []) => por
 let decoder: MimiDecoder | undefined;
 const states = new Map<number, MimiState>();
 // Decodes run one after another in arrival order: a state's next decode needs the previous one's result.
-let queue: Promise<void> = Promise.resolve();
+const messages = new SerialQueue();
 
 port.on("message", (message: DecoderWorkerRequest) => {
   const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => void states.delete(message.stateId);
-  // A handler that throws must not stop the queue: every later message would go unanswered.
-  queue = queue.then(handle).catch((error: unknown) => console.error(`Mimi decoder worker: ${(error as Error).message}`));
+  // Nobody awaits a message's handling, so a handler's failure is logged here; the queue goes on to the next.
+  void messages.run(handle).catch((error: unknown) => console.error(`Mimi decoder worker: ${(error as Error).message}`));
 });
 
 async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): Promise<void> {

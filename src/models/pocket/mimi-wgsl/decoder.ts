@@ -26,6 +26,7 @@ import { latentDenormDispatch } from "../../../gpu/latent-denorm.ts";
 import { MimiTransformer, uploadMimiTransformerWeights } from "./transformer.ts";
 import { EMB_MEAN, EMB_STD, type MimiDecoderWeights, type WeightTensor } from "./weights.ts";
 import { createStreamTable, writeStreamTable } from "../../../gpu/stream-table.ts";
+import { SerialQueue } from "../../../async/serial-queue.ts";
 
 export interface MimiGpuDecoderOptions {
   /** Attention heads of the decoder transformer (8 in the released model; the weights do not tell). */
@@ -138,7 +139,8 @@ export class MimiGpuDecoder {
   private readonly freeSlots: number[];
   private readonly slotRegistry = new FinalizationRegistry<number>((slot) => this.freeSlots.push(slot));
   private readonly plans = new Map<string, Plan>();
-  private queue: Promise<unknown> = Promise.resolve();
+  // Plans and buffers are shared between calls, so calls run one after another.
+  private readonly calls = new SerialQueue();
   private readonly persistent: GPUBuffer[] = [];
 
   constructor(
@@ -280,7 +282,7 @@ export class MimiGpuDecoder {
    * makes exact.
    */
   decodeBatch(requests: ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>): Promise<Array<{ state: MimiGpuState; audio: Float32Array }>> {
-    return this.serialised(async () => {
+    return this.calls.run(async () => {
       const frames = requests.length === 0 ? 0 : requests[0]!.latents.length / this.config.latentDim;
       const perCall = Math.max(1, Math.floor(this.maxFramesPerSubmission() / Math.max(1, requests.length)));
       if (frames <= perCall) return (await this.run(requests, false)).results;
@@ -324,7 +326,7 @@ export class MimiGpuDecoder {
    * the fixture's names: quantizer, upsample, decoder_transformer, decoder.model.<i>), for locating errors.
    */
   decodeWithStages(state: MimiGpuState, latents: Float32Array): Promise<{ state: MimiGpuState; audio: Float32Array; stages: Map<string, { channels: number; values: Float32Array }> }> {
-    return this.serialised(async () => {
+    return this.calls.run(async () => {
       const { results, stages } = await this.run([{ state, latents }], true);
       return { ...results[0]!, stages };
     });
@@ -335,13 +337,6 @@ export class MimiGpuDecoder {
     for (const plan of this.plans.values()) for (const buffer of plan.buffers) buffer.destroy();
     this.plans.clear();
     for (const buffer of this.persistent) buffer.destroy();
-  }
-
-  // Plans and buffers are shared between calls, so calls run one after another.
-  private serialised<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(work);
-    this.queue = result.catch(() => undefined);
-    return result;
   }
 
   private async run(
