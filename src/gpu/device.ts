@@ -19,6 +19,7 @@
  * Every new device runs a self-test kernel before anyone gets it, so a backend that silently computes
  * zeros (or garbage) is refused with a clear Error instead of producing silent audio.
  */
+import { BufferUsage, MapMode } from "./kernel.ts";
 
 export interface GpuContext {
   device: GPUDevice;
@@ -157,14 +158,6 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
 }`;
 const SELF_TEST_COUNT = 100;
 
-// GPUBufferUsage / GPUMapMode values fixed by the WebGPU spec (not every binding installs the globals).
-const USAGE_MAP_READ = 0x1;
-const USAGE_COPY_SRC = 0x4;
-const USAGE_COPY_DST = 0x8;
-const USAGE_UNIFORM = 0x40;
-const USAGE_STORAGE = 0x80;
-const MAP_MODE_READ = 0x1;
-
 /** Runs the self-test kernel; throws when the device reports an error or computes anything else. */
 async function selfTest(device: GPUDevice, adapterDescription: string): Promise<void> {
   const count = SELF_TEST_COUNT;
@@ -178,10 +171,10 @@ async function selfTest(device: GPUDevice, adapterDescription: string): Promise<
   device.pushErrorScope("validation");
   const module = device.createShaderModule({ label: "self-test", code: SELF_TEST_KERNEL });
   const pipeline = device.createComputePipeline({ label: "self-test", layout: "auto", compute: { module, entryPoint: "main" } });
-  const uniform = device.createBuffer({ size: 16, usage: USAGE_UNIFORM | USAGE_COPY_DST });
-  const source = device.createBuffer({ size: count * 4, usage: USAGE_STORAGE | USAGE_COPY_DST });
-  const result = device.createBuffer({ size: count * 4, usage: USAGE_STORAGE | USAGE_COPY_SRC });
-  const staging = device.createBuffer({ size: count * 4, usage: USAGE_MAP_READ | USAGE_COPY_DST });
+  const uniform = device.createBuffer({ size: 16, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST });
+  const source = device.createBuffer({ size: count * 4, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST });
+  const result = device.createBuffer({ size: count * 4, usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC });
+  const staging = device.createBuffer({ size: count * 4, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
   device.queue.writeBuffer(uniform, 0, params);
   device.queue.writeBuffer(source, 0, input);
   const encoder = device.createCommandEncoder();
@@ -200,7 +193,7 @@ async function selfTest(device: GPUDevice, adapterDescription: string): Promise<
   device.queue.submit([encoder.finish()]);
   const validationError = await device.popErrorScope();
   if (validationError) throw new Error(`WebGPU self-test on ${adapterDescription} failed validation: ${validationError.message}`);
-  await staging.mapAsync(MAP_MODE_READ);
+  await staging.mapAsync(MapMode.READ);
   const output = new Float32Array(staging.getMappedRange().slice(0));
   staging.unmap();
   for (const buffer of [uniform, source, result, staging]) buffer.destroy();

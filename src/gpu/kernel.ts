@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 // WebGPU's GPUBufferUsage / GPUMapMode flag values (spec §"GPUBufferUsage"): not every runtime's WebGPU
 // binding installs those globals, and the values are fixed by the spec.
 export const BufferUsage = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
-const MAP_MODE_READ = 0x1;
+export const MapMode = { READ: 0x1 } as const;
 
 const kernelSources = new Map<string, string>();
 const pipelineCaches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
@@ -112,7 +112,7 @@ export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: 
   const encoder = device.createCommandEncoder();
   encoder.copyBufferToBuffer(buffer, 0, staging, 0, byteLength);
   device.queue.submit([encoder.finish()]);
-  await staging.mapAsync(MAP_MODE_READ);
+  await staging.mapAsync(MapMode.READ);
   const result = new Float32Array(staging.getMappedRange().slice(0));
   staging.unmap();
   staging.destroy();

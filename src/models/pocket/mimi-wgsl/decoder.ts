@@ -21,7 +21,7 @@ import { conv1dDispatches, conv1dTailLength, conv1dWindowFloats, type Conv1dShap
 import { convTranspose1dDispatches, convTranspose1dPartialLength, type ConvTranspose1dShape } from "../../../gpu/conv-transpose1d.ts";
 import { whileDeviceAlive } from "../../../gpu/device.ts";
 import { eluDispatch } from "../../../gpu/elu.ts";
-import { BufferUsage, encodeDispatches, storageBuffer, type KernelDispatch } from "../../../gpu/kernel.ts";
+import { BufferUsage, encodeDispatches, MapMode, storageBuffer, type KernelDispatch } from "../../../gpu/kernel.ts";
 import { latentDenormDispatch } from "../../../gpu/latent-denorm.ts";
 import { MimiTransformer, uploadMimiTransformerWeights } from "./transformer.ts";
 import { EMB_MEAN, EMB_STD, type MimiDecoderWeights, type WeightTensor } from "./weights.ts";
@@ -40,7 +40,6 @@ export interface MimiGpuDecoderOptions {
 }
 
 const LAYER_NORM_EPS = 1e-5;
-const MAP_MODE_READ = 0x1;
 /** Prepared plans (buffers + dispatches per batch size and frame count) kept for reuse. */
 const CACHED_PLANS = 6;
 
@@ -386,7 +385,7 @@ export class MimiGpuDecoder {
     const values = new Map<string, { channels: number; values: Float32Array }>();
     try {
       for (const { name, staging, floats, channels } of readbacks) {
-        await whileDeviceAlive(this.device, staging.mapAsync(MAP_MODE_READ));
+        await whileDeviceAlive(this.device, staging.mapAsync(MapMode.READ));
         values.set(name, { channels, values: new Float32Array(staging.getMappedRange(0, floats * 4).slice(0)) });
         staging.unmap();
       }
