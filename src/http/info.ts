@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
 import type { ServiceMetrics } from "../metrics.ts";
-import type { SpeechService } from "../speech/service.ts";
+import { OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
 
 export interface InfoRouteDeps {
   service: SpeechService;
@@ -38,7 +38,7 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
       description: capabilities.description,
       engine: capabilities.kind,
       sample_rate: capabilities.nativeSampleRateHz,
-      supported_sample_rates: capabilities.supportedSampleRatesHz,
+      supported_sample_rates: OUTPUT_SAMPLE_RATES_HZ,
       voices: capabilities.voices,
       supports_cloning: capabilities.supportsCloning,
     }));

@@ -14,10 +14,8 @@ export interface ModelCapabilities {
   voices: readonly string[];
   /** Voice used for `"default"` or when the request names none. */
   defaultVoice: string;
-  /** Rate of the PCM the adapter yields. */
+  /** Rate of the PCM the model yields; the speech service resamples it to the rate a request asks for. */
   nativeSampleRateHz: number;
-  /** Output rates the service may resample to. */
-  supportedSampleRatesHz: readonly number[];
   /** Whether the model can take reference audio (voice cloning). */
   supportsCloning: boolean;
   /** Whether the model uses the `instructions` field. */

@@ -18,6 +18,9 @@ import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
 
+/** The output rates a request may ask for, whatever the model's own rate: the service resamples. */
+export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
+
 /** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
 
@@ -121,8 +124,8 @@ export class SpeechService {
 
     const responseFormat = request.response_format ?? "wav";
     const outputSampleRateHz = request.sample_rate ?? capabilities.nativeSampleRateHz;
-    if (!capabilities.supportedSampleRatesHz.includes(outputSampleRateHz)) {
-      throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${capabilities.supportedSampleRatesHz.join(", ")}`, "sample_rate");
+    if (!OUTPUT_SAMPLE_RATES_HZ.includes(outputSampleRateHz)) {
+      throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${OUTPUT_SAMPLE_RATES_HZ.join(", ")}`, "sample_rate");
     }
 
     const instructions = request.instructions?.trim() || undefined;

@@ -38,7 +38,6 @@ export class ToneAdapter implements SpeechModel {
       voices: ["low", "high"],
       defaultVoice: "low",
       nativeSampleRateHz: sampleRateHz,
-      supportedSampleRatesHz: [8000, 16000, 22050, 24000, 44100, 48000],
       supportsCloning: options.cloning ?? false,
       supportsInstructions: false,
       supportsWordTimestamps: false,

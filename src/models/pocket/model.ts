@@ -29,8 +29,6 @@ import { prepareTextPrompt } from "./text-prompt.ts";
 import { Semaphore } from "../../async/semaphore.ts";
 import { SerialQueue } from "../../async/serial-queue.ts";
 
-const OUTPUT_SAMPLE_RATES_HZ = [8000, 16000, 22050, 24000, 44100, 48000] as const;
-
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
 type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
 
@@ -110,7 +108,6 @@ export class PocketModel implements SpeechModel {
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
-      supportedSampleRatesHz: OUTPUT_SAMPLE_RATES_HZ,
       supportsCloning: bundle.graphs.voiceEncoder !== null,
       supportsInstructions: false,
       supportsWordTimestamps: false,

@@ -61,7 +61,6 @@ describe("classic engine (flite)", () => {
     for (const v of c.voices) expect(v).toBe(v.toLowerCase());
     expect(c.voices).toContain(c.defaultVoice);
     expect(c.nativeSampleRateHz).toBe(16000);
-    expect(c.supportedSampleRatesHz).toEqual([8000, 16000, 22050, 24000, 44100, 48000]);
     expect(c.supportsCloning).toBe(false);
     expect(c.supportsInstructions).toBe(false);
     expect(c.supportsWordTimestamps).toBe(false);
