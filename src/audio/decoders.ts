@@ -5,7 +5,7 @@
  * MediaRecorder WebM as "video/webm", and clients send "application/octet-stream" for anything.
  *
  *   container            codec          decoder
- *   WAV (RIFF/WAVE)      PCM int/float  the parser below (PCM needs no library)
+ *   WAV (RIFF/WAVE)      PCM int/float  wav.ts (PCM needs no library)
  *   FLAC, Ogg FLAC       FLAC           @wasm-audio-decoders/flac (libFLAC)
  *   MP3                  MPEG audio     mpg123-decoder (libmpg123; reads the LAME tag, so gapless)
  *   Ogg                  Vorbis         @wasm-audio-decoders/ogg-vorbis (libvorbis)
@@ -45,6 +45,8 @@
  * Each decoder package is imported on first use, so a server that is never sent AAC never loads FAAD2.
  * The wasm-audio-decoders packages print one console.error line per corrupt frame; they have no switch for it.
  */
+
+import { decodeWavSamples, readWavLayout } from "./wav.ts";
 
 export interface DecodedAudio {
   /** One array per channel, all the same length; nominally within [-1, 1]. */
@@ -296,106 +298,11 @@ const DECODERS: Record<AudioContainer, (bytes: Uint8Array, pcm: CappedPcm) => Pr
 // ---------------------------------------------------------------------------------------------
 // WAV
 
-const WAVE_FORMAT_PCM = 0x0001;
-const WAVE_FORMAT_IEEE_FLOAT = 0x0003;
-const WAVE_FORMAT_EXTENSIBLE = 0xfffe;
-/** WAVE_FORMAT_EXTENSIBLE's SubFormat GUID is the format tag followed by these 12 fixed bytes (KSDATAFORMAT_SUBTYPE_*). */
-const EXTENSIBLE_SUBFORMAT_SUFFIX = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71];
-const RIFF_HEADER_BYTES = 12;
-const CHUNK_HEADER_BYTES = 8;
-const FMT_PCM_BYTES = 16;
-const FMT_EXTENSIBLE_BYTES = 40;
-
-interface WavSampleFormat {
-  channelCount: number;
-  sampleRateHz: number;
-  bytesPerSample: number;
-  isFloat: boolean;
-}
-
 function decodeWav(bytes: Uint8Array, pcm: CappedPcm): DecodedAudio {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let format: WavSampleFormat | undefined;
-  for (let offset = RIFF_HEADER_BYTES; offset + CHUNK_HEADER_BYTES <= bytes.length; ) {
-    const declaredBytes = view.getUint32(offset + 4, true);
-    const bodyStart = offset + CHUNK_HEADER_BYTES;
-    const availableBytes = bytes.length - bodyStart;
-    if (startsWithAscii(bytes, offset, "fmt ")) {
-      if (declaredBytes > availableBytes) throw new Error("the file ends inside its fmt chunk");
-      format = parseWavFormat(new DataView(bytes.buffer, bytes.byteOffset + bodyStart, declaredBytes));
-    } else if (startsWithAscii(bytes, offset, "data")) {
-      if (!format) throw new Error("the data chunk comes before the fmt chunk");
-      // Streaming writers cannot seek back to fill in the size and leave 0xFFFFFFFF; a cut file declares more
-      // than arrived. Either way the samples run to the end of the file. Bytes past a smaller declared size
-      // belong to the next chunk, not to the audio.
-      const dataBytes = Math.min(declaredBytes, availableBytes);
-      pcm.checkShape(format.channelCount, format.sampleRateHz);
-      pcm.checkDeclared(Math.floor(dataBytes / (format.channelCount * format.bytesPerSample)) / format.sampleRateHz, "the WAV data chunk holds");
-      return decodePcm(new DataView(bytes.buffer, bytes.byteOffset + bodyStart, dataBytes), format);
-    }
-    // Chunks are padded to an even length.
-    offset = bodyStart + declaredBytes + (declaredBytes & 1);
-  }
-  throw new Error(format ? "no data chunk" : "no fmt chunk");
-}
-
-function parseWavFormat(fmt: DataView): WavSampleFormat {
-  if (fmt.byteLength < FMT_PCM_BYTES) throw new Error(`the fmt chunk is ${fmt.byteLength} bytes, shorter than the ${FMT_PCM_BYTES} that PCM needs`);
-  let formatTag = fmt.getUint16(0, true);
-  const channelCount = fmt.getUint16(2, true);
-  const sampleRateHz = fmt.getUint32(4, true);
-  const blockAlignBytes = fmt.getUint16(12, true);
-  const bitsPerSample = fmt.getUint16(14, true);
-  if (formatTag === WAVE_FORMAT_EXTENSIBLE) {
-    if (fmt.byteLength < FMT_EXTENSIBLE_BYTES) throw new Error("the WAVE_FORMAT_EXTENSIBLE fmt chunk is truncated");
-    const isStandardSubformat = EXTENSIBLE_SUBFORMAT_SUFFIX.every((value, i) => fmt.getUint8(28 + i) === value);
-    if (!isStandardSubformat) throw new Error("unsupported WAVE_FORMAT_EXTENSIBLE subformat");
-    formatTag = fmt.getUint16(24, true);
-  }
-  if (channelCount === 0) throw new Error("the fmt chunk declares 0 channels");
-  if (sampleRateHz === 0) throw new Error("the fmt chunk declares a sample rate of 0 Hz");
-  // Samples narrower than their container (20-bit in 24, 24-bit in 32) are left-justified, so reading the whole container is exact.
-  const bytesPerSample = Math.ceil(bitsPerSample / 8);
-  const isFloat = formatTag === WAVE_FORMAT_IEEE_FLOAT;
-  if (formatTag !== WAVE_FORMAT_PCM && !isFloat) throw new Error(`unsupported WAV format tag 0x${formatTag.toString(16)} (expected PCM or IEEE float)`);
-  if (isFloat ? bytesPerSample !== 4 && bytesPerSample !== 8 : bytesPerSample < 1 || bytesPerSample > 4) {
-    throw new Error(`unsupported ${isFloat ? "float" : "PCM"} sample size of ${bitsPerSample} bits`);
-  }
-  if (blockAlignBytes !== channelCount * bytesPerSample) {
-    throw new Error(`block align of ${blockAlignBytes} bytes does not match ${channelCount} channels of ${bytesPerSample} bytes`);
-  }
-  return { channelCount, sampleRateHz, bytesPerSample, isFloat };
-}
-
-function decodePcm(data: DataView, format: WavSampleFormat): DecodedAudio {
-  const { channelCount, bytesPerSample } = format;
-  const frameBytes = channelCount * bytesPerSample;
-  // A trailing partial frame, from a cut file, is dropped.
-  const frameCount = Math.floor(data.byteLength / frameBytes);
-  const readSample = pcmSampleReader(data, format);
-  const channels = Array.from({ length: channelCount }, () => new Float32Array(frameCount));
-  for (let channelIndex = 0; channelIndex < channelCount; channelIndex++) {
-    const channel = channels[channelIndex]!;
-    for (let frame = 0, byteOffset = channelIndex * bytesPerSample; frame < frameCount; frame++, byteOffset += frameBytes) {
-      channel[frame] = readSample(byteOffset);
-    }
-  }
-  return { channels, sampleRateHz: format.sampleRateHz };
-}
-
-function pcmSampleReader(data: DataView, { bytesPerSample, isFloat }: WavSampleFormat): (byteOffset: number) => number {
-  if (isFloat) return bytesPerSample === 4 ? (o) => data.getFloat32(o, true) : (o) => data.getFloat64(o, true);
-  switch (bytesPerSample) {
-    case 1:
-      // 8-bit WAV is unsigned, centred on 128.
-      return (o) => (data.getUint8(o) - 128) / 128;
-    case 2:
-      return (o) => data.getInt16(o, true) / 32768;
-    case 3:
-      return (o) => ((data.getInt8(o + 2) << 16) | data.getUint16(o, true)) / 8388608;
-    default:
-      return (o) => data.getInt32(o, true) / 2147483648;
-  }
+  const layout = readWavLayout(bytes);
+  pcm.checkShape(layout.channelCount, layout.sampleRateHz);
+  pcm.checkDeclared(Math.floor(layout.dataBytes / (layout.channelCount * layout.bytesPerSample)) / layout.sampleRateHz, "the WAV data chunk holds");
+  return decodeWavSamples(bytes, layout);
 }
 
 // ---------------------------------------------------------------------------------------------

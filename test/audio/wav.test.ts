@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { encodeWav, floatToInt16, pcm16Bytes, wavHeader } from "../../src/audio/wav.ts";
+import { decodeWav, encodeWav, floatToInt16, pcm16Bytes, readWavLayout, wavHeader } from "../../src/audio/wav.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 
 interface ParsedWavHeader {
@@ -110,5 +110,119 @@ describe("encodeWav", () => {
     const decoded = decodeWithFfmpeg(encodeWav(new Float32Array(22050).fill(0.1), 22050));
     expect(decoded).toMatchObject({ sampleRateHz: 22050, channels: 1, codec: "pcm_s16le" });
     expect(decoded.samples.length).toBe(22050);
+  });
+});
+
+/** A RIFF/WAVE file of the given chunks, each padded to an even length; `declaredBytes` overrides a chunk's size field. */
+function riffWave(chunks: { tag: string; body: Uint8Array; declaredBytes?: number }[]): Uint8Array {
+  const parts: number[] = [];
+  const pushUint32 = (value: number) => parts.push(value & 0xff, (value >>> 8) & 0xff, (value >>> 16) & 0xff, (value >>> 24) & 0xff);
+  const pushTag = (tag: string) => parts.push(...Array.from(tag, (character) => character.charCodeAt(0)));
+  pushTag("RIFF");
+  pushUint32(0);
+  pushTag("WAVE");
+  for (const chunk of chunks) {
+    pushTag(chunk.tag);
+    pushUint32(chunk.declaredBytes ?? chunk.body.length);
+    parts.push(...chunk.body);
+    if (chunk.body.length % 2 === 1) parts.push(0);
+  }
+  return Uint8Array.from(parts);
+}
+
+/** A fmt chunk body: format tag, channels, rate, block align and bits, optionally WAVE_FORMAT_EXTENSIBLE around `formatTag`. */
+function fmtChunk(options: { formatTag: number; channels: number; sampleRateHz: number; bitsPerSample: number; extensible?: boolean }): Uint8Array {
+  const body = new Uint8Array(options.extensible ? 40 : 16);
+  const view = new DataView(body.buffer);
+  const blockAlign = options.channels * Math.ceil(options.bitsPerSample / 8);
+  view.setUint16(0, options.extensible ? 0xfffe : options.formatTag, true);
+  view.setUint16(2, options.channels, true);
+  view.setUint32(4, options.sampleRateHz, true);
+  view.setUint32(8, options.sampleRateHz * blockAlign, true);
+  view.setUint16(12, blockAlign, true);
+  view.setUint16(14, options.bitsPerSample, true);
+  if (options.extensible) {
+    view.setUint16(16, 22, true);
+    view.setUint16(24, options.formatTag, true);
+    body.set([0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71], 28);
+  }
+  return body;
+}
+
+const bytesOf = (view: ArrayBufferView) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+const PCM16_MONO_16K = fmtChunk({ formatTag: 1, channels: 1, sampleRateHz: 16000, bitsPerSample: 16 });
+
+describe("decodeWav (the one WAV reader: uploads, ref_audio and the classic model's Flite output)", () => {
+  test("reads back what encodeWav wrote, as the 16-bit values over 32768", () => {
+    const samples = Float32Array.of(0, 0.5, -0.5, 1, -1, 0.123);
+    const decoded = decodeWav(encodeWav(samples, 16000));
+    expect(decoded.sampleRateHz).toBe(16000);
+    expect(decoded.channels).toHaveLength(1);
+    expect(Array.from(decoded.channels[0]!)).toEqual(Array.from(floatToInt16(samples), (value) => value / 32768));
+  });
+
+  test("reads float samples as floats, not as 16-bit integers", () => {
+    const values = Float32Array.of(0.25, -0.75, 0.5, 1);
+    const file = riffWave([
+      { tag: "fmt ", body: fmtChunk({ formatTag: 3, channels: 1, sampleRateHz: 24000, bitsPerSample: 32 }) },
+      { tag: "data", body: bytesOf(values) },
+    ]);
+    expect(decodeWav(file)).toEqual({ channels: [values], sampleRateHz: 24000 });
+  });
+
+  test("reads 8-bit unsigned, 24-bit and WAVE_FORMAT_EXTENSIBLE stereo PCM", () => {
+    const eightBit = riffWave([
+      { tag: "fmt ", body: fmtChunk({ formatTag: 1, channels: 1, sampleRateHz: 8000, bitsPerSample: 8 }) },
+      { tag: "data", body: Uint8Array.of(128, 192, 64) },
+    ]);
+    expect(Array.from(decodeWav(eightBit).channels[0]!)).toEqual([0, 0.5, -0.5]);
+    const twentyFourBit = riffWave([
+      { tag: "fmt ", body: fmtChunk({ formatTag: 1, channels: 1, sampleRateHz: 48000, bitsPerSample: 24 }) },
+      { tag: "data", body: Uint8Array.of(0x00, 0x00, 0x40, 0x00, 0x00, 0xc0) },
+    ]);
+    expect(Array.from(decodeWav(twentyFourBit).channels[0]!)).toEqual([0.5, -0.5]);
+    const stereo = riffWave([
+      { tag: "fmt ", body: fmtChunk({ formatTag: 1, channels: 2, sampleRateHz: 44100, bitsPerSample: 16, extensible: true }) },
+      { tag: "data", body: bytesOf(Int16Array.of(16384, -16384, 8192, -8192)) },
+    ]);
+    const decoded = decodeWav(stereo);
+    expect(decoded.sampleRateHz).toBe(44100);
+    expect(decoded.channels.map((channel) => Array.from(channel))).toEqual([
+      [0.5, 0.25],
+      [-0.5, -0.25],
+    ]);
+  });
+
+  test("skips other chunks, odd-sized ones by their pad byte, and stops at the declared data size", () => {
+    const file = riffWave([
+      { tag: "LIST", body: Uint8Array.of(1, 2, 3) },
+      { tag: "fmt ", body: PCM16_MONO_16K },
+      { tag: "data", body: bytesOf(Int16Array.of(16384, 8192)) },
+      { tag: "junk", body: Uint8Array.of(0xff, 0x7f) },
+    ]);
+    expect(Array.from(decodeWav(file).channels[0]!)).toEqual([0.5, 0.25]);
+  });
+
+  test("a streamed size (0xFFFFFFFF) or a cut file runs to the end, dropping a partial frame", () => {
+    const file = riffWave([
+      { tag: "fmt ", body: PCM16_MONO_16K },
+      { tag: "data", body: Uint8Array.of(0x00, 0x40, 0x00, 0x20), declaredBytes: 0xffffffff },
+    ]);
+    expect(readWavLayout(file)).toMatchObject({ dataByteOffset: 44, dataBytes: 4 });
+    expect(Array.from(decodeWav(file).channels[0]!)).toEqual([0.5, 0.25]);
+    const cut = encodeWav(Float32Array.of(0.5, 0.5, 0.5), 16000).subarray(0, 44 + 3);
+    expect(decodeWav(cut).channels[0]!.length).toBe(1);
+  });
+
+  test("refuses what is not a WAV file, or one whose chunks are out of order, truncated or unsupported", () => {
+    expect(() => decodeWav(new TextEncoder().encode("RIFF....AVI LIST"))).toThrow("not a RIFF/WAVE file");
+    expect(() => decodeWav(Uint8Array.of(0x52, 0x49))).toThrow("not a RIFF/WAVE file");
+    expect(() => decodeWav(riffWave([{ tag: "data", body: Uint8Array.of(0, 0) }, { tag: "fmt ", body: PCM16_MONO_16K }]))).toThrow("the data chunk comes before the fmt chunk");
+    expect(() => decodeWav(riffWave([{ tag: "fmt ", body: PCM16_MONO_16K }]))).toThrow("no data chunk");
+    expect(() => decodeWav(riffWave([{ tag: "fmt ", body: PCM16_MONO_16K.subarray(0, 8), declaredBytes: 16 }]))).toThrow("the file ends inside its fmt chunk");
+    const alaw = riffWave([{ tag: "fmt ", body: fmtChunk({ formatTag: 6, channels: 1, sampleRateHz: 8000, bitsPerSample: 8 }) }, { tag: "data", body: Uint8Array.of(0, 0) }]);
+    expect(() => decodeWav(alaw)).toThrow("unsupported WAV format tag 0x6");
+    const noChannels = riffWave([{ tag: "fmt ", body: fmtChunk({ formatTag: 1, channels: 0, sampleRateHz: 8000, bitsPerSample: 16 }) }, { tag: "data", body: Uint8Array.of(0, 0) }]);
+    expect(() => decodeWav(noChannels)).toThrow("the fmt chunk declares 0 channels");
   });
 });

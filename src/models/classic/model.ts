@@ -11,6 +11,7 @@
  */
 import type { ModelCapabilities, AudioChunk, SpeechModel, SynthesisJob } from "../contract.ts";
 import { FliteClient } from "./flite-client.ts";
+import { decodeWav } from "../../audio/wav.ts";
 
 /** Flite's built-in English voices usable at 16 kHz, most intelligible first (bench WER: 5%, 9%, 13%, 16%). */
 const FLITE_VOICES = ["rms", "kal16", "slt", "awb"] as const;
@@ -75,34 +76,6 @@ export function countTokens(text: string): number {
   return text.match(/[\p{L}\p{N}]+(?:'[\p{L}\p{N}]+)*|[^\s\p{L}\p{N}]/gu)?.length ?? 0;
 }
 
-/** Extracts mono 16-bit PCM from a RIFF/WAVE buffer as floats in [-1, 1). */
-function decodeWav(wav: Uint8Array): { samples: Float32Array; sampleRateHz: number } {
-  const view = new DataView(wav.buffer, wav.byteOffset, wav.byteLength);
-  const tag = (o: number) => String.fromCharCode(wav[o]!, wav[o + 1]!, wav[o + 2]!, wav[o + 3]!);
-  if (wav.byteLength < 12 || tag(0) !== "RIFF" || tag(8) !== "WAVE") throw new Error("flite: output is not a WAV file");
-  let sampleRateHz = 0;
-  let channels = 1;
-  let bits = 16;
-  for (let off = 12; off + 8 <= wav.byteLength; ) {
-    const id = tag(off);
-    const size = view.getUint32(off + 4, true);
-    const body = off + 8;
-    if (id === "fmt ") {
-      channels = view.getUint16(body + 2, true);
-      sampleRateHz = view.getUint32(body + 4, true);
-      bits = view.getUint16(body + 14, true);
-    } else if (id === "data") {
-      if (channels !== 1 || bits !== 16) throw new Error(`flite: unexpected WAV format ${channels} ch ${bits} bit`);
-      const n = Math.floor(Math.min(size, wav.byteLength - body) / 2);
-      const samples = new Float32Array(n);
-      for (let i = 0; i < n; i++) samples[i] = view.getInt16(body + 2 * i, true) / 32768;
-      return { samples, sampleRateHz };
-    }
-    off = body + size + (size & 1);
-  }
-  throw new Error("flite: WAV has no data chunk");
-}
-
 class ClassicModel implements SpeechModel {
   readonly capabilities = CAPABILITIES;
 
@@ -117,9 +90,15 @@ class ClassicModel implements SpeechModel {
     // A leading space keeps text that starts with "-" from reading as an option.
     const wav = await this.flite.run(["-voice", voice, "-t", ` ${sentence} `], signal);
     if (!wav) return new Float32Array(0);
-    const { samples, sampleRateHz } = decodeWav(wav);
-    if (sampleRateHz !== NATIVE_RATE_HZ) throw new Error(`flite voice ${voice} produced ${sampleRateHz} Hz`);
-    return samples;
+    let decoded: ReturnType<typeof decodeWav>;
+    try {
+      decoded = decodeWav(wav);
+    } catch (error) {
+      throw new Error(`flite: its output is not a readable WAV file (${(error as Error).message})`, { cause: error });
+    }
+    const { channels, sampleRateHz } = decoded;
+    if (channels.length !== 1 || sampleRateHz !== NATIVE_RATE_HZ) throw new Error(`flite voice ${voice} produced ${channels.length} channels at ${sampleRateHz} Hz`);
+    return channels[0]!;
   }
 
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
