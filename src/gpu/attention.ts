@@ -7,7 +7,7 @@
  *   cache   [slots, 2, context, heads, headDim]   zero-initialised; slot per stream via the stream table
  *   output  [streams, steps, heads · headDim]
  */
-import { kernelDispatch, requireFloats, requireShape, storageBuffer, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, storageBuffer, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface AttentionShape {
   streams: number;
@@ -55,13 +55,19 @@ export function attentionUniforms(shape: AttentionShape): UniformFields {
 
 export function attention(device: GPUDevice, shape: AttentionShape, buffers: AttentionBuffers): KernelDispatch[] {
   const { streams, steps, heads, headDim, context, slots } = shape;
-  requireShape("attention", { streams, steps, heads, headDim, context, slots });
-  if (headDim > MAX_HEAD_DIM) throw new Error(`attention: head_dim ${headDim} exceeds the kernel's ${MAX_HEAD_DIM}`);
-  if (streams > slots) throw new Error(`attention: ${streams} streams need at least as many cache slots, not ${slots}`);
-  requireFloats(buffers.qkv, streams * steps * 3 * heads * headDim, "attention qkv");
-  requireFloats(buffers.output, streams * steps * heads * headDim, "attention output");
-  requireFloats(buffers.cache, kvCacheFloats(shape), "attention cache");
-  requireFloats(buffers.streamTable, streams * 2, "attention stream table");
+  validateInputs("attention", {
+    dims: { streams, steps, heads, headDim, context, slots },
+    rules: [
+      [`headDim ≤ ${MAX_HEAD_DIM}`, headDim <= MAX_HEAD_DIM, `head_dim ${headDim} exceeds the kernel's ${MAX_HEAD_DIM}`],
+      ["slots ≥ streams", slots >= streams, `${streams} streams need at least as many cache slots, not ${slots}`],
+    ],
+    buffers: {
+      qkv: [buffers.qkv, streams * steps * 3 * heads * headDim],
+      output: [buffers.output, streams * steps * heads * headDim],
+      cache: [buffers.cache, kvCacheFloats(shape)],
+      "stream table": [buffers.streamTable, streams * 2],
+    },
+  });
   const uniforms = attentionUniforms(shape);
   return [
     kernelDispatch(device, { name: "attention", entryPoint: "attend" }, uniforms, [buffers.streamTable, buffers.qkv, buffers.cache, buffers.output], [heads, steps, streams]),

@@ -4,7 +4,7 @@
  * which fits kernels whose every entry point reads every binding; with `layout: "auto"` a bind group must
  * name exactly the bindings its entry point uses, so these hosts list them by number.
  */
-import { computePipeline, packUniforms, uniformBuffer, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { computePipeline, packUniforms, uniformBuffer, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export function boundDispatch(
   device: GPUDevice,
@@ -15,7 +15,7 @@ export function boundDispatch(
 ): KernelDispatch {
   const pipeline = computePipeline(device, kernel.name, kernel.entryPoint);
   const limit = device.limits.maxComputeWorkgroupsPerDimension;
-  if (workgroups.some((count) => count > limit)) throw new Error(`${kernel.name}.${kernel.entryPoint}: ${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`);
+  validateInputs(`${kernel.name}.${kernel.entryPoint}`, { rules: [["workgroups ≤ maxComputeWorkgroupsPerDimension", workgroups.every((count) => count <= limit), `${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`]] });
   const bindGroup = device.createBindGroup({
     label: `${kernel.name}.${kernel.entryPoint}`,
     layout: pipeline.getBindGroupLayout(0),

@@ -6,7 +6,7 @@
  * The Mimi upsample (§1.5) is the depthwise case, groups = Cin = Cout, without bias.
  */
 import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
-import { requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface ConvTranspose1dShape {
   batch: number;
@@ -48,17 +48,6 @@ export function convTranspose1dOutputLength(shape: Pick<ConvTranspose1dShape, "i
   return shape.inLength * shape.stride;
 }
 
-export function checkConvTranspose1dShape(shape: ConvTranspose1dShape): void {
-  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups } = shape;
-  for (const [name, value] of Object.entries({ batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups })) {
-    if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv-transpose1d: ${name} = ${value} must be a positive integer`);
-  }
-  if (slots < batch) throw new RangeError(`conv-transpose1d: ${batch} streams need at least as many state slots, not ${slots}`);
-  if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv-transpose1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
-  // Upstream's StreamingConvTranspose1d asserts K ≥ S: with a gap between kernels there is nothing to carry.
-  if (kernelSize < stride) throw new RangeError(`conv-transpose1d: kernel ${kernelSize} is shorter than the stride ${stride}`);
-}
-
 /** ConvTranspose1dParams of kernels/conv-transpose1d.wgsl, in declaration order. */
 export function convTranspose1dUniforms(shape: ConvTranspose1dShape): UniformFields {
   return [
@@ -76,19 +65,29 @@ export function convTranspose1dUniforms(shape: ConvTranspose1dShape): UniformFie
 
 /** The call's dispatches in order: output and new partial (to scratch), then scratch into `partial`. */
 export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspose1dShape, buffers: ConvTranspose1dBuffers): KernelDispatch[] {
-  checkConvTranspose1dShape(shape);
-  const { batch, inChannels, outChannels, inLength, kernelSize, groups } = shape;
+  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups } = shape;
   const partialLength = convTranspose1dPartialLength(shape);
   const outLength = convTranspose1dOutputLength(shape);
   const partialFloats = batch * outChannels * partialLength;
-  requireFloats(buffers.input, batch * inChannels * inLength, "conv-transpose1d input");
-  requireFloats(buffers.streamTable, batch * 2, "conv-transpose1d stream table");
-  requireFloats(buffers.partial, shape.slots * outChannels * partialLength, "conv-transpose1d partial");
-  requireFloats(buffers.scratch, partialFloats, "conv-transpose1d scratch");
-  requireFloats(buffers.weight, inChannels * (outChannels / groups) * kernelSize, "conv-transpose1d weight");
-  requireFloats(buffers.output, batch * outChannels * outLength, "conv-transpose1d output");
-  if (shape.hasBias !== (buffers.bias !== undefined)) throw new Error(`conv-transpose1d: hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`);
-  if (buffers.bias) requireFloats(buffers.bias, outChannels, "conv-transpose1d bias");
+  validateInputs("conv-transpose1d", {
+    dims: { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, groups },
+    rules: [
+      ["slots ≥ batch", slots >= batch, `${batch} streams need at least as many state slots, not ${slots}`],
+      ["groups divide the channels", inChannels % groups === 0 && outChannels % groups === 0, `${inChannels} → ${outChannels} channels do not split into ${groups} groups`],
+      // Upstream's StreamingConvTranspose1d asserts K ≥ S: with a gap between kernels there is nothing to carry.
+      ["kernelSize ≥ stride", kernelSize >= stride, `kernel ${kernelSize} is shorter than the stride ${stride}`],
+      ["a bias buffer iff hasBias", shape.hasBias === (buffers.bias !== undefined), `hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`],
+    ],
+    buffers: {
+      input: [buffers.input, batch * inChannels * inLength],
+      "stream table": [buffers.streamTable, batch * 2],
+      partial: [buffers.partial, slots * outChannels * partialLength],
+      scratch: [buffers.scratch, partialFloats],
+      weight: [buffers.weight, inChannels * (outChannels / groups) * kernelSize],
+      bias: [buffers.bias, outChannels],
+      output: [buffers.output, batch * outChannels * outLength],
+    },
+  });
   const uniforms = convTranspose1dUniforms(shape);
   const main = boundDispatch(
     device,
@@ -104,7 +103,7 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
       [6, buffers.output],
       [7, buffers.streamTable],
     ],
-    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * shape.stride * Math.ceil(Math.ceil((outLength + partialLength) / shape.stride) / FRAMES_PER_INVOCATION)) / 64), batch, 1],
+    [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * stride * Math.ceil(Math.ceil((outLength + partialLength) / stride) / FRAMES_PER_INVOCATION)) / 64), batch, 1],
   );
   if (partialFloats === 0) return [main];
   return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];

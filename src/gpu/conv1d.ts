@@ -6,7 +6,7 @@
  * The 1×1 output projection of the Mimi quantizer is the K = 1 case (no tail).
  */
 import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
-import { elementwiseGrid, requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface Conv1dShape {
   batch: number;
@@ -65,17 +65,6 @@ export function conv1dOutputLength(shape: Pick<Conv1dShape, "inLength" | "stride
   return shape.inLength / shape.stride;
 }
 
-export function checkConv1dShape(shape: Conv1dShape): void {
-  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
-  for (const [name, value] of Object.entries({ batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups })) {
-    if (!Number.isInteger(value) || value < 1) throw new RangeError(`conv1d: ${name} = ${value} must be a positive integer`);
-  }
-  if (slots < batch) throw new RangeError(`conv1d: ${batch} streams need at least as many state slots, not ${slots}`);
-  if (inChannels % groups !== 0 || outChannels % groups !== 0) throw new RangeError(`conv1d: ${inChannels} → ${outChannels} channels do not split into ${groups} groups`);
-  if (inLength % stride !== 0) throw new RangeError(`conv1d: input length ${inLength} is not a multiple of the stride ${stride} (streaming convs take whole strides)`);
-  if (conv1dTailLength(shape) < 0) throw new RangeError(`conv1d: stride ${stride} exceeds the effective kernel ${(kernelSize - 1) * dilation + 1}`);
-}
-
 /** Conv1dParams of kernels/conv1d.wgsl, in declaration order. */
 export function conv1dUniforms(shape: Conv1dShape): UniformFields {
   return [
@@ -97,20 +86,31 @@ export function conv1dUniforms(shape: Conv1dShape): UniformFields {
 
 /** The call's dispatches in order: window assembly, output, new tails (only the output without a tail). */
 export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers: Conv1dBuffers): KernelDispatch[] {
-  checkConv1dShape(shape);
-  const { batch, inChannels, outChannels, inLength, kernelSize, groups } = shape;
+  const { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups } = shape;
   const outLength = conv1dOutputLength(shape);
-  const tailFloats = batch * inChannels * conv1dTailLength(shape);
-  requireFloats(buffers.input, batch * inChannels * inLength, "conv1d input");
-  requireFloats(buffers.streamTable, batch * 2, "conv1d stream table");
-  requireFloats(buffers.previous, shape.slots * inChannels * conv1dTailLength(shape), "conv1d previous");
-  if (tailFloats > 0) requireFloats(buffers.window, conv1dWindowFloats(shape), "conv1d window");
-  requireFloats(buffers.weight, outChannels * (inChannels / groups) * kernelSize, "conv1d weight");
-  requireFloats(buffers.output, batch * outChannels * outLength, "conv1d output");
-  if (shape.hasBias !== (buffers.bias !== undefined)) throw new Error(`conv1d: hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`);
-  if (shape.hasResidual !== (buffers.residual !== undefined)) throw new Error(`conv1d: hasResidual is ${shape.hasResidual} but a residual buffer was${buffers.residual ? "" : " not"} given`);
-  if (buffers.bias) requireFloats(buffers.bias, outChannels, "conv1d bias");
-  if (buffers.residual) requireFloats(buffers.residual, batch * outChannels * outLength, "conv1d residual");
+  const tailLength = conv1dTailLength(shape);
+  const tailFloats = batch * inChannels * tailLength;
+  validateInputs("conv1d", {
+    dims: { batch, slots, inChannels, outChannels, inLength, kernelSize, stride, dilation, groups },
+    rules: [
+      ["slots ≥ batch", slots >= batch, `${batch} streams need at least as many state slots, not ${slots}`],
+      ["groups divide the channels", inChannels % groups === 0 && outChannels % groups === 0, `${inChannels} → ${outChannels} channels do not split into ${groups} groups`],
+      ["stride divides inLength", inLength % stride === 0, `input length ${inLength} is not a multiple of the stride ${stride} (streaming convs take whole strides)`],
+      ["stride ≤ effective kernel", tailLength >= 0, `stride ${stride} exceeds the effective kernel ${(kernelSize - 1) * dilation + 1}`],
+      ["a bias buffer iff hasBias", shape.hasBias === (buffers.bias !== undefined), `hasBias is ${shape.hasBias} but a bias buffer was${buffers.bias ? "" : " not"} given`],
+      ["a residual buffer iff hasResidual", shape.hasResidual === (buffers.residual !== undefined), `hasResidual is ${shape.hasResidual} but a residual buffer was${buffers.residual ? "" : " not"} given`],
+    ],
+    buffers: {
+      input: [buffers.input, batch * inChannels * inLength],
+      "stream table": [buffers.streamTable, batch * 2],
+      previous: [buffers.previous, slots * inChannels * tailLength],
+      window: [tailFloats > 0 ? buffers.window : null, conv1dWindowFloats(shape)],
+      weight: [buffers.weight, outChannels * (inChannels / groups) * kernelSize],
+      bias: [buffers.bias, outChannels],
+      residual: [buffers.residual, batch * outChannels * outLength],
+      output: [buffers.output, batch * outChannels * outLength],
+    },
+  });
   const uniforms = conv1dUniforms(shape);
   // Unused optional inputs still need a binding (the flags are runtime values): read-only aliases of the weight.
   // Without a tail the window is the input itself.

@@ -1,5 +1,5 @@
 /** Host side of kernels/elu.wgsl: ELU (α = 1) over `count` floats of any batched tensor. */
-import { elementwiseGrid, kernelDispatch, requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export function eluUniforms(count: number): UniformFields {
   return [["u32", count]];
@@ -7,9 +7,13 @@ export function eluUniforms(count: number): UniformFields {
 
 /** ELU of the first `count` floats of `input` into `output`. */
 export function eluDispatch(device: GPUDevice, count: number, input: GPUBuffer, output: GPUBuffer): KernelDispatch {
-  if (!Number.isInteger(count) || count < 0) throw new RangeError(`elu: count ${count} is not a length`);
-  if (input === output) throw new Error("elu: input and output must be different buffers (WebGPU forbids a read-only and a writable binding of one buffer)");
-  requireFloats(input, count, "elu input");
-  requireFloats(output, count, "elu output");
+  validateInputs("elu", {
+    rules: [
+      ["count is a whole number", Number.isInteger(count) && count >= 0, `count ${count} is not a length`],
+      // WebGPU forbids a read-only and a writable binding of one buffer in one dispatch.
+      ["input ≠ output", input !== output, "input and output must be different buffers"],
+    ],
+    buffers: { input: [input, count], output: [output, count] },
+  });
   return kernelDispatch(device, { name: "elu" }, eluUniforms(count), [input, output], elementwiseGrid(device, count, 64));
 }

@@ -1,5 +1,5 @@
 /** Exact (erf) GELU in place over `count` floats (kernels/gelu.wgsl), the Mimi transformers' FFN activation (§1.4). */
-import { elementwiseGrid, kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 // The WGSL WORKGROUP_SIZE.
 const WORKGROUP_SIZE = 256;
@@ -10,7 +10,6 @@ export function geluUniforms(count: number): UniformFields {
 }
 
 export function gelu(device: GPUDevice, count: number, values: GPUBuffer): KernelDispatch {
-  requireShape("gelu", { count });
-  requireFloats(values, count, "gelu values");
+  validateInputs("gelu", { dims: { count }, buffers: { values: [values, count] } });
   return kernelDispatch(device, { name: "gelu" }, geluUniforms(count), [values], elementwiseGrid(device, count, WORKGROUP_SIZE));
 }

@@ -130,16 +130,48 @@ export function elementwiseGrid(device: GPUDevice, count: number, workgroupSize:
   return [limit, Math.ceil(groups / limit), 1];
 }
 
-/** Throws unless every named shape number is a positive integer (zero-sized dispatches are never meant). */
-export function requireShape(op: string, shape: Record<string, number>): void {
-  for (const [name, value] of Object.entries(shape)) {
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${op}: ${name} must be a positive integer, got ${value}`);
+/**
+ * A kernel host was handed a shape or buffers its kernel cannot run on. `rule` states the broken rule as the
+ * host checks it ("slots ≥ batch", "weight holds the shape"), so the error says which rule failed, not only
+ * the numbers.
+ */
+export class KernelInputError extends RangeError {
+  constructor(
+    readonly kernel: string,
+    readonly rule: string,
+    detail: string,
+  ) {
+    super(`${kernel}: ${detail} (rule: ${rule})`);
+    this.name = "KernelInputError";
   }
 }
 
-/** Throws unless `buffer` holds at least `floats` 4-byte elements: a short binding would read out of range. */
-export function requireFloats(buffer: GPUBuffer, floats: number, what: string): void {
-  if (buffer.size < floats * 4) throw new Error(`${what}: buffer of ${buffer.size} bytes is smaller than the ${floats} floats it must hold`);
+export interface KernelInputs {
+  /** Shape numbers that must be positive integers (a zero-sized dispatch is never meant). */
+  dims?: Readonly<Record<string, number>>;
+  /** The kernel's own rules, checked in order after `dims`: the rule, whether it holds, what broke it. */
+  rules?: ReadonlyArray<readonly [rule: string, holds: boolean, detail: string]>;
+  /**
+   * Each bound buffer with the floats the shape makes the kernel touch: a short binding would read or write
+   * out of range. An optional buffer that is absent (null or undefined) is skipped.
+   */
+  buffers?: Readonly<Record<string, readonly [buffer: GPUBuffer | null | undefined, floats: number]>>;
+}
+
+/**
+ * Every host's opening check, after onnxruntime's `validateInputs`: throws a KernelInputError for the first
+ * broken rule (dims, then the kernel's rules, then buffer sizes) before anything is built.
+ */
+export function validateInputs(kernel: string, inputs: KernelInputs): void {
+  for (const [name, value] of Object.entries(inputs.dims ?? {})) {
+    if (!Number.isInteger(value) || value < 1) throw new KernelInputError(kernel, `${name} is a positive integer`, `${name} = ${value}`);
+  }
+  for (const [rule, holds, detail] of inputs.rules ?? []) {
+    if (!holds) throw new KernelInputError(kernel, rule, detail);
+  }
+  for (const [name, [buffer, floats]] of Object.entries(inputs.buffers ?? {})) {
+    if (buffer && buffer.size < floats * 4) throw new KernelInputError(kernel, `${name} holds the shape`, `the ${name} buffer of ${buffer.size} bytes is smaller than the ${floats} floats it must hold`);
+  }
 }
 
 /** One prepared kernel launch: pipeline, bound buffers and workgroup counts, encodable any number of times. */
@@ -163,7 +195,7 @@ export function kernelDispatch(
 ): KernelDispatch {
   const pipeline = computePipeline(device, kernel.name, kernel.entryPoint);
   const limit = device.limits.maxComputeWorkgroupsPerDimension;
-  if (workgroups.some((count) => count > limit)) throw new Error(`${kernel.name}: ${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`);
+  validateInputs(kernel.name, { rules: [["workgroups ≤ maxComputeWorkgroupsPerDimension", workgroups.every((count) => count <= limit), `${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`]] });
   const bindGroup = device.createBindGroup({
     label: kernel.name,
     layout: pipeline.getBindGroupLayout(0),

@@ -2,7 +2,7 @@
  * Host side of kernels/latent-denorm.wgsl: normalised FlowLM latents [N, T, D] → z = latent · emb_std +
  * emb_mean, channel-major [N, D, T] for the quantizer's 1×1 output projection (docs/pocket-tts.md §1.6).
  */
-import { kernelDispatch, requireFloats, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface LatentDenormShape {
   batch: number;
@@ -24,12 +24,14 @@ export function latentDenormDispatch(
   buffers: { latents: GPUBuffer; embStd: GPUBuffer; embMean: GPUBuffer; output: GPUBuffer },
 ): KernelDispatch {
   const { batch, latentDim, frames } = shape;
-  for (const [name, value] of Object.entries(shape)) {
-    if (!Number.isInteger(value) || value < 1) throw new RangeError(`latent-denorm: ${name} = ${value} must be a positive integer`);
-  }
-  requireFloats(buffers.latents, batch * frames * latentDim, "latent-denorm latents");
-  requireFloats(buffers.embStd, latentDim, "latent-denorm emb_std");
-  requireFloats(buffers.embMean, latentDim, "latent-denorm emb_mean");
-  requireFloats(buffers.output, batch * frames * latentDim, "latent-denorm output");
+  validateInputs("latent-denorm", {
+    dims: { batch, latentDim, frames },
+    buffers: {
+      latents: [buffers.latents, batch * frames * latentDim],
+      emb_std: [buffers.embStd, latentDim],
+      emb_mean: [buffers.embMean, latentDim],
+      output: [buffers.output, batch * frames * latentDim],
+    },
+  });
   return kernelDispatch(device, { name: "latent-denorm" }, latentDenormUniforms(shape), [buffers.latents, buffers.embStd, buffers.embMean, buffers.output], [Math.ceil(frames / 64), latentDim, batch]);
 }

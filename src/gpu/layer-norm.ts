@@ -2,7 +2,7 @@
  * LayerNorm over the last dimension (kernels/layer-norm.wgsl): x [rows, channels] → y [rows, channels],
  * rows = streams · steps. The Mimi transformers use eps 1e-5 (docs/pocket-tts.md §1.4).
  */
-import { kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface LayerNormShape {
   rows: number;
@@ -24,11 +24,10 @@ export function layerNormUniforms(shape: LayerNormShape): UniformFields {
 
 export function layerNorm(device: GPUDevice, shape: LayerNormShape, buffers: LayerNormBuffers): KernelDispatch {
   const { rows, channels, eps } = shape;
-  requireShape("layerNorm", { rows, channels });
-  if (!(eps > 0)) throw new Error(`layerNorm: eps must be positive, got ${eps}`);
-  requireFloats(buffers.input, rows * channels, "layerNorm input");
-  requireFloats(buffers.output, rows * channels, "layerNorm output");
-  requireFloats(buffers.weight, channels, "layerNorm weight");
-  requireFloats(buffers.bias, channels, "layerNorm bias");
+  validateInputs("layer-norm", {
+    dims: { rows, channels },
+    rules: [["eps > 0", eps > 0, `eps = ${eps}`]],
+    buffers: { input: [buffers.input, rows * channels], output: [buffers.output, rows * channels], weight: [buffers.weight, channels], bias: [buffers.bias, channels] },
+  });
   return kernelDispatch(device, { name: "layer-norm" }, layerNormUniforms(shape), [buffers.input, buffers.weight, buffers.bias, buffers.output], [rows, 1, 1]);
 }

@@ -2,7 +2,7 @@
  * Layer-scale residual in place (kernels/layer-scale.wgsl): residual [rows, channels] += scale [channels] ⊙
  * update [rows, channels], the `x + layer_scale(update)` closing each half of a Mimi transformer layer.
  */
-import { elementwiseGrid, kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface LayerScaleShape {
   rows: number;
@@ -25,9 +25,9 @@ export function layerScaleUniforms(shape: LayerScaleShape): UniformFields {
 
 export function layerScale(device: GPUDevice, shape: LayerScaleShape, buffers: LayerScaleBuffers): KernelDispatch {
   const { rows, channels } = shape;
-  requireShape("layerScale", { rows, channels });
-  requireFloats(buffers.update, rows * channels, "layerScale update");
-  requireFloats(buffers.residual, rows * channels, "layerScale residual");
-  requireFloats(buffers.scale, channels, "layerScale scale");
+  validateInputs("layer-scale", {
+    dims: { rows, channels },
+    buffers: { update: [buffers.update, rows * channels], residual: [buffers.residual, rows * channels], scale: [buffers.scale, channels] },
+  });
   return kernelDispatch(device, { name: "layer-scale" }, layerScaleUniforms(shape), [buffers.update, buffers.scale, buffers.residual], elementwiseGrid(device, rows * channels, WORKGROUP_SIZE));
 }

@@ -3,7 +3,7 @@
  * rows = streams · steps. `b` is an nn.Linear weight transposed to [in, out], as the ONNX export stores it;
  * safetensors weights ([out, in]) are transposed once at load.
  */
-import { kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface MatmulShape {
   rows: number;
@@ -29,11 +29,10 @@ export function matmulUniforms(shape: MatmulShape, hasBias: boolean): UniformFie
 
 export function matmul(device: GPUDevice, shape: MatmulShape, buffers: MatmulBuffers): KernelDispatch {
   const { rows, inner, cols } = shape;
-  requireShape("matmul", { rows, inner, cols });
-  requireFloats(buffers.a, rows * inner, "matmul a");
-  requireFloats(buffers.b, inner * cols, "matmul b");
-  requireFloats(buffers.out, rows * cols, "matmul out");
-  if (buffers.bias) requireFloats(buffers.bias, cols, "matmul bias");
+  validateInputs("matmul", {
+    dims: { rows, inner, cols },
+    buffers: { a: [buffers.a, rows * inner], b: [buffers.b, inner * cols], out: [buffers.out, rows * cols], bias: [buffers.bias, cols] },
+  });
   // With no bias the binding still needs a buffer; `b` is never read through it (has_bias = 0).
   const bias = buffers.bias ?? buffers.b;
   return kernelDispatch(device, { name: "matmul" }, matmulUniforms(shape, buffers.bias !== null), [buffers.a, buffers.b, bias, buffers.out], [

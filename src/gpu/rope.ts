@@ -2,7 +2,7 @@
  * Interleaved rotary embedding in place on the q and k parts of qkv [streams, steps, 3, heads, head_dim]
  * (kernels/rope.wgsl, docs/pocket-tts.md §1.9), at positions offset[stream] + step from the stream table.
  */
-import { kernelDispatch, requireFloats, requireShape, storageBuffer, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, storageBuffer, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface RopeShape {
   streams: number;
@@ -35,11 +35,11 @@ const WORKGROUP_SIZE = 64;
 
 export function rope(device: GPUDevice, shape: RopeShape, buffers: { streamTable: GPUBuffer; frequencies: GPUBuffer; qkv: GPUBuffer }): KernelDispatch {
   const { streams, steps, heads, headDim } = shape;
-  requireShape("rope", { streams, steps, heads, headDim });
-  if (headDim % 2 !== 0) throw new Error(`rope: head_dim ${headDim} is odd; RoPE rotates pairs`);
-  requireFloats(buffers.qkv, streams * steps * 3 * heads * headDim, "rope qkv");
-  requireFloats(buffers.frequencies, headDim / 2, "rope frequencies");
-  requireFloats(buffers.streamTable, streams * 2, "rope stream table");
+  validateInputs("rope", {
+    dims: { streams, steps, heads, headDim },
+    rules: [["headDim is even", headDim % 2 === 0, `head_dim ${headDim} is odd; RoPE rotates pairs`]],
+    buffers: { qkv: [buffers.qkv, streams * steps * 3 * heads * headDim], frequencies: [buffers.frequencies, headDim / 2], "stream table": [buffers.streamTable, streams * 2] },
+  });
   return kernelDispatch(device, { name: "rope" }, ropeUniforms(shape), [buffers.streamTable, buffers.frequencies, buffers.qkv], [
     Math.ceil((heads * headDim) / 2 / WORKGROUP_SIZE),
     steps,

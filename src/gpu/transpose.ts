@@ -2,7 +2,7 @@
  * Batched transpose (kernels/transpose.wgsl): input [batch, rows, cols] → output [batch, cols, rows], the
  * switch between the convolutions' channels-first [N, C, T] and the transformer's time-major [N, T, C].
  */
-import { kernelDispatch, requireFloats, requireShape, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface TransposeShape {
   batch: number;
@@ -19,8 +19,6 @@ export function transposeUniforms(shape: TransposeShape): UniformFields {
 
 export function transpose(device: GPUDevice, shape: TransposeShape, buffers: { input: GPUBuffer; output: GPUBuffer }): KernelDispatch {
   const { batch, rows, cols } = shape;
-  requireShape("transpose", { batch, rows, cols });
-  requireFloats(buffers.input, batch * rows * cols, "transpose input");
-  requireFloats(buffers.output, batch * rows * cols, "transpose output");
+  validateInputs("transpose", { dims: { batch, rows, cols }, buffers: { input: [buffers.input, batch * rows * cols], output: [buffers.output, batch * rows * cols] } });
   return kernelDispatch(device, { name: "transpose" }, transposeUniforms(shape), [buffers.input, buffers.output], [Math.ceil(cols / TILE), Math.ceil(rows / TILE), batch]);
 }

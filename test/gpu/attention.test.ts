@@ -4,7 +4,7 @@ import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { attentionReference, ringFromHistories, type StreamHistory } from "./reference/attention.ts";
 import { streamTableWords } from "../../src/gpu/stream-table.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // f32 dot products of ≤ 256 terms and an online softmax against a float64 two-pass softmax.
 const ATTENTION_TOLERANCE = { atol: 2e-6, rtol: 1e-5 };
@@ -80,6 +80,17 @@ describe("attention kernel (ring KV cache, per-stream offsets)", () => {
       }
     });
   }
+
+  test("a call that breaks a rule is refused, naming the rule", async () => {
+    const { device } = await gpuForTests();
+    const large = storageBuffer(device, 1 << 16);
+    const buffers = { streamTable: large, qkv: large, cache: large, output: large };
+    const shape = { streams: 2, steps: 1, heads: 1, headDim: 4, context: 3, slots: 2 };
+    expect(() => attention(device, shape, buffers)).not.toThrow();
+    expect(brokenRule(() => attention(device, { ...shape, slots: 1 }, buffers))).toBe("slots ≥ streams");
+    expect(brokenRule(() => attention(device, { ...shape, headDim: 260 }, buffers))).toBe("headDim ≤ 256");
+    expect(brokenRule(() => attention(device, shape, { ...buffers, cache: storageBuffer(device, 44 * 4) }))).toBe("cache holds the shape");
+  });
 
   test("refuses two streams on one cache slot", async () => {
     expect(() => streamTableWords([{ slot: 1, offset: 0 }, { slot: 1, offset: 5 }], 2)).toThrow(/used by two streams/);

@@ -4,7 +4,7 @@ import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConvTranspose1d } from "./reference/conv-transpose1d.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·2 products (K = 2S overlaps two input frames) against a float64 reference.
 const CONV_TRANSPOSE_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };
@@ -27,6 +27,18 @@ const CASES: Case[] = [
 describe("conv-transpose1d kernel (streaming overlap-add)", () => {
   test("uniform struct matches the WGSL declaration", () => {
     expect(wgslStructByteSize("conv-transpose1d", "ConvTranspose1dParams")).toBe(convTranspose1dUniforms({ ...CASES[0]!.shape, slots: 3, inLength: 1 }).length * 4);
+  });
+
+  test("a call that breaks a rule is refused, naming the rule", async () => {
+    const { device } = await gpuForTests();
+    const shape: ConvTranspose1dShape = { batch: 1, slots: 1, inChannels: 4, outChannels: 6, inLength: 2, kernelSize: 4, stride: 2, groups: 2, hasBias: false };
+    const large = storageBuffer(device, 4096);
+    const buffers = { input: large, streamTable: large, partial: large, scratch: large, weight: large, output: large };
+    expect(() => convTranspose1dDispatches(device, shape, buffers)).not.toThrow();
+    expect(brokenRule(() => convTranspose1dDispatches(device, { ...shape, kernelSize: 1 }, buffers))).toBe("kernelSize ≥ stride");
+    expect(brokenRule(() => convTranspose1dDispatches(device, { ...shape, groups: 4 }, buffers))).toBe("groups divide the channels");
+    expect(brokenRule(() => convTranspose1dDispatches(device, shape, { ...buffers, bias: large }))).toBe("a bias buffer iff hasBias");
+    expect(brokenRule(() => convTranspose1dDispatches(device, shape, { ...buffers, output: storageBuffer(device, 20 * 4) }))).toBe("output holds the shape");
   });
 
   for (const [caseIndex, { name, shape: base, calls }] of CASES.entries()) {

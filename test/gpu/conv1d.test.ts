@@ -4,7 +4,7 @@ import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConv1d } from "./reference/conv1d.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·7 products of O(1) terms against a float64 reference.
 const CONV_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };
@@ -85,6 +85,19 @@ describe("conv1d kernel (causal streaming)", () => {
       }
     });
   }
+
+  test("a call that breaks a rule is refused, naming the rule", async () => {
+    const { device } = await gpuForTests();
+    const shape: Conv1dShape = { batch: 1, slots: 1, inChannels: 2, outChannels: 2, inLength: 4, kernelSize: 4, stride: 2, dilation: 1, groups: 1, hasBias: true, hasResidual: false, padMode: "constant" };
+    const large = storageBuffer(device, 4096);
+    const buffers = { input: large, streamTable: large, previous: large, window: large, weight: large, bias: large, output: large };
+    expect(() => conv1dDispatches(device, shape, buffers)).not.toThrow();
+    expect(brokenRule(() => conv1dDispatches(device, { ...shape, inLength: 5 }, buffers))).toBe("stride divides inLength");
+    expect(brokenRule(() => conv1dDispatches(device, { ...shape, batch: 2 }, buffers))).toBe("slots ≥ batch");
+    expect(brokenRule(() => conv1dDispatches(device, { ...shape, groups: 0 }, buffers))).toBe("groups is a positive integer");
+    expect(brokenRule(() => conv1dDispatches(device, shape, { ...buffers, bias: undefined }))).toBe("a bias buffer iff hasBias");
+    expect(brokenRule(() => conv1dDispatches(device, shape, { ...buffers, weight: storageBuffer(device, 12 * 4) }))).toBe("weight holds the shape");
+  });
 
   test("streaming in pieces equals one call over the whole input (reference)", () => {
     const rand = seededRandom(7);

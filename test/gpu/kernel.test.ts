@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
-import { BufferUsage, MapMode } from "../../src/gpu/kernel.ts";
+import { BufferUsage, KernelInputError, MapMode, storageBuffer, validateInputs } from "../../src/gpu/kernel.ts";
+import { brokenRule } from "./support.ts";
 
 describe("kernel plumbing", () => {
   test("the buffer-usage and map-mode flags are the spec's, as the runtime's own globals give them", async () => {
@@ -9,5 +10,33 @@ describe("kernel plumbing", () => {
     if (!globals.GPUBufferUsage || !globals.GPUMapMode) throw new Error("this runtime's WebGPU binding installs no GPUBufferUsage / GPUMapMode globals to compare with");
     for (const [name, value] of Object.entries(BufferUsage)) expect([name, globals.GPUBufferUsage[name]]).toEqual([name, value]);
     for (const [name, value] of Object.entries(MapMode)) expect([name, globals.GPUMapMode[name]]).toEqual([name, value]);
+  });
+});
+
+describe("validateInputs", () => {
+  test("names the first broken rule: dims, then the kernel's own rules, then buffer sizes", async () => {
+    const { device } = await gpuForTests();
+    const sixteenFloats = storageBuffer(device, 64);
+    const rule = (holds: boolean) => ["slots ≥ batch", holds, "2 streams need at least as many state slots, not 1"] as const;
+    expect(brokenRule(() => validateInputs("op", { dims: { batch: 2, length: 0 }, rules: [rule(false)] }))).toBe("length is a positive integer");
+    expect(brokenRule(() => validateInputs("op", { dims: { batch: 2.5 } }))).toBe("batch is a positive integer");
+    expect(brokenRule(() => validateInputs("op", { dims: { batch: 2 }, rules: [rule(true), rule(false)], buffers: { input: [sixteenFloats, 17] } }))).toBe("slots ≥ batch");
+    expect(brokenRule(() => validateInputs("op", { dims: { batch: 2 }, buffers: { input: [sixteenFloats, 16], weight: [sixteenFloats, 17] } }))).toBe("weight holds the shape");
+  });
+
+  test("accepts what holds, skips absent optional buffers, and says kernel, numbers and rule in its message", async () => {
+    const { device } = await gpuForTests();
+    const sixteenFloats = storageBuffer(device, 64);
+    expect(() => validateInputs("op", { dims: { batch: 1 }, rules: [["always", true, ""]], buffers: { input: [sixteenFloats, 16], bias: [undefined, 1000], residual: [null, 1000] } })).not.toThrow();
+    const error = (() => {
+      try {
+        validateInputs("conv1d", { buffers: { weight: [sixteenFloats, 17] } });
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(KernelInputError);
+    expect(error).toBeInstanceOf(RangeError);
+    expect((error as KernelInputError).message).toBe("conv1d: the weight buffer of 64 bytes is smaller than the 17 floats it must hold (rule: weight holds the shape)");
   });
 });

@@ -3,7 +3,7 @@ import { gpuForTests } from "../../src/gpu/device.ts";
 import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
 import { matmul, matmulUniforms } from "../../src/gpu/matmul.ts";
 import { matmulReference } from "./reference/matmul.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
 
 // f32 accumulation over up to 2048 products of O(1/√inner)-scaled weights against float64.
 const MATMUL_TOLERANCE = { atol: 1e-5, rtol: 1e-4 };
@@ -11,6 +11,14 @@ const MATMUL_TOLERANCE = { atol: 1e-5, rtol: 1e-4 };
 describe("matmul kernel", () => {
   test("packs exactly the fields of MatmulParams", () => {
     expect(matmulUniforms({ rows: 1, inner: 1, cols: 1 }, false).length * 4).toBe(wgslStructByteSize("matmul", "MatmulParams"));
+  });
+
+  test("a call that breaks a rule is refused, naming the rule", async () => {
+    const { device } = await gpuForTests();
+    const large = storageBuffer(device, 4096);
+    expect(brokenRule(() => matmul(device, { rows: 2, inner: 3, cols: 0 }, { a: large, b: large, bias: null, out: large }))).toBe("cols is a positive integer");
+    expect(brokenRule(() => matmul(device, { rows: 2, inner: 3, cols: 4 }, { a: large, b: storageBuffer(device, 8 * 4), bias: null, out: large }))).toBe("b holds the shape");
+    expect(brokenRule(() => matmul(device, { rows: 2, inner: 3, cols: 40 }, { a: large, b: large, bias: storageBuffer(device, 36 * 4), out: large }))).toBe("bias holds the shape");
   });
 
   // Mimi's in_proj (16 rows per stream and frame, 512 → 1536), linear2 (2048 → 512), and shapes of 1 and

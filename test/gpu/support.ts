@@ -2,7 +2,7 @@
  * Helpers for the WGSL kernel tests: reproducible random inputs and an element-wise closeness check that
  * names the worst element, so a failing kernel says where and by how much it is off.
  */
-import { loadKernel } from "../../src/gpu/kernel.ts";
+import { KernelInputError, loadKernel } from "../../src/gpu/kernel.ts";
 
 /** mulberry32: a tiny seeded generator of uniform floats in [0, 1), identical on every runtime. */
 export function seededRandom(seed: number): () => number {
@@ -71,4 +71,15 @@ export function wgslStructByteSize(kernelName: string, structName: string): numb
     if (!/:\s*(u32|f32|i32)$/.test(field)) throw new Error(`kernels/${kernelName}.wgsl ${structName}.${field} is not a 4-byte scalar`);
   }
   return fields.length * 4;
+}
+
+/** The rule a kernel host's check names when `build` is refused; throws when nothing (or something else) is. */
+export function brokenRule(build: () => unknown): string {
+  try {
+    build();
+  } catch (error) {
+    if (error instanceof KernelInputError) return error.rule;
+    throw error;
+  }
+  throw new Error("the call was accepted; expected a KernelInputError");
 }

@@ -15,7 +15,7 @@
  */
 import { attention, createKvCache } from "../../../gpu/attention.ts";
 import { gelu } from "../../../gpu/gelu.ts";
-import { encodeDispatches, requireFloats, requireShape, storageBuffer, type KernelDispatch } from "../../../gpu/kernel.ts";
+import { encodeDispatches, storageBuffer, validateInputs, type KernelDispatch } from "../../../gpu/kernel.ts";
 import { layerNorm } from "../../../gpu/layer-norm.ts";
 import { layerScale } from "../../../gpu/layer-scale.ts";
 import { matmul } from "../../../gpu/matmul.ts";
@@ -134,17 +134,21 @@ export class MimiTransformer {
     readonly slots: number,
   ) {
     const { dModel, heads, layers, dimFeedforward, context } = config;
-    requireShape("MimiTransformer", { dModel, heads, layers, dimFeedforward, context, slots });
-    if (dModel % heads !== 0 || (dModel / heads) % 2 !== 0) throw new Error(`MimiTransformer: d_model ${dModel} does not split into ${heads} heads of an even size`);
+    validateInputs("MimiTransformer", {
+      dims: { dModel, heads, layers, dimFeedforward, context, slots },
+      rules: [["heads of an even size", dModel % heads === 0 && (dModel / heads) % 2 === 0, `d_model ${dModel} does not split into ${heads} heads of an even size`]],
+    });
     const linears = linearSizes(config);
+    const weightSizes: Record<string, readonly [GPUBuffer, number]> = {};
     for (let layer = 0; layer < layers; layer++) {
       for (const name of MIMI_TRANSFORMER_LAYER_WEIGHTS) {
         const buffer = weights.get(`layers.${layer}.${name}`);
         if (!buffer) throw new Error(`MimiTransformer: weight layers.${layer}.${name} is missing`);
         const sizes = linears[name];
-        requireFloats(buffer, sizes ? sizes[0] * sizes[1] : dModel, `MimiTransformer layers.${layer}.${name}`);
+        weightSizes[`layers.${layer}.${name}`] = [buffer, sizes ? sizes[0] * sizes[1] : dModel];
       }
     }
+    validateInputs("MimiTransformer", { buffers: weightSizes });
     const headDim = dModel / heads;
     this.caches = Array.from({ length: layers }, (_, layer) => createKvCache(device, { slots, context, heads, headDim }, `mimi transformer layer ${layer} kv`));
     this.frequencies = ropeFrequencyBuffer(device, headDim, config.maxPeriod);
@@ -157,7 +161,7 @@ export class MimiTransformer {
 
   /** The call's dispatches, built once per (shape, buffers) and reused on every later step. */
   dispatches(streams: number, steps: number, buffers: MimiTransformerBuffers): KernelDispatch[] {
-    requireShape("MimiTransformer", { streams, steps });
+    validateInputs("MimiTransformer", { dims: { streams, steps } });
     const key = `${streams}x${steps}:${this.idOf(buffers.streamTable)}:${this.idOf(buffers.input)}:${this.idOf(buffers.output)}`;
     const cached = this.prepared.get(key);
     if (cached) return cached;
@@ -200,8 +204,7 @@ export class MimiTransformer {
     const { dModel, heads, dimFeedforward, context, eps } = config;
     const headDim = dModel / heads;
     const rows = streams * steps;
-    requireFloats(buffers.input, rows * dModel, "MimiTransformer input");
-    requireFloats(buffers.output, rows * dModel, "MimiTransformer output");
+    validateInputs("MimiTransformer", { buffers: { input: [buffers.input, rows * dModel], output: [buffers.output, rows * dModel] } });
     const scratch = this.scratchFor(rows);
     const weight = (layer: number, name: MimiTransformerLayerWeight) => this.weights.get(`layers.${layer}.${name}`)!;
     const dispatches: KernelDispatch[] = [transpose(device, { batch: streams, rows: dModel, cols: steps }, { input: buffers.input, output: scratch.residual })];
