@@ -1,6 +1,7 @@
 /**
- * Incremental segmentation for the WebSocket speech route: text arrives in arbitrary pieces (an LLM's output a
- * few characters at a time) and each sentence or clause goes to synthesis as soon as it is known to be complete.
+ * The one sentence splitter: the WebSocket speech route feeds it text as it arrives (an LLM's output a few
+ * characters at a time) and sends each sentence or clause to synthesis as soon as it is known to be complete;
+ * the classic model pushes a whole input at once and flushes.
  *
  * A boundary is decided only from text already received, and only once no later text could change the
  * decision (a "." at the end of the buffer may be "3.5"; a "." after a number depends on the next word). So the
@@ -11,8 +12,16 @@ import type { SPLIT_GRANULARITIES } from "../api/speech.ts";
 
 export type SplitGranularity = (typeof SPLIT_GRANULARITIES)[number];
 
-/** A run-on input is cut at the last whitespace before this many characters, so a stream with no boundary can't stall synthesis. */
+/**
+ * A run-on input is cut at the last whitespace before this many characters (unless the segmenter is given its
+ * own cap), so a stream with no boundary can't stall synthesis.
+ */
 export const MAX_SEGMENT_CHARS = 400;
+
+export interface TextSegmenterOptions {
+  /** The longest segment, in UTF-16 code units: a sentence past it is cut. Defaults to MAX_SEGMENT_CHARS. */
+  maxSegmentChars?: number;
+}
 
 /** A clause with fewer words stays attached to the next one: one- or two-word fragments are synthesized with choppy prosody. */
 const MIN_CLAUSE_WORDS = 4;
@@ -58,8 +67,13 @@ export class TextSegmenter {
   #judgedUpTo = 0;
   /** Null for "none", which never splits. */
   readonly #candidates: RegExp | null;
+  readonly #maxSegmentChars: number;
 
-  constructor(granularity: SplitGranularity) {
+  constructor(granularity: SplitGranularity, options: TextSegmenterOptions = {}) {
+    const maxSegmentChars = options.maxSegmentChars ?? MAX_SEGMENT_CHARS;
+    // Two code units at least, so a hard cut never has to split a surrogate pair into an empty segment.
+    if (!Number.isInteger(maxSegmentChars) || maxSegmentChars < 2) throw new RangeError(`maxSegmentChars must be an integer of at least 2, got ${maxSegmentChars}`);
+    this.#maxSegmentChars = maxSegmentChars;
     this.#candidates =
       granularity === "none" ? null : new RegExp(granularity === "clause" ? CLAUSE_CANDIDATES : SENTENCE_CANDIDATES, "gu");
   }
@@ -109,14 +123,14 @@ export class TextSegmenter {
     for (let match = candidates.exec(this.#buffer); match !== null; match = candidates.exec(this.#buffer)) {
       const matchEnd = match.index + match[0].length;
       const segmentEnd = match.groups!.paragraph === undefined ? matchEnd : match.index;
-      if (segmentEnd > MAX_SEGMENT_CHARS) break;
+      if (segmentEnd > this.#maxSegmentChars) break;
       const verdict = this.#judge(match, atEnd);
       if (verdict === "undecided") return undefined;
       // Punctuation alone ("...", a stray "—") is no sentence to synthesize: it goes along with the next one.
       if (verdict === "ends" && SPEAKABLE.test(this.#buffer.slice(0, segmentEnd))) return segmentEnd;
       this.#judgedUpTo = matchEnd;
     }
-    return this.#buffer.length > MAX_SEGMENT_CHARS ? this.#runOnCut() : undefined;
+    return this.#buffer.length > this.#maxSegmentChars ? this.#runOnCut() : undefined;
   }
 
   #judge(match: RegExpExecArray, atEnd: boolean): Verdict {
@@ -150,13 +164,14 @@ export class TextSegmenter {
     return LOWER_CASE.test(nextCharacter) ? "continues" : "ends";
   }
 
-  /** The end of a segment that has no boundary within MAX_SEGMENT_CHARS: the last whitespace, or a hard cut in one giant word. */
+  /** The end of a segment that has no boundary within the cap: the last whitespace, or a hard cut in one giant word. */
   #runOnCut(): number {
-    const window = this.#buffer.slice(0, MAX_SEGMENT_CHARS + 1);
+    const maxChars = this.#maxSegmentChars;
+    const window = this.#buffer.slice(0, maxChars + 1);
     const lastWhitespace = window.search(/\s\S*$/u);
     if (lastWhitespace > 0) return lastWhitespace;
     // Don't split a surrogate pair (an emoji, a rare CJK character) across two segments.
-    return isHighSurrogate(this.#buffer.charCodeAt(MAX_SEGMENT_CHARS - 1)) ? MAX_SEGMENT_CHARS - 1 : MAX_SEGMENT_CHARS;
+    return isHighSurrogate(this.#buffer.charCodeAt(maxChars - 1)) ? maxChars - 1 : maxChars;
   }
 }
 

@@ -214,6 +214,34 @@ describe(`the ${MAX_SEGMENT_CHARS}-character guard`, () => {
   });
 });
 
+describe("a segmenter's own cap (maxSegmentChars)", () => {
+  const CAP = 300;
+  const runOn = Array.from({ length: 120 }, (_, index) => `word${index}`).join(" ");
+  const segmentWithCap = (text: string) => {
+    const segmenter = new TextSegmenter("sentence", { maxSegmentChars: CAP });
+    return [...segmenter.push(text), ...segmenter.flush()];
+  };
+
+  test("cuts a run-on at the last whitespace before the cap, and a giant word hard, by the same rules", () => {
+    const segments = segmentWithCap(runOn);
+    expect(segments.join(" ")).toBe(runOn);
+    expect(segments[0]).toBe(runOn.slice(0, runOn.slice(0, CAP + 1).lastIndexOf(" ")));
+    for (const segment of segments) expect(segment.length).toBeLessThanOrEqual(CAP);
+    expect(segmentWithCap(`${"x".repeat(CAP - 1)}😀${"y".repeat(50)}`)).toEqual([`${"x".repeat(CAP - 1)}`, `😀${"y".repeat(50)}`]);
+  });
+
+  test("a sentence end past the cap no longer counts, one within it still wins", () => {
+    const withinCap = `${"a ".repeat((CAP - 20) / 2)}end.`;
+    expect(segmentWithCap(`${withinCap} ${runOn}`)[0]).toBe(withinCap);
+    const pastCap = `${"b ".repeat(CAP / 2 + 10)}end.`;
+    expect(segmentWithCap(pastCap)[0]!.length).toBeLessThanOrEqual(CAP);
+  });
+
+  test("refuses a cap that is not a whole number of at least two characters", () => {
+    for (const maxSegmentChars of [0, 1, 299.5, Number.NaN]) expect(() => new TextSegmenter("sentence", { maxSegmentChars })).toThrow(RangeError);
+  });
+});
+
 describe("piece-size invariance", () => {
   const FRAGMENTS = [
     "Hello there.",

@@ -6,12 +6,15 @@
  *
  * Flite runs in a worker thread (flite-client.ts, flite-worker.ts), one sentence at a time, with
  * `-voice V -t TEXT -o FILE` writing a 16-bit WAV into an in-memory folder (flite-program.ts says why it
- * reuses one module and one memory). Long input is spoken sentence by sentence, at most
- * MAX_SEGMENT_CHARS at a time, so an aborted request stops after the segment in progress.
+ * reuses one module and one memory). Long input is spoken sentence by sentence (text/segmenter.ts, the
+ * splitter the WebSocket route uses), at most MAX_SEGMENT_CHARS at a time, so an aborted request stops
+ * after the segment in progress.
  */
+import { z } from "zod";
 import type { ModelCapabilities, AudioChunk, SpeechModel, SynthesisJob } from "../contract.ts";
 import { FliteClient } from "./flite-client.ts";
 import { decodeWav } from "../../audio/wav.ts";
+import { TextSegmenter } from "../../text/segmenter.ts";
 
 /** Flite's built-in English voices usable at 16 kHz, most intelligible first (bench WER: 5%, 9%, 13%, 16%). */
 const FLITE_VOICES = ["rms", "kal16", "slt", "awb"] as const;
@@ -19,8 +22,13 @@ const DEFAULT_VOICE = "rms";
 const NATIVE_RATE_HZ = 16000;
 const FRAMES_PER_SECOND = 12.5;
 const SAMPLES_PER_FRAME = NATIVE_RATE_HZ / FRAMES_PER_SECOND; // 1280 = 80 ms
-/** Sentences longer than this are cut at clause or word boundaries, to keep time-to-first-audio low. */
+/**
+ * Sentences longer than this are cut (at the last space before it) to keep time-to-first-audio low: a
+ * segment's audio comes only once Flite has made all of it, about a second for 300 characters of digits on
+ * one core. The segmenter's own default (400) is the WebSocket route's; here it would add a third.
+ */
 const MAX_SEGMENT_CHARS = 300;
+const SPEAKABLE = /[\p{L}\p{N}]/u;
 
 const CAPABILITIES: ModelCapabilities = Object.freeze({
   modelId: "voxedge-classic",
@@ -36,39 +44,23 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
   speakerEmbeddingDims: Object.freeze([]) as readonly number[],
 });
 
-/** Splits text into sentences (then long sentences into clauses / word runs), trimmed and non-empty. */
-export function splitSentences(text: string): string[] {
-  const normalized = text
+/**
+ * Flite's text front end reads ASCII punctuation: typographic quotes, dashes and the ellipsis become their
+ * ASCII forms (a dash a pause), and control characters become spaces.
+ */
+function asFliteText(text: string): string {
+  return text
     .replace(/[\u2018\u2019\u201B]/g, "'")
     .replace(/[\u201C\u201D\u201E]/g, '"')
     .replace(/[\u2013\u2014]/g, ", ")
     .replace(/\u2026/g, "...")
     .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, " ");
-  const out: string[] = [];
-  // A sentence ends at . ! ? (runs, plus closing quotes/brackets) followed by whitespace, or at a blank line/newline.
-  const parts = normalized.split(/(?<=[.!?]+["')\]]*)\s+|\n+/);
-  for (const raw of parts) {
-    const s = raw.replace(/\s+/g, " ").trim();
-    if (!s || !/[\p{L}\p{N}]/u.test(s)) continue;
-    out.push(...splitLong(s));
-  }
-  return out;
 }
 
-function splitLong(s: string): string[] {
-  if (s.length <= MAX_SEGMENT_CHARS) return [s];
-  const out: string[] = [];
-  let rest = s;
-  while (rest.length > MAX_SEGMENT_CHARS) {
-    const window = rest.slice(0, MAX_SEGMENT_CHARS);
-    let cut = Math.max(window.lastIndexOf(", "), window.lastIndexOf("; "), window.lastIndexOf(": "));
-    if (cut < MAX_SEGMENT_CHARS / 3) cut = window.lastIndexOf(" ");
-    if (cut <= 0) cut = MAX_SEGMENT_CHARS - 1; // one enormous "word": cut it anyway
-    out.push(rest.slice(0, cut + 1).trim());
-    rest = rest.slice(cut + 1).trim();
-  }
-  if (rest) out.push(rest);
-  return out.filter((p) => /[\p{L}\p{N}]/u.test(p));
+/** The sentences Flite speaks one at a time: the live segmenter's, over the whole text, with anything unspeakable dropped. */
+export function splitSentences(text: string): string[] {
+  const segmenter = new TextSegmenter("sentence", { maxSegmentChars: MAX_SEGMENT_CHARS });
+  return [...segmenter.push(asFliteText(text)), ...segmenter.flush()].filter((segment) => SPEAKABLE.test(segment));
 }
 
 /** Word and punctuation tokens, e.g. "Hello, world!" → 4. */
@@ -78,6 +70,8 @@ export function countTokens(text: string): number {
 
 class ClassicModel implements SpeechModel {
   readonly capabilities = CAPABILITIES;
+  /** Flite has no sampling parameters: every extra_params key is ignored. */
+  readonly paramsSchema = z.object({});
 
   constructor(private readonly flite: FliteClient) {}
 

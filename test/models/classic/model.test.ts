@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AudioChunk, SpeechModel, SynthesisJob } from "../../../src/models/contract.ts";
 import { createClassicModel, splitSentences } from "../../../src/models/classic/model.ts";
+import { TextSegmenter } from "../../../src/text/segmenter.ts";
 import { INTELLIGIBILITY_SENTENCES } from "../../support/test-sentences.ts";
 import { transcribe } from "../../support/asr.ts";
 import { corpusWordErrorRate, wordErrorRate } from "../../support/wer.ts";
@@ -168,6 +169,13 @@ describe("classic engine (flite)", () => {
     expect(parts.length).toBeGreaterThan(1);
     for (const p of parts) expect(p.length).toBeLessThanOrEqual(300);
     expect(parts.join(" ")).toBe(long);
+  });
+
+  test("splitSentences is the live segmenter's split: abbreviations, initials and decimals stay inside a sentence", () => {
+    const text = "Dr. Smith met J. R. R. Tolkien at 9 a.m. today. It cost 3.5 euros! Fine.";
+    expect(splitSentences(text)).toEqual(["Dr. Smith met J. R. R. Tolkien at 9 a.m. today.", "It cost 3.5 euros!", "Fine."]);
+    const segmenter = new TextSegmenter("sentence", { maxSegmentChars: 300 });
+    expect(splitSentences(text)).toEqual([...segmenter.push(text), ...segmenter.flush()]);
   });
 
   test(`intelligible: pocketsphinx corpus WER < ${MAX_CORPUS_WER * 100}% on the default voice`, async () => {
