@@ -22,6 +22,7 @@ import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pi
 import { MimiDecoder } from "../src/models/pocket/stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 import { concatFloat32 } from "../src/audio/concat.ts";
 
@@ -107,7 +108,7 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   const sessions = await openPocketSessions(bundle, { provider: spec.provider });
   const stages = await createPocketStages(bundle, sessions);
   // The decoder as the server runs it: in a worker thread on the cell's provider (worker-decoder.ts).
-  const decoderWorker = await startDecoderWorker(bundle, spec.provider);
+  const decoderWorker = await startDecoderWorker(bundle, spec.provider, createLogger("warn"));
   const openMs = performance.now() - openStart;
   if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
   const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(readFileSync(bundle.tokenizer.modelPath)));

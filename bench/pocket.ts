@@ -15,6 +15,7 @@ import { closePocketSessions, openPocketSessions } from "../src/models/pocket/se
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
 
@@ -28,7 +29,7 @@ const bundle = await loadPocketBundle(bundleDir, { precision: values.precision =
 const loadStart = performance.now();
 const sessions = await openPocketSessions(bundle);
 const stages = await createPocketStages(bundle, sessions);
-const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider);
+const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider, createLogger("warn"));
 const loadMs = performance.now() - loadStart;
 if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
 const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));

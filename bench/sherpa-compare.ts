@@ -42,6 +42,7 @@ import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pi
 import { type FlowLmState } from "../src/models/pocket/stages/state.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
 import { SHERPA_HARD_CODED_CONDITIONING_DIM, writeSherpaLayout } from "./sherpa-layout.ts";
 
@@ -122,7 +123,7 @@ async function runOurs(): Promise<SideResult> {
   const sessions = await openPocketSessions(bundle);
   const stages = await createPocketStages(bundle, sessions);
   // The decoder as the server runs it: in a worker thread, overlapping sampling (worker-decoder.ts).
-  const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider);
+  const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider, createLogger("warn"));
   const generationStages = { ...stages, mimiDecoder: decoderWorker ?? stages.mimiDecoder };
   const loadMs = performance.now() - loadStart;
   const notes: string[] = [];

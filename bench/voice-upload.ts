@@ -12,7 +12,7 @@ import { encodeWav } from "../src/audio/wav.ts";
 import { loadConfig } from "../src/config.ts";
 import { ModelHost } from "../src/engine/host.ts";
 import { loadModel } from "../src/models/registry.ts";
-import { silentLogger } from "../src/log/logger.ts";
+import { createLogger, silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
 import { VoiceStore } from "../src/voices/store.ts";
 
@@ -22,7 +22,7 @@ const voiceCount = Number(values.voices);
 const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-upload-bench-"));
 
 const config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, "max-uploaded-voices": String(voiceCount + uploads) }, {});
-const host = ModelHost.load(() => loadModel(config));
+const host = ModelHost.load(() => loadModel(config, createLogger("warn")));
 await host.loaded;
 const runtime = await loadRuntime();
 const voices = await VoiceStore.open({ dir: speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });

@@ -11,7 +11,7 @@ import { createApp } from "../src/app.ts";
 import { loadConfig } from "../src/config.ts";
 import { ModelHost } from "../src/engine/host.ts";
 import { loadModel } from "../src/models/registry.ts";
-import { silentLogger } from "../src/log/logger.ts";
+import { createLogger, silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
 import { VoiceStore } from "../src/voices/store.ts";
 
@@ -20,7 +20,7 @@ const runs = Number(values.runs);
 const FIRST_SENTENCE = "The quick brown fox jumps over the lazy sleeping dog. ";
 
 const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
-const host = ModelHost.load(() => loadModel(config));
+const host = ModelHost.load(() => loadModel(config, createLogger("warn")));
 await host.loaded;
 const runtime = await loadRuntime();
 const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });

@@ -76,7 +76,7 @@ async function runServe(config: Config): Promise<number> {
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
-  const host = ModelHost.load(() => loadModel(config));
+  const host = ModelHost.load(() => loadModel(config, logger));
   const { app } = createApp({ config, host, logger, voices, runtime });
   const server = runtime.serve(app.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
   logger.info("listening", { url: server.url });
@@ -115,7 +115,7 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     seed: values.seed === undefined ? undefined : Number(values.seed),
   });
   const logger = createLogger(config.logLevel);
-  const host = ModelHost.load(() => loadModel(config));
+  const host = ModelHost.load(() => loadModel(config, logger));
   const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger), runtime: await loadRuntime() });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);

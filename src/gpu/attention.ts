@@ -70,8 +70,19 @@ export function attention(device: GPUDevice, shape: AttentionShape, buffers: Att
   });
   const uniforms = attentionUniforms(shape);
   return [
-    kernelDispatch(device, { name: "attention", entryPoint: "attend" }, uniforms, [buffers.streamTable, buffers.qkv, buffers.cache, buffers.output], [heads, steps, streams]),
-    kernelDispatch(device, { name: "attention", entryPoint: "store_kv" }, uniforms, [buffers.streamTable, buffers.qkv, buffers.cache], [
+    kernelDispatch(
+      device,
+      { name: "attention", entryPoint: "attend" },
+      uniforms,
+      [
+        [1, buffers.streamTable],
+        [2, buffers.qkv],
+        [3, buffers.cache],
+        [4, buffers.output],
+      ],
+      [heads, steps, streams],
+    ),
+    kernelDispatch(device, { name: "attention", entryPoint: "store_kv" }, uniforms, [[1, buffers.streamTable], [2, buffers.qkv], [3, buffers.cache]], [
       Math.ceil((heads * headDim) / STORE_WORKGROUP_SIZE),
       steps,
       streams,

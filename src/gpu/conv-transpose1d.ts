@@ -5,8 +5,7 @@
  * the stream table gives it), output [N, Cout, T·S].
  * The Mimi upsample (§1.5) is the depthwise case, groups = Cin = Cout, without bias.
  */
-import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
-import { validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { kernelDispatch, linearWorkgroups, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface ConvTranspose1dShape {
   batch: number;
@@ -89,7 +88,7 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
     },
   });
   const uniforms = convTranspose1dUniforms(shape);
-  const main = boundDispatch(
+  const main = kernelDispatch(
     device,
     { name: "conv-transpose1d", entryPoint: "main" },
     uniforms,
@@ -106,5 +105,5 @@ export function convTranspose1dDispatches(device: GPUDevice, shape: ConvTranspos
     [Math.ceil((groups * Math.ceil(outChannels / groups / CHANNELS_PER_INVOCATION) * stride * Math.ceil(Math.ceil((outLength + partialLength) / stride) / FRAMES_PER_INVOCATION)) / 64), batch, 1],
   );
   if (partialFloats === 0) return [main];
-  return [main, boundDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];
+  return [main, kernelDispatch(device, { name: "conv-transpose1d", entryPoint: "commit_partial" }, uniforms, [[2, buffers.partial], [3, buffers.scratch], [7, buffers.streamTable]], linearWorkgroups(partialFloats))];
 }

@@ -5,8 +5,7 @@
  * gives it), residual and output [N, Cout, T / stride].
  * The 1×1 output projection of the Mimi quantizer is the K = 1 case (no tail).
  */
-import { boundDispatch, linearWorkgroups } from "./bound-dispatch.ts";
-import { elementwiseGrid, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
+import { elementwiseGrid, kernelDispatch, linearWorkgroups, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 export interface Conv1dShape {
   batch: number;
@@ -115,7 +114,7 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
   // Unused optional inputs still need a binding (the flags are runtime values): read-only aliases of the weight.
   // Without a tail the window is the input itself.
   const window = tailFloats === 0 ? buffers.input : buffers.window;
-  const main = boundDispatch(
+  const main = kernelDispatch(
     device,
     { name: "conv1d", entryPoint: "main" },
     uniforms,
@@ -131,8 +130,8 @@ export function conv1dDispatches(device: GPUDevice, shape: Conv1dShape, buffers:
   if (tailFloats === 0) return [main];
   const tailBindings = [[2, buffers.previous], [3, window], [8, buffers.streamTable]] as const;
   return [
-    boundDispatch(device, { name: "conv1d", entryPoint: "assemble" }, uniforms, [[1, buffers.input], ...tailBindings], elementwiseGrid(device, conv1dWindowFloats(shape), 64)),
+    kernelDispatch(device, { name: "conv1d", entryPoint: "assemble" }, uniforms, [[1, buffers.input], ...tailBindings], elementwiseGrid(device, conv1dWindowFloats(shape), 64)),
     main,
-    boundDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, tailBindings, linearWorkgroups(tailFloats)),
+    kernelDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, uniforms, tailBindings, linearWorkgroups(tailFloats)),
   ];
 }

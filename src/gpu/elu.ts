@@ -15,5 +15,5 @@ export function eluDispatch(device: GPUDevice, count: number, input: GPUBuffer, 
     ],
     buffers: { input: [input, count], output: [output, count] },
   });
-  return kernelDispatch(device, { name: "elu" }, eluUniforms(count), [input, output], elementwiseGrid(device, count, 64));
+  return kernelDispatch(device, { name: "elu" }, eluUniforms(count), [[1, input], [2, output]], elementwiseGrid(device, count, 64));
 }

@@ -11,5 +11,5 @@ export function geluUniforms(count: number): UniformFields {
 
 export function gelu(device: GPUDevice, count: number, values: GPUBuffer): KernelDispatch {
   validateInputs("gelu", { dims: { count }, buffers: { values: [values, count] } });
-  return kernelDispatch(device, { name: "gelu" }, geluUniforms(count), [values], elementwiseGrid(device, count, WORKGROUP_SIZE));
+  return kernelDispatch(device, { name: "gelu" }, geluUniforms(count), [[1, values]], elementwiseGrid(device, count, WORKGROUP_SIZE));
 }

@@ -182,26 +182,43 @@ export interface KernelDispatch {
   readonly workgroups: readonly [number, number, number];
 }
 
+/** Buffers by binding number, as the WGSL declares them (`@group(0) @binding(n)`); 0 is the uniforms'. */
+export type KernelBindings = ReadonlyArray<readonly [binding: number, buffer: GPUBuffer]>;
+
 /**
- * Builds a dispatch whose bind group 0 binds the packed `uniforms` at binding 0 and `buffers[i]` at
- * binding i + 1 (the layout every kernel declares).
+ * The one way a host builds a dispatch: bind group 0 holds the packed `uniforms` at binding 0 and each
+ * listed buffer at its own binding number. With `layout: "auto"` an entry point's bind group must name
+ * exactly the bindings that entry point reads, so entry points that read a subset of a kernel's table (the
+ * streaming convolutions' window, tail and partial passes) list just those.
  */
 export function kernelDispatch(
   device: GPUDevice,
   kernel: { name: string; entryPoint?: string },
   uniforms: UniformFields,
-  buffers: readonly GPUBuffer[],
+  bindings: KernelBindings,
   workgroups: readonly [number, number, number],
 ): KernelDispatch {
-  const pipeline = computePipeline(device, kernel.name, kernel.entryPoint);
+  const label = kernel.entryPoint ? `${kernel.name}.${kernel.entryPoint}` : kernel.name;
   const limit = device.limits.maxComputeWorkgroupsPerDimension;
-  validateInputs(kernel.name, { rules: [["workgroups ≤ maxComputeWorkgroupsPerDimension", workgroups.every((count) => count <= limit), `${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`]] });
-  const bindGroup = device.createBindGroup({
-    label: kernel.name,
-    layout: pipeline.getBindGroupLayout(0),
-    entries: [uniformBuffer(device, packUniforms(uniforms)), ...buffers].map((buffer, binding) => ({ binding, resource: { buffer } })),
+  const numbers = bindings.map(([binding]) => binding);
+  validateInputs(label, {
+    rules: [
+      ["bindings are distinct and ≥ 1", numbers.every((binding) => Number.isInteger(binding) && binding >= 1) && new Set(numbers).size === numbers.length, `bindings ${numbers.join(", ")} (0 holds the uniforms)`],
+      ["workgroups ≤ maxComputeWorkgroupsPerDimension", workgroups.every((count) => count <= limit), `${workgroups.join("×")} workgroups exceed the device limit ${limit} per dimension`],
+    ],
   });
-  return { label: kernel.name, pipeline, bindGroup, workgroups };
+  const pipeline = computePipeline(device, kernel.name, kernel.entryPoint);
+  const bindGroup = device.createBindGroup({
+    label,
+    layout: pipeline.getBindGroupLayout(0),
+    entries: [[0, uniformBuffer(device, packUniforms(uniforms))] as const, ...bindings].map(([binding, buffer]) => ({ binding, resource: { buffer } })),
+  });
+  return { label, pipeline, bindGroup, workgroups };
+}
+
+/** Workgroups of 64 invocations covering `count` elements along x, for entry points that index x only. */
+export function linearWorkgroups(count: number): [number, number, number] {
+  return [Math.ceil(count / 64), 1, 1];
 }
 
 /** Encodes dispatches in order into one compute pass; WebGPU orders storage writes between dispatches. */

@@ -33,5 +33,9 @@ export function latentDenormDispatch(
       output: [buffers.output, batch * frames * latentDim],
     },
   });
-  return kernelDispatch(device, { name: "latent-denorm" }, latentDenormUniforms(shape), [buffers.latents, buffers.embStd, buffers.embMean, buffers.output], [Math.ceil(frames / 64), latentDim, batch]);
+  return kernelDispatch(device, { name: "latent-denorm" }, latentDenormUniforms(shape), [[1, buffers.latents], [2, buffers.embStd], [3, buffers.embMean], [4, buffers.output]], [
+    Math.ceil(frames / 64),
+    latentDim,
+    batch,
+  ]);
 }

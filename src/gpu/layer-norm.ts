@@ -29,5 +29,5 @@ export function layerNorm(device: GPUDevice, shape: LayerNormShape, buffers: Lay
     rules: [["eps > 0", eps > 0, `eps = ${eps}`]],
     buffers: { input: [buffers.input, rows * channels], output: [buffers.output, rows * channels], weight: [buffers.weight, channels], bias: [buffers.bias, channels] },
   });
-  return kernelDispatch(device, { name: "layer-norm" }, layerNormUniforms(shape), [buffers.input, buffers.weight, buffers.bias, buffers.output], [rows, 1, 1]);
+  return kernelDispatch(device, { name: "layer-norm" }, layerNormUniforms(shape), [[1, buffers.input], [2, buffers.weight], [3, buffers.bias], [4, buffers.output]], [rows, 1, 1]);
 }

@@ -29,5 +29,5 @@ export function layerScale(device: GPUDevice, shape: LayerScaleShape, buffers: L
     dims: { rows, channels },
     buffers: { update: [buffers.update, rows * channels], residual: [buffers.residual, rows * channels], scale: [buffers.scale, channels] },
   });
-  return kernelDispatch(device, { name: "layer-scale" }, layerScaleUniforms(shape), [buffers.update, buffers.scale, buffers.residual], elementwiseGrid(device, rows * channels, WORKGROUP_SIZE));
+  return kernelDispatch(device, { name: "layer-scale" }, layerScaleUniforms(shape), [[1, buffers.update], [2, buffers.scale], [3, buffers.residual]], elementwiseGrid(device, rows * channels, WORKGROUP_SIZE));
 }

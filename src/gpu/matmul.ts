@@ -35,7 +35,7 @@ export function matmul(device: GPUDevice, shape: MatmulShape, buffers: MatmulBuf
   });
   // With no bias the binding still needs a buffer; `b` is never read through it (has_bias = 0).
   const bias = buffers.bias ?? buffers.b;
-  return kernelDispatch(device, { name: "matmul" }, matmulUniforms(shape, buffers.bias !== null), [buffers.a, buffers.b, bias, buffers.out], [
+  return kernelDispatch(device, { name: "matmul" }, matmulUniforms(shape, buffers.bias !== null), [[1, buffers.a], [2, buffers.b], [3, bias], [4, buffers.out]], [
     Math.ceil(cols / TILE_COLS),
     Math.ceil(rows / TILE_ROWS),
     1,

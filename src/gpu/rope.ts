@@ -40,7 +40,7 @@ export function rope(device: GPUDevice, shape: RopeShape, buffers: { streamTable
     rules: [["headDim is even", headDim % 2 === 0, `head_dim ${headDim} is odd; RoPE rotates pairs`]],
     buffers: { qkv: [buffers.qkv, streams * steps * 3 * heads * headDim], frequencies: [buffers.frequencies, headDim / 2], "stream table": [buffers.streamTable, streams * 2] },
   });
-  return kernelDispatch(device, { name: "rope" }, ropeUniforms(shape), [buffers.streamTable, buffers.frequencies, buffers.qkv], [
+  return kernelDispatch(device, { name: "rope" }, ropeUniforms(shape), [[1, buffers.streamTable], [2, buffers.frequencies], [3, buffers.qkv]], [
     Math.ceil((heads * headDim) / 2 / WORKGROUP_SIZE),
     steps,
     streams,

@@ -20,5 +20,5 @@ export function transposeUniforms(shape: TransposeShape): UniformFields {
 export function transpose(device: GPUDevice, shape: TransposeShape, buffers: { input: GPUBuffer; output: GPUBuffer }): KernelDispatch {
   const { batch, rows, cols } = shape;
   validateInputs("transpose", { dims: { batch, rows, cols }, buffers: { input: [buffers.input, batch * rows * cols], output: [buffers.output, batch * rows * cols] } });
-  return kernelDispatch(device, { name: "transpose" }, transposeUniforms(shape), [buffers.input, buffers.output], [Math.ceil(cols / TILE), Math.ceil(rows / TILE), batch]);
+  return kernelDispatch(device, { name: "transpose" }, transposeUniforms(shape), [[1, buffers.input], [2, buffers.output]], [Math.ceil(cols / TILE), Math.ceil(rows / TILE), batch]);
 }

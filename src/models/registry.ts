@@ -3,11 +3,12 @@
  * the model cache, the offline classic engine otherwise (or when asked for by `--engine classic`).
  */
 import type { Config } from "../config.ts";
+import type { Logger } from "../log/logger.ts";
 import type { SpeechModel } from "./contract.ts";
 import { createClassicModel } from "./classic/model.ts";
 import { findCachedBundle } from "../weights/download.ts";
 
-export async function loadModel(config: Config): Promise<SpeechModel> {
+export async function loadModel(config: Config, logger: Logger): Promise<SpeechModel> {
   if (config.engine === "classic") return createClassicModel();
   const bundleDir = config.model ?? (config.engine === "auto" ? await findCachedBundle(config.modelCacheDir) : undefined);
   if (config.engine === "pocket" && !bundleDir) {
@@ -16,5 +17,5 @@ export async function loadModel(config: Config): Promise<SpeechModel> {
   if (!bundleDir) return createClassicModel();
   // onnxruntime-web is loaded only when a neural bundle is actually served.
   const { PocketModel } = await import("./pocket/model.ts");
-  return PocketModel.load(bundleDir, {}, { decoder: config.decoder, device: config.device });
+  return PocketModel.load(bundleDir, {}, { decoder: config.decoder, device: config.device, logger });
 }

@@ -8,6 +8,7 @@ import type { SynthesisJob } from "../../src/models/contract.ts";
 import { compareTensors } from "../../src/conformance/harness.ts";
 import { gpuForTests } from "../../src/gpu/device.ts";
 import { PocketModel } from "../../src/models/pocket/model.ts";
+import { silentLogger } from "../../src/log/logger.ts";
 import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
 
 const BUNDLE = fixtureBundle();
@@ -23,7 +24,7 @@ describe("Mimi decoder choice", () => {
   test("auto takes the WGSL decoder only on a real GPU (not the software adapter here); --device cpu never", async () => {
     const { isSoftware } = await gpuForTests();
     for (const device of ["auto", "cpu"] as const) {
-      const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device });
+      const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "auto", device });
       try {
         expect(engine.capabilities.description.includes("WGSL")).toBe(device === "auto" && !isSoftware);
       } finally {
@@ -33,7 +34,7 @@ describe("Mimi decoder choice", () => {
   });
 
   test("with the WGSL decoder, more concurrent requests than its 16 state slots wait their turn instead of failing", async () => {
-    const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
+    const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
     try {
       const requests = Array.from({ length: 20 }, async (_, index) => {
         const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: index, maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
@@ -48,8 +49,8 @@ describe("Mimi decoder choice", () => {
   });
 
   test("--decoder wgsl serves with the WGSL kernels, and the speech matches the ONNX decoder's for a seed", async () => {
-    const wgsl = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "wgsl" });
-    const onnx = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
+    const wgsl = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
+    const onnx = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "onnx", device: "cpu" });
     try {
       expect(wgsl.capabilities.description).toContain("Mimi decoder on WGSL kernels");
       expect(onnx.capabilities.description).toContain("worker thread");
@@ -67,8 +68,8 @@ describe("Mimi decoder choice", () => {
   });
 
   test("--device gpu takes the software adapter too: language model on the WebGPU EP, WGSL decoder, same speech", async () => {
-    const gpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "auto", device: "gpu" });
-    const cpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { decoder: "onnx", device: "cpu" });
+    const gpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "auto", device: "gpu" });
+    const cpu = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "onnx", device: "cpu" });
     try {
       expect(gpu.capabilities.description).toContain("(WebGPU)");
       expect(gpu.capabilities.description).toContain("Mimi decoder on WGSL kernels");

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { gpuForTests } from "../../src/gpu/device.ts";
-import { BufferUsage, KernelInputError, MapMode, storageBuffer, validateInputs } from "../../src/gpu/kernel.ts";
+import { BufferUsage, kernelDispatch, KernelInputError, MapMode, storageBuffer, validateInputs } from "../../src/gpu/kernel.ts";
 import { brokenRule } from "./support.ts";
 
 describe("kernel plumbing", () => {
@@ -38,5 +38,21 @@ describe("validateInputs", () => {
     expect(error).toBeInstanceOf(KernelInputError);
     expect(error).toBeInstanceOf(RangeError);
     expect((error as KernelInputError).message).toBe("conv1d: the weight buffer of 64 bytes is smaller than the 17 floats it must hold (rule: weight holds the shape)");
+  });
+});
+
+describe("kernelDispatch", () => {
+  test("binds buffers at their WGSL binding numbers, refusing binding 0 (the uniforms'), a repeated number and workgroups past the device limit", async () => {
+    const { device } = await gpuForTests();
+    const input = storageBuffer(device, 64);
+    const output = storageBuffer(device, 64);
+    const elu = { name: "elu" };
+    const dispatch = kernelDispatch(device, elu, [["u32", 16]], [[1, input], [2, output]], [1, 1, 1]);
+    expect(dispatch.label).toBe("elu");
+    expect(kernelDispatch(device, { name: "conv1d", entryPoint: "save_tail" }, [["u32", 1]], [[2, input], [3, output], [8, storageBuffer(device, 16)]], [1, 1, 1]).label).toBe("conv1d.save_tail");
+    expect(brokenRule(() => kernelDispatch(device, elu, [["u32", 16]], [[0, input], [2, output]], [1, 1, 1]))).toBe("bindings are distinct and ≥ 1");
+    expect(brokenRule(() => kernelDispatch(device, elu, [["u32", 16]], [[1, input], [1, output]], [1, 1, 1]))).toBe("bindings are distinct and ≥ 1");
+    const limit = device.limits.maxComputeWorkgroupsPerDimension;
+    expect(brokenRule(() => kernelDispatch(device, elu, [["u32", 16]], [[1, input], [2, output]], [limit + 1, 1, 1]))).toBe("workgroups ≤ maxComputeWorkgroupsPerDimension");
   });
 });

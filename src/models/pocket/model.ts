@@ -12,6 +12,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
+import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./loop.ts";
@@ -41,7 +42,7 @@ function describePlacement(placement: MimiDecoderPlacement): string {
  * The bundle's sessions on a WebGPU device where the policy picks one (fp32 graphs), else on the CPU (int8
  * where the bundle has them). Under `auto`, a GPU that fails to open the sessions falls back to the CPU.
  */
-async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
+async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy, logger: Logger): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
   const gpuDevice = await chooseLanguageModelGpu(device);
   if (gpuDevice) {
     const bundle = await loadPocketBundle(bundleDir, { precision: "fp32" });
@@ -49,7 +50,7 @@ async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOpti
       return { bundle, sessions: await openPocketSessions(bundle, { ...providerOptions, gpuDevice }) };
     } catch (error) {
       if (device === "gpu") throw error;
-      console.warn(`Pocket TTS on WebGPU failed (${(error as Error).message}); running on the CPU`);
+      logger.warn("running Pocket TTS on the CPU: its sessions failed on WebGPU", { error: (error as Error).message });
     }
   }
   const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
@@ -60,11 +61,11 @@ async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOpti
  * The worker's decoder until the worker stops, then the in-process one: the chunk decoding at that moment
  * fails, later ones decode in the main thread instead of failing too.
  */
-export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: LatentDecoder<MimiState>): LatentDecoder<unknown> {
+export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: LatentDecoder<MimiState>, logger: Logger): LatentDecoder<unknown> {
   let warned = false;
   const workerAlive = () => {
     if (!worker.failed) return true;
-    if (!warned) console.warn("the Mimi decoder worker stopped; decoding in the main thread from now on");
+    if (!warned) logger.warn("the Mimi decoder worker stopped; decoding in the main thread from now on");
     warned = true;
     return false;
   };
@@ -98,6 +99,7 @@ export class PocketModel implements SpeechModel {
     /** Voice name (lower-case) → its state file in the bundle's voices folder. */
     private readonly voiceFiles: ReadonlyMap<string, string>,
     decoder: MimiDecoderPlacement,
+    logger: Logger,
   ) {
     this.#decoder = decoder;
     const voices = [...voiceFiles.keys()];
@@ -132,7 +134,7 @@ export class PocketModel implements SpeechModel {
         decoder.kind === "in-process"
           ? queued(stages.mimiDecoder, ["decode"])
           : decoder.kind === "worker"
-            ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]))
+            ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]), logger)
             : queued(decoder.decoder, ["decode"], new SerialQueue()),
     };
     // The WGSL decoder holds one state slot per stream on the device: requests beyond that wait their turn.
@@ -140,18 +142,18 @@ export class PocketModel implements SpeechModel {
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
-  static async load(bundleDir: string, providerOptions: OnnxProviderOptions = {}, options: { decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<PocketModel> {
+  static async load(bundleDir: string, providerOptions: OnnxProviderOptions, options: { logger: Logger; decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy }): Promise<PocketModel> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
-    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto");
+    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto", options.logger);
     const stages = await createPocketStages(bundle, sessions);
     const tokenizer =
       bundle.tokenizer.format === "sentencepiece"
         ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
         : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
     const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
-    if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl });
-    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider);
-    return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" });
+    if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
+    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider, options.logger);
+    return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
   }
 
   countInputTokens(text: string): number {

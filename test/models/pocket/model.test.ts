@@ -1,6 +1,7 @@
 /** Pocket TTS served end to end on the tiny golden fixture (random weights: structured noise, not speech). */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
+import { silentLogger } from "../../../src/log/logger.ts";
 import { fixtureBundle } from "./bundle-fixture.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
@@ -11,7 +12,7 @@ import { RecordingSocket } from "../../support/ws-client.ts";
 let server: TestServer;
 let engine: PocketModel;
 beforeAll(async () => {
-  engine = await PocketModel.load(fixtureBundle());
+  engine = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
   server = await startTestServer(engine);
 });
 afterAll(async () => {

@@ -10,6 +10,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { loadPocketBundle, type PocketBundle } from "../bundle.ts";
 import type { MimiGpuDecoder } from "../mimi-wgsl/decoder.ts";
+import type { Logger } from "../../../log/logger.ts";
 
 export type DecoderChoice = "auto" | "wgsl" | "onnx";
 
@@ -39,7 +40,7 @@ export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Pro
 }
 
 /** The WGSL decoder, or null with the reason when the ONNX one is to be used. */
-export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle, options: { decoder?: DecoderChoice; device?: DevicePolicy } = {}): Promise<WgslDecoderChoice | { reason: string }> {
+export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle, options: { decoder?: DecoderChoice; device?: DevicePolicy; logger: Logger }): Promise<WgslDecoderChoice | { reason: string }> {
   const decoder = options.decoder ?? "auto";
   const device = options.device ?? "auto";
   if (decoder === "onnx") return { reason: "--decoder onnx" };
@@ -68,7 +69,7 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
   } catch (error) {
     if (decoder === "wgsl") throw error;
     // auto: the ONNX decoder still works.
-    console.warn(`the WGSL Mimi decoder could not be set up (${(error as Error).message}); decoding with the ONNX graph`);
+    options.logger.warn("decoding with the ONNX graph: the WGSL Mimi decoder could not be set up", { error: (error as Error).message });
     return { reason: (error as Error).message };
   }
 }

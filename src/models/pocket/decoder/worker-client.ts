@@ -8,6 +8,7 @@
  * A handle's worker state is freed by `release` or, failing that, when the handle is garbage-collected.
  */
 import { Worker } from "node:worker_threads";
+import type { Logger } from "../../../log/logger.ts";
 import type { PocketBundle, StateEntry } from "../bundle.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./worker.ts";
 import { configuredOnnxThreads, type CpuProvider } from "../../../onnx/runtime.ts";
@@ -32,6 +33,12 @@ export interface DecoderWorkerOptions {
   threads?: number;
   /** How long the worker may take to open its session. */
   startTimeoutMs?: number;
+  /** Where the worker's log messages go. */
+  logger: Logger;
+}
+
+function logFromWorker(logger: Logger, reply: Extract<DecoderWorkerReply, { kind: "log" }>): void {
+  logger[reply.level](reply.message);
 }
 
 export class WorkerMimiDecoder {
@@ -45,8 +52,10 @@ export class WorkerMimiDecoder {
   private constructor(
     private readonly worker: Worker,
     readonly config: MimiDecoderConfig,
+    logger: Logger,
   ) {
     worker.on("message", (reply: DecoderWorkerReply) => {
+      if (reply.kind === "log") return logFromWorker(logger, reply);
       if (reply.kind !== "decoded" && reply.kind !== "error") return;
       const pending = this.#pending.get(reply.requestId);
       this.#pending.delete(reply.requestId);
@@ -72,11 +81,14 @@ export class WorkerMimiDecoder {
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("the Mimi decoder worker did not start in time")), options.startTimeoutMs ?? 60_000);
-        worker.once("message", (reply: DecoderWorkerReply) => {
+        const untilReady = (reply: DecoderWorkerReply) => {
+          if (reply.kind === "log") return logFromWorker(options.logger, reply);
+          worker.off("message", untilReady);
           clearTimeout(timer);
           if (reply.kind === "ready") resolve();
           else reject(new Error(reply.kind === "failed" ? reply.message : `unexpected ${reply.kind} before ready`));
-        });
+        };
+        worker.on("message", untilReady);
         worker.once("error", (error: Error) => {
           clearTimeout(timer);
           reject(error);
@@ -88,7 +100,7 @@ export class WorkerMimiDecoder {
       await worker.terminate();
       throw new Error(`the Mimi decoder worker could not start: ${(error as Error).message}`, { cause: error });
     }
-    return new WorkerMimiDecoder(worker, options.config);
+    return new WorkerMimiDecoder(worker, options.config, options.logger);
   }
 
   emptyState(): WorkerDecoderState {
@@ -153,18 +165,18 @@ export class WorkerMimiDecoder {
 
 /**
  * The bundle's Mimi decoder in a worker thread on onnxruntime-node, or null where that does not pay or
- * cannot start (the reason on stderr): generation then decodes in-process.
+ * cannot start (the reason logged as a warning): generation then decodes in-process.
  */
-export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider): Promise<WorkerMimiDecoder | null> {
+export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider, logger: Logger): Promise<WorkerMimiDecoder | null> {
   // Measured (bench/pocket-providers.ts, 2 cores): with onnxruntime-node the worker takes RTF from 0.28 to
   // 0.18; with onnxruntime-web the worker's wasm decoder ran at ~55 ms/frame and first audio took ~3 s, so
   // onnxruntime-web decodes in-process.
   if (provider !== "onnxruntime-node") return null;
   const { latentDim, samplesPerFrame } = bundle.dims;
   try {
-    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads() });
+    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads(), logger });
   } catch (error) {
-    console.warn(`${(error as Error).message}; decoding in the main thread`);
+    logger.warn("decoding in the main thread: the Mimi decoder worker could not start", { error: (error as Error).message });
     return null;
   }
 }

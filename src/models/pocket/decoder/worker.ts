@@ -4,7 +4,8 @@
  * here the decode runs on the other core while the main thread samples.
  *
  * Messages in: `open` once, then `decode` and `release`; out: `ready` or `failed`, then one `decoded` or
- * `error` per decode, in order. States live here, keyed by the ids the main thread hands out.
+ * `error` per decode, in order, and `log` at any time (the worker has no logger: the main thread logs them).
+ * States live here, keyed by the ids the main thread hands out.
  */
 import { parentPort } from "node:worker_threads";
 import { SerialQueue } from "../../../async/serial-queue.ts";
@@ -22,7 +23,8 @@ export type DecoderWorkerReply =
   | { kind: "ready" }
   | { kind: "failed"; message: string }
   | { kind: "decoded"; requestId: number; audio: Float32Array }
-  | { kind: "error"; requestId: number; message: string };
+  | { kind: "error"; requestId: number; message: string }
+  | { kind: "log"; level: "warn" | "error"; message: string };
 
 if (!parentPort) throw new Error("decoder/worker.ts runs as a worker thread (worker-client.ts starts it)");
 const port = parentPort;
@@ -36,7 +38,7 @@ const messages = new SerialQueue();
 port.on("message", (message: DecoderWorkerRequest) => {
   const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => void states.delete(message.stateId);
   // Nobody awaits a message's handling, so a handler's failure is logged here; the queue goes on to the next.
-  void messages.run(handle).catch((error: unknown) => console.error(`Mimi decoder worker: ${(error as Error).message}`));
+  void messages.run(handle).catch((error: unknown) => reply({ kind: "log", level: "error", message: `Mimi decoder worker: ${(error as Error).message}` }));
 });
 
 async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): Promise<void> {

@@ -1,15 +1,17 @@
 /**
  * The Mimi decoder in a worker thread (src/models/pocket/decoder/worker-client.ts) against the in-process decoder
  * on the pocket-tiny fixture: the same audio for every split of the latents, states that behave as values,
- * and failures that reject instead of hanging.
+ * failures that reject instead of hanging, and fallbacks logged through the logger passed in.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
 import { startDecoderWorker, WorkerMimiDecoder } from "../../../../src/models/pocket/decoder/worker-client.ts";
+import type { DecoderWorkerReply } from "../../../../src/models/pocket/decoder/worker.ts";
 import { withInProcessFallback } from "../../../../src/models/pocket/model.ts";
 import { requirePocketTinyFixture } from "../bundle-fixture.ts";
+import { createLogger, silentLogger, type Logger } from "../../../../src/log/logger.ts";
 
 let bundle: PocketBundle;
 let sessions: PocketSessions;
@@ -17,12 +19,24 @@ let stages: PocketStages;
 let worker: WorkerMimiDecoder;
 const latents = Float32Array.from({ length: 32 * 7 }, (_, index) => Math.sin(index * 0.37));
 
+interface LogEntry {
+  level: string;
+  message: string;
+  error?: string;
+}
+
+function recordingLogger(): { logger: Logger; entries: LogEntry[] } {
+  const entries: LogEntry[] = [];
+  return { entries, logger: createLogger("debug", (line) => entries.push(JSON.parse(line) as LogEntry)) };
+}
+
 beforeAll(async () => {
   bundle = await loadPocketBundle(requirePocketTinyFixture());
   sessions = await openPocketSessions(bundle, { provider: "onnxruntime-node" });
   stages = await createPocketStages(bundle, sessions);
-  const started = await startDecoderWorker(bundle, "onnxruntime-node");
-  if (!started) throw new Error("the decoder worker did not start (see stderr)");
+  const { logger, entries } = recordingLogger();
+  const started = await startDecoderWorker(bundle, "onnxruntime-node", logger);
+  if (!started) throw new Error(`the decoder worker did not start: ${JSON.stringify(entries)}`);
   worker = started;
 });
 
@@ -81,7 +95,7 @@ describe("Mimi decoder in a worker thread", () => {
   });
 
   test("a graph the worker cannot open rejects the start instead of hanging", async () => {
-    const options = { path: "/nonexistent/mimi_decoder.onnx", manifest: bundle.mimiStateManifest, config: { latentDim: 32, samplesPerFrame: 1920 }, provider: "onnxruntime-node" as const };
+    const options = { path: "/nonexistent/mimi_decoder.onnx", manifest: bundle.mimiStateManifest, config: { latentDim: 32, samplesPerFrame: 1920 }, provider: "onnxruntime-node" as const, logger: silentLogger };
     await expect(WorkerMimiDecoder.start(options)).rejects.toThrow(/could not start/);
   });
 
@@ -96,19 +110,46 @@ describe("Mimi decoder in a worker thread", () => {
     expect(refused?.message).toMatch(/unknown or was released/);
   });
 
-  test("once the worker stops, the engine's decoder falls back to the in-process one", async () => {
-    const started = await startDecoderWorker(bundle, "onnxruntime-node");
-    const decoder = withInProcessFallback(started!, stages.mimiDecoder);
+  test("once the worker stops, the engine's decoder falls back to the in-process one, and says so once through its logger", async () => {
+    const { logger, entries } = recordingLogger();
+    const started = await startDecoderWorker(bundle, "onnxruntime-node", logger);
+    const decoder = withInProcessFallback(started!, stages.mimiDecoder, logger);
     expect(decoder.concurrent).toBe(true);
     const before = await decodeInCalls(decoder, [2, 5], true);
+    expect(entries).toEqual([]);
     started!.close();
     expect(decoder.concurrent).toBe(false);
     const after = await decodeInCalls(decoder, [2, 5], true);
     expect(after).toEqual(before);
+    expect(await decodeInCalls(decoder, [2, 5], true)).toEqual(before);
+    expect(entries.map(({ level, message }) => ({ level, message }))).toEqual([{ level: "warn", message: "the Mimi decoder worker stopped; decoding in the main thread from now on" }]);
+  });
+
+  test("a worker that cannot start is a warning through the logger passed in, and decoding stays in the main thread", async () => {
+    const { logger, entries } = recordingLogger();
+    const unopenable = { ...bundle, graphs: { ...bundle.graphs, mimiDecoder: { ...bundle.graphs.mimiDecoder, path: "/nonexistent/mimi_decoder.onnx" } } };
+    expect(await startDecoderWorker(unopenable, "onnxruntime-node", logger)).toBeNull();
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ level: "warn", message: "decoding in the main thread: the Mimi decoder worker could not start" });
+    expect(entries[0]!.error).toMatch(/could not start: .*nonexistent/);
+  });
+
+  test("what the worker logs reaches the main thread's logger", async () => {
+    const { logger, entries } = recordingLogger();
+    const started = (await startDecoderWorker(bundle, "onnxruntime-node", logger))!;
+    try {
+      // The worker thread's side of the channel, as its message loop posts a handler's failure.
+      const thread = (started as unknown as { worker: import("node:worker_threads").Worker }).worker;
+      thread.emit("message", { kind: "log", level: "error", message: "Mimi decoder worker: a handler failed" } satisfies DecoderWorkerReply);
+      expect(entries.map(({ level, message }) => ({ level, message }))).toEqual([{ level: "error", message: "Mimi decoder worker: a handler failed" }]);
+      expect((await started.decode(started.emptyState(), latents.subarray(0, 32))).audio).toHaveLength(1920);
+    } finally {
+      started.close();
+    }
   });
 
   test("closing rejects decodes still waiting", async () => {
-    const started = await startDecoderWorker(bundle, "onnxruntime-node");
+    const started = await startDecoderWorker(bundle, "onnxruntime-node", silentLogger);
     const pending = started!.decode(started!.emptyState(), latents);
     started!.close();
     await expect(pending).rejects.toThrow(/closed/);
@@ -119,8 +160,8 @@ describe("Mimi decoder in a worker thread", () => {
 describe("the engine", () => {
   test("decodes in a worker thread under onnxruntime-node, and says so; in-process when told not to", async () => {
     const { PocketModel } = await import("../../../../src/models/pocket/model.ts");
-    const withWorker = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" });
-    const inProcess = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorker: false });
+    const withWorker = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { logger: silentLogger });
+    const inProcess = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorker: false, logger: silentLogger });
     try {
       expect(withWorker.capabilities.description).toContain("Mimi decoder in a worker thread");
       expect(inProcess.capabilities.description).not.toContain("worker");
