@@ -9,22 +9,10 @@
  */
 import { parentPort } from "node:worker_threads";
 import { SerialQueue } from "../../../async/serial-queue.ts";
-import type { StateEntry } from "../bundle.ts";
-import { configureOnnxRuntime, loadOnnxRuntime, type CpuProvider } from "../../../onnx/runtime.ts";
-import { MimiDecoder, type MimiDecoderConfig } from "../stages/mimi-decoder.ts";
+import { configureOnnxRuntime, loadOnnxRuntime } from "../../../onnx/runtime.ts";
+import { MimiDecoder } from "../stages/mimi-decoder.ts";
 import { type MimiState } from "../stages/state.ts";
-
-export type DecoderWorkerRequest =
-  | { kind: "open"; path: string; manifest: StateEntry[]; config: MimiDecoderConfig; provider: CpuProvider; threads: number }
-  | { kind: "decode"; requestId: number; stateId: number; fresh: boolean; nextStateId: number; latents: Float32Array }
-  | { kind: "release"; stateId: number };
-
-export type DecoderWorkerReply =
-  | { kind: "ready" }
-  | { kind: "failed"; message: string }
-  | { kind: "decoded"; requestId: number; audio: Float32Array }
-  | { kind: "error"; requestId: number; message: string }
-  | { kind: "log"; level: "warn" | "error"; message: string };
+import type { DecoderWorkerReply, DecoderWorkerRequest } from "./protocol.ts";
 
 if (!parentPort) throw new Error("decoder/worker.ts runs as a worker thread (worker-client.ts starts it)");
 const port = parentPort;

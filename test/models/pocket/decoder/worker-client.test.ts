@@ -8,7 +8,7 @@ import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pock
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
 import { startDecoderWorker, WorkerMimiDecoder } from "../../../../src/models/pocket/decoder/worker-client.ts";
-import type { DecoderWorkerReply } from "../../../../src/models/pocket/decoder/worker.ts";
+import type { DecoderWorkerReply } from "../../../../src/models/pocket/decoder/protocol.ts";
 import { withInProcessFallback } from "../../../../src/models/pocket/model.ts";
 import { requirePocketTinyFixture } from "../bundle-fixture.ts";
 import { createLogger, silentLogger, type Logger } from "../../../../src/log/logger.ts";
