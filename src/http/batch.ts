@@ -39,7 +39,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
       throw badRequest(`Batch contains ${batch.items.length} items, exceeding the maximum of ${deps.maxItems}`, "items");
     }
     deps.service.checkModel(batch.model);
-    if (batch.extra_params) deps.service.checkExtraParams(batch.extra_params);
+    if (batch.extra_params) deps.service.parseExtraParams(batch.extra_params);
     const { items, ...defaults } = batch;
     const budget = new AudioBudget(deps.maxAudioSeconds);
 

@@ -2,6 +2,7 @@
  * The seam between the speech service and a model. Everything above it (HTTP, SSE, WebSocket, batch)
  * talks only to this interface; every model (the offline classic engine, Pocket TTS) implements it.
  */
+import type { z } from "zod";
 
 export interface ModelCapabilities {
   /** Id served in /v1/models and accepted in the `model` field. */
@@ -39,6 +40,7 @@ export interface SynthesisJob {
   /** The voice to clone, made by encodeVoice (cached by the service per voice). */
   voicePrompt?: VoicePrompt;
   instructions?: string;
+  /** The request's extra_params as the model's paramsSchema parsed them. */
   extraParams: Record<string, unknown>;
   /** Aborted when the client goes away; the adapter stops within one frame. */
   signal: AbortSignal;
@@ -73,10 +75,11 @@ export interface SpeechModel {
   /** Number of text tokens the model sees for this input (usage). */
   countInputTokens(text: string): number;
   /**
-   * Throws ApiError 400 naming `extra_params.<key>` when a parameter the model reads is out of range. Run
-   * before any work, so a bad value is a 4xx and never a failure mid-stream. Absent: nothing is read.
+   * The `extra_params` the model reads, with their ranges. The speech service checks every request with it
+   * before any work, so a bad value is a 400 naming `extra_params.<key>` and never a failure mid-stream;
+   * job.extraParams is what it parsed.
    */
-  checkExtraParams?(extraParams: Record<string, unknown>): void;
+  readonly paramsSchema: z.ZodType<Record<string, unknown>>;
   /** Audio for the job as it is made. Stops promptly once job.signal aborts. */
   synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined>;
   /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */

@@ -152,8 +152,7 @@ export class SpeechService {
     if (request.word_timestamps && transport !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
-    const extraParams = request.extra_params ?? {};
-    this.checkExtraParams(extraParams);
+    const extraParams = this.parseExtraParams(request.extra_params ?? {});
 
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
@@ -176,9 +175,15 @@ export class SpeechService {
     };
   }
 
-  /** 400 naming `extra_params.<key>` when the served model reads that key and the value is out of range. */
-  checkExtraParams(extraParams: Record<string, unknown>): void {
-    this.model().checkExtraParams?.(extraParams);
+  /** extra_params as the served model's schema reads them, or a 400 naming `extra_params.<key>`. */
+  parseExtraParams(extraParams: Record<string, unknown>): Record<string, unknown> {
+    const parsed = this.model().paramsSchema.safeParse(extraParams);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0]!;
+    const key = issue.path.map(String).join(".");
+    const param = key ? `extra_params.${key}` : "extra_params";
+    // A model words its messages after its own keys ("lsd_steps must be …"); the client sent them in extra_params.
+    throw badRequest(key && issue.message.startsWith(key) ? `extra_params.${issue.message}` : `${param}: ${issue.message}`, param);
   }
 
   /**

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { z } from "zod";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import { RecordingSocket } from "../support/ws-client.ts";
 
 interface BadCase {
   name: string;
@@ -90,4 +92,44 @@ test("unknown routes answer 404 in the OpenAI shape", async () => {
   const response = await fetch(`${server.url}/v1/nothing`);
   expect(response.status).toBe(404);
   expect((await response.json()).error.type).toBe("NotFoundError");
+});
+
+test("extra_params are checked with the served model's schema on every route before any work: a 400 naming extra_params.<key>; the job gets what the schema parsed", async () => {
+  const adapter = new ToneAdapter({ paramsSchema: z.object({ warmth: z.number().max(1, "warmth must be at most 1").optional() }) });
+  const tuned = await startTestServer(adapter);
+  try {
+    const post = (path: string, body: unknown) => fetch(`${tuned.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: json(body) });
+    for (const streaming of [{}, { stream: true }, { stream_format: "audio" }]) {
+      const response = await post("/v1/audio/speech", { input: "hi", response_format: "pcm", ...streaming, extra_params: { warmth: 2 } });
+      expect(response.status).toBe(400);
+      expect((await response.json()).error).toMatchObject({ param: "extra_params.warmth", message: "extra_params.warmth must be at most 1" });
+    }
+    const wrongType = await post("/v1/audio/speech", { input: "hi", extra_params: { warmth: "hot" } });
+    expect(wrongType.status).toBe(400);
+    const wrongTypeError = (await wrongType.json()).error;
+    expect(wrongTypeError.param).toBe("extra_params.warmth");
+    expect(wrongTypeError.message).toStartWith("extra_params.warmth: ");
+
+    const batchDefault = await post("/v1/audio/speech/batch", { extra_params: { warmth: 2 }, items: [{ input: "hi" }] });
+    expect(batchDefault.status).toBe(400);
+    expect((await batchDefault.json()).error.param).toBe("extra_params.warmth");
+    const mixed = await (await post("/v1/audio/speech/batch", { items: [{ input: "hi" }, { input: "hi", extra_params: { warmth: 2 } }] })).json();
+    expect(mixed.results.map((result: any) => result.status)).toEqual(["success", "error"]);
+    expect(mixed.results[1].error).toContain("extra_params.warmth");
+
+    const socket = new RecordingSocket(`${tuned.url.replace("http", "ws")}/v1/audio/speech/stream`);
+    await socket.opened;
+    socket.send({ type: "session.config", extra_params: { warmth: 2 } });
+    expect(await socket.waitForClose()).toBe(1008);
+    expect(socket.json().at(-1)).toMatchObject({ type: "error" });
+    expect(socket.json().at(-1).message).toContain("extra_params.warmth");
+
+    expect(adapter.jobs.length).toBe(1);
+    const accepted = await post("/v1/audio/speech", { input: "hi", extra_params: { warmth: 0.5, unread: "dropped" } });
+    expect(accepted.status).toBe(200);
+    await accepted.arrayBuffer();
+    expect(adapter.jobs.at(-1)!.extraParams).toEqual({ warmth: 0.5 });
+  } finally {
+    await tuned.stop();
+  }
 });

@@ -3,6 +3,7 @@
  * per-frame delay, and a count of frames produced, so route tests can check streaming, seeds and aborts
  * without depending on a real engine.
  */
+import { z } from "zod";
 import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../../src/models/contract.ts";
 
 export interface ToneAdapterOptions {
@@ -15,6 +16,8 @@ export interface ToneAdapterOptions {
   /** Accept reference audio: the voice prompt's tone follows the reference's dominant pitch. */
   cloning?: boolean;
   speakerEmbeddingDims?: number[];
+  /** The extra_params the adapter reads; by default every key passes through to the job. */
+  paramsSchema?: z.ZodType<Record<string, unknown>>;
 }
 
 export interface TonePromptState {
@@ -25,6 +28,7 @@ export interface TonePromptState {
 export class ToneAdapter implements SpeechModel {
   framesProduced = 0;
   readonly capabilities: ModelCapabilities;
+  readonly paramsSchema: z.ZodType<Record<string, unknown>>;
   readonly jobs: SynthesisJob[] = [];
   readonly encodedReferences: ReferenceAudio[] = [];
   encodeVoice?: (reference: ReferenceAudio, signal: AbortSignal) => Promise<VoicePrompt>;
@@ -44,6 +48,7 @@ export class ToneAdapter implements SpeechModel {
       framesPerSecond: 12.5,
       speakerEmbeddingDims: options.speakerEmbeddingDims ?? [],
     };
+    this.paramsSchema = options.paramsSchema ?? z.record(z.string(), z.unknown());
     if (options.cloning) {
       this.encodeVoice = async (reference) => {
         this.encodedReferences.push(reference);

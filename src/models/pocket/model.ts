@@ -15,7 +15,7 @@ import { badRequest } from "../../api/errors.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
-import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationParams, type GenerationStages } from "./loop.ts";
+import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationStages } from "./loop.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";
@@ -27,6 +27,7 @@ import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
 import type { MimiGpuDecoder } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
+import { generationParams, pocketParamsSchema } from "./params.ts";
 import { Semaphore } from "../../async/semaphore.ts";
 import { SerialQueue } from "../../async/serial-queue.ts";
 
@@ -85,6 +86,7 @@ export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: Late
 
 export class PocketModel implements SpeechModel {
   readonly capabilities: ModelCapabilities;
+  readonly paramsSchema = pocketParamsSchema;
   readonly #queue = new SerialQueue();
   readonly #decoder: MimiDecoderPlacement;
   readonly #streamPermits: Semaphore | null;
@@ -168,10 +170,6 @@ export class PocketModel implements SpeechModel {
     return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
   }
 
-  checkExtraParams(extraParams: Record<string, unknown>): void {
-    generationParams(extraParams);
-  }
-
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
     const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
     const { maxTokensPerChunk } = this.bundle.flags;
@@ -218,45 +216,6 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
     if (file.endsWith(".safetensors")) files.set(file.slice(0, -".safetensors".length).toLowerCase(), join(bundle.voicesDirectory, file));
   }
   return files;
-}
-
-/**
- * Ranges of the extra_params the model understands, each wide around upstream's default (§1.11, §1.12) but
- * closed where a value would only make generation slower or endless:
- * - temperature is the variance of the flow's starting noise, which it learnt to map from at 1 (upstream
- *   speaks at 0.7); 2 doubles that, and 0 starts from the noise's mean.
- * - lsd_steps Euler steps cost one flow-net run each per frame; the most any runtime uses is 10 (KR1).
- * - eos_threshold is compared with the raw EOS logit: ±10 are p ≈ 0.99995 and p ≈ 0.00005, so a threshold
- *   past them means "stop at once" or "never stop", which would only run every chunk to its frame cap.
- * - frames_after_eos: models recommend 3 to 8; 25 frames are 2 s of trailing audio per chunk.
- */
-const EXTRA_PARAM_RANGES = {
-  temperature: { min: 0, max: 2, integer: false },
-  lsd_steps: { min: 1, max: 16, integer: true },
-  eos_threshold: { min: -10, max: 10, integer: false },
-  frames_after_eos: { min: 0, max: 25, integer: true },
-} as const;
-
-/** extra_params the model understands, checked like request fields (400 naming the key). */
-function generationParams(extra: Record<string, unknown>): Partial<GenerationParams> {
-  const number = (key: keyof typeof EXTRA_PARAM_RANGES): number | undefined => {
-    const value = extra[key];
-    if (value === undefined) return undefined;
-    const { min, max, integer } = EXTRA_PARAM_RANGES[key];
-    const valid = typeof value === "number" && Number.isFinite(value) && value >= min && value <= max && (!integer || Number.isInteger(value));
-    if (!valid) throw badRequest(`extra_params.${key} must be ${integer ? "an integer" : "a number"} in ${min}..${max}`, `extra_params.${key}`);
-    return value;
-  };
-  const params: Partial<GenerationParams> = {};
-  const temperature = number("temperature");
-  const lsdSteps = number("lsd_steps");
-  const eosThreshold = number("eos_threshold");
-  const framesAfterEos = number("frames_after_eos");
-  if (temperature !== undefined) params.temperature = temperature;
-  if (lsdSteps !== undefined) params.lsdSteps = lsdSteps;
-  if (eosThreshold !== undefined) params.eosThreshold = eosThreshold;
-  if (framesAfterEos !== undefined) params.framesAfterEos = framesAfterEos;
-  return params;
 }
 
 function stateBytes(state: FlowLmState): number {

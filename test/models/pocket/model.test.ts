@@ -63,8 +63,8 @@ describe("Pocket TTS through the speech API", () => {
   test("extra_params past the model's ranges (an EOS that never fires) are 400s naming the key before any audio, on every route", async () => {
     const outOfRange = [["eos_threshold", 1e9], ["eos_threshold", -10.5], ["temperature", 2.5], ["lsd_steps", 17], ["frames_after_eos", 26]] as const;
     for (const [key, value] of outOfRange) {
-      for (const stream of [false, true]) {
-        const response = await speak({ stream, extra_params: { [key]: value } });
+      for (const streaming of [{ stream: false }, { stream: true }, { stream_format: "audio" }]) {
+        const response = await speak({ ...streaming, extra_params: { [key]: value } });
         expect(response.status).toBe(400);
         expect(((await response.json()) as any).error.param).toBe(`extra_params.${key}`);
       }
