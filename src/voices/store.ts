@@ -6,8 +6,9 @@
  *
  * File names are the first 128 bits of sha256(lower-case name) in hex: no user text reaches the file
  * system, and one name always maps to one file, so a re-upload is a single atomic rename over the old one.
- * Writes go to a `.tmp-` file in the same folder, are fsynced, renamed into place and the folder fsynced:
- * after a crash a voice is either the old one or the new one, and leftover temp files are removed on open.
+ * Writes go through weights/durable-write.ts (a `.tmp-` file in the same folder, fsynced, renamed into place,
+ * the folder fsynced): after a crash a voice is either the old one or the new one, and leftover temp files are
+ * removed on open.
  * Mutations run one at a time through a SerialQueue, so `created_at` and the cap see a consistent map.
  *
  * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
@@ -15,11 +16,12 @@
  * say what is wrong with the folder; the full path goes to the log, not to the client.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { Semaphore } from "../async/semaphore.ts";
+import { FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../weights/durable-write.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "../formats/safetensors.ts";
 
@@ -62,7 +64,6 @@ export interface SaveEmbeddingInput {
 }
 
 const VOICE_FILE_SUFFIX = ".safetensors";
-const TEMP_FILE_PREFIX = ".tmp-";
 const AUDIO_TENSOR = "audio";
 const EMBEDDING_TENSOR = "speaker_embedding";
 const EMBEDDING_MIME_TYPE = "application/x-safetensors";
@@ -250,30 +251,21 @@ export class VoiceStore {
   /**
    * Until the rename the old voice, file and map entry are untouched, so any failure before it leaves
    * the old voice intact. After the rename the new file is what a restart would see, so the map follows
-   * it before the folder fsync, which may still fail.
+   * it even when the folder fsync then fails.
    */
   private async commit(voice: StoredVoice, fileBytes: Uint8Array): Promise<void> {
     const key = voiceKey(voice.name);
-    const tempPath = join(this.dir, `${TEMP_FILE_PREFIX}${randomUUID()}`);
+    let notDurable: FolderSyncError | undefined;
     try {
-      const handle = await open(tempPath, "wx", 0o600);
-      try {
-        await handle.writeFile(fileBytes);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tempPath, this.pathOf(key));
+      await writeFileDurably(this.pathOf(key), fileBytes, { mode: 0o600 });
     } catch (error) {
-      await unlink(tempPath).catch(() => undefined);
-      throw this.folderFailure(error, 507, "the voice was not saved");
+      if (!(error instanceof FolderSyncError)) throw this.folderFailure(error, 507, "the voice was not saved");
+      notDurable = error;
     }
     const replaced = this.voices.has(key);
     this.voices.set(key, Object.freeze(voice));
     if (replaced) this.fireEvict(key);
-    await fsyncDirectory(this.dir).catch((error) => {
-      throw this.folderFailure(error, 507, "the voice is saved but may not survive a restart");
-    });
+    if (notDurable) throw this.folderFailure(notDurable, 507, "the voice is saved but may not survive a restart");
   }
 
   /** A file-system error as the client's ApiError (what is wrong, no path) and a log line (with the path). */
@@ -457,24 +449,6 @@ function voiceFromHeader(header: SafetensorsHeader): StoredVoice {
     embedding_source: source as StoredVoice["embedding_source"],
     ...(integers.embedding_dim === undefined ? {} : { embedding_dim: integers.embedding_dim }),
   };
-}
-
-/**
- * Makes a rename or unlink durable: the new directory entry is only on disk once the directory itself is
- * fsynced. On Linux, Bun 1.4 and Deno 2.9 both open a directory read-only and fsync it; platforms that
- * refuse to open a directory (Windows: EISDIR) or to fsync one (EINVAL) get the rename's own durability.
- */
-async function fsyncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch (error) {
-    const code = errorCode(error);
-    if (code !== "EISDIR" && code !== "EINVAL") throw error;
-  } finally {
-    await handle?.close();
-  }
 }
 
 function errorCode(error: unknown): string | undefined {

@@ -14,15 +14,17 @@
  *               short back-off, or in a later pull) asks for the rest with `Range: bytes=<part size>-`
  *   name        the part is verified, fsynced and renamed; a file that fails verification is deleted, so a
  *               retry fetches it from scratch
- *   complete.json  written (temp file + rename) only after every file is in place: a folder without it is a
+ *   complete.json  written durably (durable-write.ts) only after every file is in place and the folder fsynced
+ *               (a folder that cannot be fsynced stops the pull before it): a folder without it is a
  *               half-pulled bundle and is never used (findCachedBundle ignores it)
  * A re-pull of a complete bundle re-hashes the local files against complete.json and touches the network only
  * if one of them changed; a re-pull of a partial bundle re-hashes files already present and downloads the rest.
  */
 import { createHash, type Hash } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { fsyncDirectory, writeFileDurably } from "./durable-write.ts";
 import { DEFAULT_HUB_URL, PRECISIONS, resolveBundle, resolveUrl, type BundleFile, type CatalogEntry, type Precision, type ResolvedBundle } from "./catalog.ts";
 
 export const COMPLETE_MARKER_FILE = "complete.json";
@@ -141,10 +143,7 @@ export async function pullBundle(options: PullOptions): Promise<string> {
     completedAt: new Date().toISOString(),
     files: pulledFiles,
   };
-  const markerPath = join(dir, COMPLETE_MARKER_FILE);
-  await writeFile(`${markerPath}.tmp`, `${JSON.stringify(manifest, null, 2)}\n`);
-  await rename(`${markerPath}.tmp`, markerPath);
-  await fsyncDirectory(dir);
+  await writeFileDurably(join(dir, COMPLETE_MARKER_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   return dir;
 }
 
@@ -567,19 +566,6 @@ async function allFilesPresent(dir: string, manifest: BundleManifest): Promise<b
     if ((await sizeOnDisk(join(dir, file.name))) !== file.sizeBytes) return false;
   }
   return true;
-}
-
-/** Makes the renames durable; some systems refuse to open a directory, which only loses that guarantee. */
-async function fsyncDirectory(dir: string): Promise<void> {
-  let handle: Awaited<ReturnType<typeof open>> | undefined;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch {
-    // Directory fsync is unsupported on this platform; the files themselves were fsynced.
-  } finally {
-    await handle?.close().catch(() => {});
-  }
 }
 
 function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

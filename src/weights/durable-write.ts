@@ -1,0 +1,81 @@
+/**
+ * Durable file writes, with one fsync policy for every writer (the voice store, the weight download).
+ *
+ * A rename is atomic but not durable: until the folder itself is fsynced, a crash may lose the new directory
+ * entry. So a file is written as a temporary file in the same folder (same file system, so the rename is
+ * atomic), its bytes fsynced, renamed over the target, and the folder fsynced. After a crash at any point the
+ * target is the old file or the new one, never a part, plus at most a temporary file whose name starts with
+ * TEMP_FILE_PREFIX, for the folder's owner to remove.
+ *
+ * The policy when the folder cannot be fsynced: a platform that cannot open a directory (Windows: EISDIR) or
+ * fsync one (EINVAL, or ENOTSUP on some network and FUSE file systems) offers only the rename's own
+ * durability, and that is not an error. Any other failure (EIO, ENOSPC, EACCES, a folder that went away)
+ * means the write may not survive a restart, and is thrown, for the caller to say so: a voice save answers
+ * 507, a pull stops before it marks the bundle complete. Swallowing those would report data as safe that a
+ * crash can still lose.
+ */
+import { randomUUID } from "node:crypto";
+import { open, rename, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+
+export const TEMP_FILE_PREFIX = ".tmp-";
+
+/** Error codes that mean "this platform cannot fsync a directory", not "this fsync failed". */
+const DIRECTORY_SYNC_UNSUPPORTED = new Set(["EISDIR", "EINVAL", "ENOTSUP"]);
+
+/** The file was renamed into place, but its folder could not be fsynced: a crash may still lose the new file. */
+export class FolderSyncError extends Error {
+  override name = "FolderSyncError";
+  /** The file-system error code of the failed folder fsync, e.g. "EIO". */
+  readonly code: string | undefined;
+
+  constructor(cause: unknown) {
+    super(`the folder could not be fsynced (${errorCode(cause) ?? "unknown error"})`, { cause });
+    this.code = errorCode(cause);
+  }
+}
+
+/** Makes the renames and unlinks in `dir` durable, under the policy above. */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, "r");
+    await handle.sync();
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === undefined || !DIRECTORY_SYNC_UNSUPPORTED.has(code)) throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/**
+ * Replaces `path` with `contents`, durably (see above). A failure before the rename leaves `path` as it was
+ * and removes the temporary file; a failure of the folder fsync after it is a FolderSyncError.
+ */
+export async function writeFileDurably(path: string, contents: Uint8Array | string, options: { mode?: number } = {}): Promise<void> {
+  const dir = dirname(path);
+  const tempPath = join(dir, `${TEMP_FILE_PREFIX}${randomUUID()}`);
+  try {
+    const handle = await open(tempPath, "wx", options.mode ?? 0o666);
+    try {
+      await handle.writeFile(contents);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tempPath, path);
+  } catch (error) {
+    await unlink(tempPath).catch(() => undefined);
+    throw error;
+  }
+  try {
+    await fsyncDirectory(dir);
+  } catch (error) {
+    throw new FolderSyncError(error);
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined;
+}
