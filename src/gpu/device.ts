@@ -19,7 +19,7 @@
  * Every new device runs a self-test kernel before anyone gets it, so a backend that silently computes
  * zeros (or garbage) is refused with a clear Error instead of producing silent audio.
  */
-import { BufferUsage, MapMode } from "./kernel.ts";
+import { BufferUsage, submitAndReadBack } from "./kernel.ts";
 
 export interface GpuContext {
   device: GPUDevice;
@@ -28,17 +28,6 @@ export interface GpuContext {
   /** A CPU rasteriser (llvmpipe, lavapipe, SwiftShader) rather than a real GPU. */
   isSoftware: boolean;
   backend: "navigator.gpu" | "bun-webgpu" | "webgpu-dawn";
-}
-
-/** Raised (as a rejection) by work on a device that was lost or destroyed, instead of waiting forever. */
-export class GpuDeviceLostError extends Error {
-  constructor(
-    readonly reason: string,
-    detail: string,
-  ) {
-    super(`WebGPU device lost (${reason})${detail ? `: ${detail}` : ""}`);
-    this.name = "GpuDeviceLostError";
-  }
 }
 
 /** What `gpuForTests` tells a machine without any usable adapter to install (CI installs it too). */
@@ -174,7 +163,6 @@ async function selfTest(device: GPUDevice, adapterDescription: string): Promise<
   const uniform = device.createBuffer({ size: 16, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST });
   const source = device.createBuffer({ size: count * 4, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST });
   const result = device.createBuffer({ size: count * 4, usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC });
-  const staging = device.createBuffer({ size: count * 4, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
   device.queue.writeBuffer(uniform, 0, params);
   device.queue.writeBuffer(source, 0, input);
   const encoder = device.createCommandEncoder();
@@ -189,14 +177,14 @@ async function selfTest(device: GPUDevice, adapterDescription: string): Promise<
   );
   pass.dispatchWorkgroups(Math.ceil(count / 64));
   pass.end();
-  encoder.copyBufferToBuffer(result, 0, staging, 0, count * 4);
-  device.queue.submit([encoder.finish()]);
+  // Submits now, inside the error scope; its result counts only once validation has passed (and a failure
+  // meanwhile is not an unhandled rejection).
+  const reading = submitAndReadBack(device, encoder, [{ buffer: result, floats: count }]);
+  reading.catch(() => undefined);
   const validationError = await device.popErrorScope();
   if (validationError) throw new Error(`WebGPU self-test on ${adapterDescription} failed validation: ${validationError.message}`);
-  await staging.mapAsync(MapMode.READ);
-  const output = new Float32Array(staging.getMappedRange().slice(0));
-  staging.unmap();
-  for (const buffer of [uniform, source, result, staging]) buffer.destroy();
+  const output = (await reading)[0]!;
+  for (const buffer of [uniform, source, result]) buffer.destroy();
   for (let index = 0; index < count; index++) {
     const expected = input[index]! * scale + index * offset;
     if (output[index] !== expected) {
@@ -276,41 +264,4 @@ export async function gpuForTests(): Promise<GpuContext> {
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`no usable WebGPU device for the kernel tests: ${reason}`);
   }
-}
-
-/**
- * Settles like `work`, unless the device is lost first: then rejects with GpuDeviceLostError. Wrap every
- * wait on the GPU (buffer maps, `onSubmittedWorkDone`) so a lost device is an error, not a hang.
- */
-export function whileDeviceAlive<T>(device: GPUDevice, work: Promise<T>): Promise<T> {
-  const watch = lossWatch(device);
-  if (watch.lost) return Promise.reject(watch.lost);
-  return new Promise<T>((resolve, reject) => {
-    // One listener per device rejects the waiters still pending when it is lost; each waiter leaves the
-    // set when it settles, so nothing accumulates on the device's lifelong `lost` promise.
-    watch.waiters.add(reject);
-    work.then(resolve, reject).finally(() => watch.waiters.delete(reject));
-  });
-}
-
-interface LossWatch {
-  waiters: Set<(error: GpuDeviceLostError) => void>;
-  lost?: GpuDeviceLostError;
-}
-
-const lossWatches = new WeakMap<GPUDevice, LossWatch>();
-
-function lossWatch(device: GPUDevice): LossWatch {
-  let watch = lossWatches.get(device);
-  if (!watch) {
-    const created: LossWatch = { waiters: new Set() };
-    watch = created;
-    lossWatches.set(device, created);
-    void device.lost.then((info) => {
-      created.lost = new GpuDeviceLostError(info.reason ?? "unknown", info.message ?? "");
-      for (const reject of created.waiters) reject(created.lost);
-      created.waiters.clear();
-    });
-  }
-  return watch;
 }

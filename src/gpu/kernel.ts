@@ -1,6 +1,7 @@
 /**
  * WGSL kernel plumbing shared by every kernel host module: source loading from `kernels/<name>.wgsl`, one
- * compiled pipeline per (device, kernel, entry point), and the few buffer helpers the hosts and tests use.
+ * compiled pipeline per (device, kernel, entry point), the buffer-usage flags and buffer helpers, the input
+ * check every host opens with, the one dispatch builder, and the one readback (guarded against device loss).
  *
  * Host modules turn a shape and a set of buffers into a `KernelDispatch` once (uniforms packed, bind group
  * built) and encode it into a caller's compute pass as often as they like, so a whole decoder step is one
@@ -103,20 +104,106 @@ export function packUniforms(fields: UniformFields): Uint32Array {
   return words;
 }
 
+/** Raised (as a rejection) by work on a device that was lost or destroyed, instead of waiting forever. */
+export class GpuDeviceLostError extends Error {
+  constructor(
+    readonly reason: string,
+    detail: string,
+  ) {
+    super(`WebGPU device lost (${reason})${detail ? `: ${detail}` : ""}`);
+    this.name = "GpuDeviceLostError";
+  }
+}
+
+/**
+ * Settles like `work`, unless the device is lost first: then rejects with GpuDeviceLostError. Wrap every
+ * wait on the GPU (buffer maps, `onSubmittedWorkDone`) so a lost device is an error, not a hang.
+ */
+export function whileDeviceAlive<T>(device: GPUDevice, work: Promise<T>): Promise<T> {
+  const watch = lossWatch(device);
+  if (watch.lost) return Promise.reject(watch.lost);
+  return new Promise<T>((resolve, reject) => {
+    // One listener per device rejects the waiters still pending when it is lost; each waiter leaves the
+    // set when it settles, so nothing accumulates on the device's lifelong `lost` promise.
+    watch.waiters.add(reject);
+    work.then(resolve, reject).finally(() => watch.waiters.delete(reject));
+  });
+}
+
+interface LossWatch {
+  waiters: Set<(error: GpuDeviceLostError) => void>;
+  lost?: GpuDeviceLostError;
+}
+
+const lossWatches = new WeakMap<GPUDevice, LossWatch>();
+
+function lossWatch(device: GPUDevice): LossWatch {
+  let watch = lossWatches.get(device);
+  if (!watch) {
+    const created: LossWatch = { waiters: new Set() };
+    watch = created;
+    lossWatches.set(device, created);
+    void device.lost.then((info) => {
+      created.lost = new GpuDeviceLostError(info.reason ?? "unknown", info.message ?? "");
+      for (const reject of created.waiters) reject(created.lost);
+      created.waiters.clear();
+    });
+  }
+  return watch;
+}
+
+/** The first `floats` floats of a storage buffer (a copy source), to come back to the CPU. */
+export interface ReadbackSource {
+  buffer: GPUBuffer;
+  floats: number;
+}
+
+/**
+ * The one way results come back to the CPU: copies each source into a staging buffer after the work already
+ * recorded in `encoder`, submits it (before this returns its promise), then maps, copies out and unmaps each
+ * staging buffer in turn. On a device that is lost, before or meanwhile, it rejects with GpuDeviceLostError
+ * rather than hanging or surfacing the binding's own error for the symptom (an aborted map, a missing queue).
+ */
+export async function submitAndReadBack(device: GPUDevice, encoder: GPUCommandEncoder, sources: readonly ReadbackSource[]): Promise<Float32Array[]> {
+  validateInputs("readback", { buffers: Object.fromEntries(sources.map(({ buffer, floats }, index) => [`source ${index}`, [buffer, floats] as const])) });
+  const stagings: Array<GPUBuffer | null> = [];
+  try {
+    for (const { buffer, floats } of sources) {
+      const staging = floats === 0 ? null : device.createBuffer({ label: "readback", size: floats * 4, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
+      if (staging) encoder.copyBufferToBuffer(buffer, 0, staging, 0, floats * 4);
+      stagings.push(staging);
+    }
+    device.queue.submit([encoder.finish()]);
+    const results: Float32Array[] = [];
+    for (const staging of stagings) {
+      if (!staging) {
+        results.push(new Float32Array(0));
+        continue;
+      }
+      await whileDeviceAlive(device, staging.mapAsync(MapMode.READ));
+      results.push(new Float32Array(staging.getMappedRange().slice(0)));
+      staging.unmap();
+    }
+    return results;
+  } catch (error) {
+    throw (await lossOf(device)) ?? error;
+  } finally {
+    for (const staging of stagings) staging?.destroy();
+  }
+}
+
+/** The device's loss, if it has been reported by now (a lost device's `lost` promise is already settled). */
+async function lossOf(device: GPUDevice): Promise<GpuDeviceLostError | undefined> {
+  const watch = lossWatch(device);
+  // The watch's own reaction to `lost` was registered first, so it has run by the time this race settles.
+  await Promise.race([device.lost, undefined]);
+  return watch.lost;
+}
+
 /** Copies the first `length` floats of a storage buffer back to the CPU (waits for all submitted work). */
 export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: number): Promise<Float32Array> {
-  const byteLength = length * 4;
-  if (byteLength > buffer.size) throw new Error(`cannot read ${length} floats from a ${buffer.size}-byte buffer`);
-  if (length === 0) return new Float32Array(0);
-  const staging = device.createBuffer({ size: byteLength, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
-  const encoder = device.createCommandEncoder();
-  encoder.copyBufferToBuffer(buffer, 0, staging, 0, byteLength);
-  device.queue.submit([encoder.finish()]);
-  await staging.mapAsync(MapMode.READ);
-  const result = new Float32Array(staging.getMappedRange().slice(0));
-  staging.unmap();
-  staging.destroy();
-  return result;
+  const [values] = await submitAndReadBack(device, device.createCommandEncoder(), [{ buffer, floats: length }]);
+  return values!;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { BufferUsage, kernelDispatch, KernelInputError, MapMode, storageBuffer, validateInputs } from "../../src/gpu/kernel.ts";
+import { gpuForTests, openGpuContext } from "../../src/gpu/device.ts";
+import { BufferUsage, GpuDeviceLostError, kernelDispatch, KernelInputError, MapMode, storageBuffer, submitAndReadBack, validateInputs, whileDeviceAlive } from "../../src/gpu/kernel.ts";
 import { brokenRule } from "./support.ts";
 
 describe("kernel plumbing", () => {
@@ -54,5 +54,68 @@ describe("kernelDispatch", () => {
     expect(brokenRule(() => kernelDispatch(device, elu, [["u32", 16]], [[1, input], [1, output]], [1, 1, 1]))).toBe("bindings are distinct and ≥ 1");
     const limit = device.limits.maxComputeWorkgroupsPerDimension;
     expect(brokenRule(() => kernelDispatch(device, elu, [["u32", 16]], [[1, input], [2, output]], [limit + 1, 1, 1]))).toBe("workgroups ≤ maxComputeWorkgroupsPerDimension");
+  });
+});
+
+async function rejection(work: Promise<unknown>): Promise<unknown> {
+  return work.then(
+    () => null,
+    (reason: unknown) => reason,
+  );
+}
+
+describe("waiting on the GPU", () => {
+  test("a lost device turns a pending wait into an Error instead of a hang", async () => {
+    const context = await openGpuContext();
+    const neverSettles = new Promise<never>(() => undefined);
+    const waiting = whileDeviceAlive(context.device, neverSettles);
+    context.device.destroy();
+    const error = await rejection(waiting);
+    expect(error).toBeInstanceOf(GpuDeviceLostError);
+    expect((error as GpuDeviceLostError).reason).toBe("destroyed");
+  });
+
+  test("work that finishes first is returned unchanged", async () => {
+    const context = await gpuForTests();
+    expect(await whileDeviceAlive(context.device, Promise.resolve(42))).toBe(42);
+  });
+
+  test("a readback returns each source's floats after the encoder's own work, in one submission", async () => {
+    const { device } = await gpuForTests();
+    const first = storageBuffer(device, Float32Array.of(1, 2, 3, 4, 5));
+    const second = storageBuffer(device, 16 * 4);
+    const encoder = device.createCommandEncoder();
+    // Recorded before the readback's copies, so the second source must show it.
+    encoder.copyBufferToBuffer(first, 0, second, 4, 8);
+    const [head, shifted, none] = await submitAndReadBack(device, encoder, [
+      { buffer: first, floats: 3 },
+      { buffer: second, floats: 4 },
+      { buffer: first, floats: 0 },
+    ]);
+    expect(Array.from(head!)).toEqual([1, 2, 3]);
+    expect(Array.from(shifted!)).toEqual([0, 1, 2, 0]);
+    expect(none!.length).toBe(0);
+    const refused = await rejection(submitAndReadBack(device, device.createCommandEncoder(), [{ buffer: first, floats: 9 }]));
+    expect(refused).toBeInstanceOf(KernelInputError);
+    expect((refused as KernelInputError).rule).toBe("source 0 holds the shape");
+  });
+
+  test("a readback on a device lost while it waits rejects with GpuDeviceLostError", async () => {
+    const { device } = await openGpuContext();
+    const large = storageBuffer(device, new Float32Array(1 << 20));
+    const reading = submitAndReadBack(device, device.createCommandEncoder(), [{ buffer: large, floats: 1 << 20 }]);
+    device.destroy();
+    const error = await rejection(reading);
+    expect(error).toBeInstanceOf(GpuDeviceLostError);
+  });
+
+  test("a readback on a device already lost rejects with GpuDeviceLostError, not the binding's symptom", async () => {
+    const { device } = await openGpuContext();
+    const buffer = storageBuffer(device, 64);
+    device.destroy();
+    await device.lost;
+    const error = await rejection(submitAndReadBack(device, device.createCommandEncoder(), [{ buffer, floats: 16 }]));
+    expect(error).toBeInstanceOf(GpuDeviceLostError);
+    expect((error as GpuDeviceLostError).reason).toBe("destroyed");
   });
 });

@@ -19,9 +19,8 @@
  */
 import { conv1dDispatches, conv1dTailLength, conv1dWindowFloats, type Conv1dShape } from "../../../gpu/conv1d.ts";
 import { convTranspose1dDispatches, convTranspose1dPartialLength, type ConvTranspose1dShape } from "../../../gpu/conv-transpose1d.ts";
-import { whileDeviceAlive } from "../../../gpu/device.ts";
 import { eluDispatch } from "../../../gpu/elu.ts";
-import { BufferUsage, encodeDispatches, MapMode, storageBuffer, type KernelDispatch } from "../../../gpu/kernel.ts";
+import { encodeDispatches, storageBuffer, submitAndReadBack, type KernelDispatch } from "../../../gpu/kernel.ts";
 import { latentDenormDispatch } from "../../../gpu/latent-denorm.ts";
 import { MimiTransformer, uploadMimiTransformerWeights } from "./transformer.ts";
 import { EMB_MEAN, EMB_STD, type MimiDecoderWeights, type WeightTensor } from "./weights.ts";
@@ -369,40 +368,17 @@ export class MimiGpuDecoder {
     const pass = encoder.beginComputePass();
     encodeDispatches(pass, plan.dispatches);
     pass.end();
-    const audioFloats = requests.length * frames * samplesPerFrame;
-    const readbacks: Array<{ name: string; staging: GPUBuffer; floats: number; channels: number }> = [{ name: "audio", staging: this.staging(audioFloats), floats: audioFloats, channels: 1 }];
-    encoder.copyBufferToBuffer(plan.audio, 0, readbacks[0]!.staging, 0, audioFloats * 4);
-    if (captureStages) {
-      for (const [name, stage] of plan.stages) {
-        const floats = stage.channels * stage.length;
-        const staging = this.staging(floats);
-        encoder.copyBufferToBuffer(stage.buffer, 0, staging, 0, floats * 4);
-        readbacks.push({ name, staging, floats, channels: stage.channels });
-      }
-    }
-    this.device.queue.submit([encoder.finish()]);
-
-    const values = new Map<string, { channels: number; values: Float32Array }>();
-    try {
-      for (const { name, staging, floats, channels } of readbacks) {
-        await whileDeviceAlive(this.device, staging.mapAsync(MapMode.READ));
-        values.set(name, { channels, values: new Float32Array(staging.getMappedRange(0, floats * 4).slice(0)) });
-        staging.unmap();
-      }
-    } finally {
-      for (const { staging } of readbacks) staging.destroy();
-    }
-    const audio = values.get("audio")!.values;
-    values.delete("audio");
+    const captured = captureStages ? [...plan.stages] : [];
+    const [audio, ...stageValues] = await submitAndReadBack(this.device, encoder, [
+      { buffer: plan.audio, floats: requests.length * frames * samplesPerFrame },
+      ...captured.map(([, stage]) => ({ buffer: stage.buffer, floats: stage.channels * stage.length })),
+    ]);
+    const stages = new Map(captured.map(([name, stage], index) => [name, { channels: stage.channels, values: stageValues[index]! }]));
     const perStream = frames * samplesPerFrame;
     return {
-      results: requests.map(({ state }, index) => ({ state: new MimiGpuState(state.slot, state.frames + frames, state.lease), audio: audio.slice(index * perStream, (index + 1) * perStream) })),
-      stages: values,
+      results: requests.map(({ state }, index) => ({ state: new MimiGpuState(state.slot, state.frames + frames, state.lease), audio: audio!.slice(index * perStream, (index + 1) * perStream) })),
+      stages,
     };
-  }
-
-  private staging(floats: number): GPUBuffer {
-    return this.device.createBuffer({ size: Math.max(16, Math.ceil((floats * 4) / 16) * 16), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
   }
 
   private plan(batch: number, frames: number): Plan {
