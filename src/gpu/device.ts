@@ -30,8 +30,8 @@ export interface GpuContext {
   backend: "navigator.gpu" | "bun-webgpu" | "webgpu-dawn";
 }
 
-/** What `gpuForTests` tells a machine without any usable adapter to install (CI installs it too). */
-export const SOFTWARE_ADAPTER_INSTALL_HINT = "apt-get install -y mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 libegl1 (Mesa lavapipe for Vulkan, llvmpipe for EGL/OpenGL ES)";
+/** What a machine without any usable adapter should install (CI installs it too). */
+const SOFTWARE_ADAPTER_INSTALL_HINT = "apt-get install -y mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 libegl1 (Mesa lavapipe for Vulkan, llvmpipe for EGL/OpenGL ES)";
 
 type Backend = GpuContext["backend"];
 
@@ -251,17 +251,4 @@ export async function acquireGpu(options: { allowSoftware?: boolean } = {}): Pro
     throw new Error(`the only WebGPU adapter is a software one (${context.adapterDescription}); pass allowSoftware to use it anyway`);
   }
   return context;
-}
-
-/**
- * The device the kernel tests run on: software adapters welcome. Fails (never skips) with the package to
- * install when the machine has no usable adapter.
- */
-export async function gpuForTests(): Promise<GpuContext> {
-  try {
-    return await acquireGpu({ allowSoftware: true });
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`no usable WebGPU device for the kernel tests: ${reason}`);
-  }
 }

@@ -33,7 +33,7 @@ export function loadKernel(name: string): string {
  * The compute pipeline of a kernel's entry point, compiled on first use and cached per device. The layout is
  * `auto`, so each entry point's bind group 0 holds exactly the bindings that entry point reads.
  */
-export function computePipeline(device: GPUDevice, name: string, entryPoint = "main"): GPUComputePipeline {
+function computePipeline(device: GPUDevice, name: string, entryPoint = "main"): GPUComputePipeline {
   let pipelines = pipelineCaches.get(device);
   if (!pipelines) {
     pipelines = new Map();
@@ -77,7 +77,7 @@ export function storageBuffer(device: GPUDevice, dataOrByteLength: ArrayBufferVi
 }
 
 /** A uniform buffer holding the packed words of a kernel's uniform struct (rounded up to 16 bytes). */
-export function uniformBuffer(device: GPUDevice, words: Uint32Array | ArrayBuffer): GPUBuffer {
+function uniformBuffer(device: GPUDevice, words: Uint32Array | ArrayBuffer): GPUBuffer {
   const bytes = bytesOf(words);
   const buffer = device.createBuffer({ size: bufferByteSize(bytes.byteLength), usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, mappedAtCreation: true });
   new Uint8Array(buffer.getMappedRange()).set(bytes);
@@ -91,7 +91,7 @@ export function uniformBuffer(device: GPUDevice, words: Uint32Array | ArrayBuffe
  */
 export type UniformFields = ReadonlyArray<readonly ["u32" | "f32", number]>;
 
-export function packUniforms(fields: UniformFields): Uint32Array {
+function packUniforms(fields: UniformFields): Uint32Array {
   const words = new Uint32Array(Math.max(4, Math.ceil(fields.length / 4) * 4));
   const floats = new Float32Array(words.buffer);
   fields.forEach(([type, value], index) => {
@@ -198,12 +198,6 @@ async function lossOf(device: GPUDevice): Promise<GpuDeviceLostError | undefined
   // The watch's own reaction to `lost` was registered first, so it has run by the time this race settles.
   await Promise.race([device.lost, undefined]);
   return watch.lost;
-}
-
-/** Copies the first `length` floats of a storage buffer back to the CPU (waits for all submitted work). */
-export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: number): Promise<Float32Array> {
-  const [values] = await submitAndReadBack(device, device.createCommandEncoder(), [{ buffer, floats: length }]);
-  return values!;
 }
 
 /**
@@ -316,13 +310,4 @@ export function encodeDispatches(pass: GPUComputePassEncoder, dispatches: readon
     pass.setBindGroup(0, dispatch.bindGroup);
     pass.dispatchWorkgroups(...dispatch.workgroups);
   }
-}
-
-/** Runs dispatches as one submission in a pass of their own (tests and one-off work). */
-export function submitDispatches(device: GPUDevice, dispatches: readonly KernelDispatch[]): void {
-  const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass();
-  encodeDispatches(pass, dispatches);
-  pass.end();
-  device.queue.submit([encoder.finish()]);
 }

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { attention, attentionUniforms, createKvCache, kvCacheFloats } from "../../src/gpu/attention.ts";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { attentionReference, ringFromHistories, type StreamHistory } from "./reference/attention.ts";
 import { streamTableWords } from "../../src/gpu/stream-table.ts";
-import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // f32 dot products of ≤ 256 terms and an online softmax against a float64 two-pass softmax.
 const ATTENTION_TOLERANCE = { atol: 2e-6, rtol: 1e-5 };

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { convTranspose1dDispatches, convTranspose1dOutputLength, convTranspose1dPartialLength, convTranspose1dUniforms, type ConvTranspose1dShape } from "../../src/gpu/conv-transpose1d.ts";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConvTranspose1d } from "./reference/conv-transpose1d.ts";
-import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·2 products (K = 2S overlaps two input frames) against a float64 reference.
 const CONV_TRANSPOSE_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { conv1dDispatches, conv1dOutputLength, conv1dTailLength, conv1dUniforms, conv1dWindowFloats, type Conv1dShape } from "../../src/gpu/conv1d.ts";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { createStreamTable, writeStreamTable } from "../../src/gpu/stream-table.ts";
 import { referenceConv1d } from "./reference/conv1d.ts";
-import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // float32 sums of up to 512·7 products of O(1) terms against a float64 reference.
 const CONV_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { acquireGpu, gpuForTests } from "../../src/gpu/device.ts";
+import { acquireGpu } from "../../src/gpu/device.ts";
+import { gpuForTests } from "./support.ts";
 
 describe("WebGPU device acquisition", () => {
   test("hands out a self-tested device on a real adapter, never Dawn's Null backend", async () => {

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
 import { eluDispatch, eluUniforms } from "../../src/gpu/elu.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { referenceElu } from "./reference/elu.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // exp(x) − 1 in float32 against expm1 in float64: absolute error near 1 ulp of 1.
 const ELU_TOLERANCE = { atol: 3e-7, rtol: 1e-6 };

@@ -6,10 +6,10 @@
 import { describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../src/models/contract.ts";
 import { compareTensors } from "../../src/conformance/harness.ts";
-import { gpuForTests } from "../../src/gpu/device.ts";
 import { PocketModel } from "../../src/models/pocket/model.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
+import { gpuForTests } from "./support.ts";
 
 const BUNDLE = fixtureBundle();
 

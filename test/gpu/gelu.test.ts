@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
 import { gelu, geluUniforms } from "../../src/gpu/gelu.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { erfc, geluReference } from "./reference/gelu.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // Relative precision everywhere on the range activations reach, the negative tail included, where
 // 1 + erf(x/√2) cancels (torch's own float32 formula loses all relative precision there). The erfc fit is

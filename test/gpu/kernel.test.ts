@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests, openGpuContext } from "../../src/gpu/device.ts";
+import { openGpuContext } from "../../src/gpu/device.ts";
 import { BufferUsage, GpuDeviceLostError, kernelDispatch, KernelInputError, MapMode, storageBuffer, submitAndReadBack, validateInputs, whileDeviceAlive } from "../../src/gpu/kernel.ts";
-import { brokenRule } from "./support.ts";
+import { brokenRule, gpuForTests } from "./support.ts";
 
 describe("kernel plumbing", () => {
   test("the buffer-usage and map-mode flags are the spec's, as the runtime's own globals give them", async () => {

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { latentDenormDispatch, latentDenormUniforms } from "../../src/gpu/latent-denorm.ts";
 import { referenceLatentDenorm } from "./reference/latent-denorm.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // One fused multiply-add per element; float32 either way.
 const DENORM_TOLERANCE = { atol: 1e-6, rtol: 1e-6 };

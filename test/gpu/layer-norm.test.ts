@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { layerNorm, layerNormUniforms } from "../../src/gpu/layer-norm.ts";
 import { layerNormReference } from "./reference/layer-norm.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // f32 sums over up to 2048 channels against a float64 reference.
 const LAYER_NORM_TOLERANCE = { atol: 2e-5, rtol: 1e-5 };

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { layerScale, layerScaleUniforms } from "../../src/gpu/layer-scale.ts";
 import { layerScaleReference } from "./reference/layer-scale.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // One f32 multiply-add per element.
 const LAYER_SCALE_TOLERANCE = { atol: 1e-7, rtol: 1e-6 };

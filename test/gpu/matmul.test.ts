@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { matmul, matmulUniforms } from "../../src/gpu/matmul.ts";
 import { matmulReference } from "./reference/matmul.ts";
-import { brokenRule, expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { brokenRule, expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // f32 accumulation over up to 2048 products of O(1/√inner)-scaled weights against float64.
 const MATMUL_TOLERANCE = { atol: 1e-5, rtol: 1e-4 };

@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { ropeReference } from "./reference/rope.ts";
 import { rope, ropeFrequencies, ropeFrequencyBuffer, ropeUniforms } from "../../src/gpu/rope.ts";
 import { streamTableWords } from "../../src/gpu/stream-table.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // The angle is the same float32 product on both sides; what remains is the kernel's own cos/sin (range
 // reduction + Cephes polynomials, ~1e-7) times |x| ≤ 1.

@@ -1,8 +1,38 @@
 /**
- * Helpers for the WGSL kernel tests: reproducible random inputs and an element-wise closeness check that
- * names the worst element, so a failing kernel says where and by how much it is off.
+ * Helpers for the WGSL kernel tests: the device they run on, one-off submission and readback, reproducible
+ * random inputs and an element-wise closeness check that names the worst element, so a failing kernel says
+ * where and by how much it is off. No bun:test import: test/gpu/deno/decode-check.ts runs it under Deno.
  */
-import { KernelInputError, loadKernel } from "../../src/gpu/kernel.ts";
+import { acquireGpu, type GpuContext } from "../../src/gpu/device.ts";
+import { encodeDispatches, KernelInputError, loadKernel, submitAndReadBack, type KernelDispatch } from "../../src/gpu/kernel.ts";
+
+/**
+ * The device the kernel tests run on: software adapters welcome. Fails (never skips) with the package to
+ * install when the machine has no usable adapter.
+ */
+export async function gpuForTests(): Promise<GpuContext> {
+  try {
+    return await acquireGpu({ allowSoftware: true });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`no usable WebGPU device for the kernel tests: ${reason}`);
+  }
+}
+
+/** Runs dispatches as one submission in a pass of their own. */
+export function submitDispatches(device: GPUDevice, dispatches: readonly KernelDispatch[]): void {
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  encodeDispatches(pass, dispatches);
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+}
+
+/** The first `length` floats of a storage buffer, after all submitted work. */
+export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: number): Promise<Float32Array> {
+  const [values] = await submitAndReadBack(device, device.createCommandEncoder(), [{ buffer, floats: length }]);
+  return values!;
+}
 
 /** mulberry32: a tiny seeded generator of uniform floats in [0, 1), identical on every runtime. */
 export function seededRandom(seed: number): () => number {

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
-import { readFloat32, storageBuffer, submitDispatches } from "../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../src/gpu/kernel.ts";
 import { transposeReference } from "./reference/transpose.ts";
 import { transpose, transposeUniforms } from "../../src/gpu/transpose.ts";
-import { expectClose, randomArray, seededRandom, wgslStructByteSize } from "./support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom, submitDispatches, wgslStructByteSize } from "./support.ts";
 
 // A pure copy: bit-exact.
 const TRANSPOSE_TOLERANCE = { atol: 0, rtol: 0 };

@@ -3,10 +3,10 @@
  * every pocket-tiny golden case through the EP, here on the software adapter.
  */
 import { describe, expect, test } from "bun:test";
-import { gpuForTests } from "../../src/gpu/device.ts";
 import { runConformance } from "../../src/conformance/harness.ts";
 import { loadOnnxRuntime } from "../../src/onnx/runtime.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
+import { gpuForTests } from "../gpu/support.ts";
 
 describe("onnxruntime-web WebGPU EP on the shared device", () => {
   test("opens sessions on the WebGPU EP, one at a time even when asked for together", async () => {

@@ -4,11 +4,11 @@
  * backend and the relative RMS error against the golden audio.
  */
 import { readFileSync } from "node:fs";
-import { gpuForTests } from "../../../src/gpu/device.ts";
 import { MimiGpuDecoder } from "../../../src/models/pocket/mimi-wgsl/decoder.ts";
 import { readMimiWeightsFromOnnx } from "../../../src/models/pocket/mimi-wgsl/weights.ts";
 import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
 import { compareTensors } from "../../../src/conformance/harness.ts";
+import { gpuForTests } from "../support.ts";
 
 const fixture = process.argv[2]!;
 const frames = 3;

@@ -1,9 +1,8 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { gpuForTests } from "../../../../src/gpu/device.ts";
 import { MimiGpuDecoder, type MimiGpuState } from "../../../../src/models/pocket/mimi-wgsl/decoder.ts";
 import { readMimiWeightsFromOnnx, readMimiWeightsFromSafetensors, type MimiDecoderWeights } from "../../../../src/models/pocket/mimi-wgsl/weights.ts";
-import { randomArray, seededRandom } from "../../../gpu/support.ts";
+import { gpuForTests, randomArray, seededRandom } from "../../../gpu/support.ts";
 
 const TINY = join(import.meta.dir, "../../../../../shared/fixtures/pocket-tiny");
 // pocket-tiny's Mimi transformer: 2 heads of 16 (golden.json model_config).

@@ -1,13 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { gpuForTests } from "../../../../src/gpu/device.ts";
 import { decodeSafetensorsWithInt64 } from "../../../../src/formats/safetensors.ts";
-import { readFloat32, storageBuffer } from "../../../../src/gpu/kernel.ts";
+import { storageBuffer } from "../../../../src/gpu/kernel.ts";
 import { MIMI_DECODER_TRANSFORMER, MimiTransformer, transposeMatrix, uploadMimiTransformerWeights, type MimiTransformerConfig } from "../../../../src/models/pocket/mimi-wgsl/transformer.ts";
 import { freshMimiTransformerReferenceState, mimiTransformerReference, type MimiTransformerReferenceState } from "../../../gpu/reference/mimi-transformer.ts";
 import { createStreamTable, writeStreamTable } from "../../../../src/gpu/stream-table.ts";
-import { expectClose, randomArray, seededRandom } from "../../../gpu/support.ts";
+import { expectClose, gpuForTests, randomArray, readFloat32, seededRandom } from "../../../gpu/support.ts";
 
 const FIXTURES_DIR = join(import.meta.dir, "../../../../../shared/fixtures");
 
