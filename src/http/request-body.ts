@@ -2,7 +2,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { ApiError, ClientClosedRequestError, badRequest, fromZodError } from "../api/errors.ts";
-import { concatBytes } from "../audio/concat.ts";
+import { capStream, readCapped, type StreamCap } from "../async/capped-stream.ts";
 
 export interface BodyLimits {
   maxBytes: number;
@@ -11,64 +11,24 @@ export interface BodyLimits {
 }
 
 /**
- * The request body as a stream that enforces `limits`: past maxBytes it errors with `tooLarge()` (the rest
- * is never read); unfinished after timeoutMs it errors with a 408 and the source is cancelled, so a client
- * that stalls or trickles cannot hold the request open; a source that fails (the client hung up mid-body)
- * errors with ClientClosedRequestError.
+ * The cap a request body is read within: past maxBytes it ends with `tooLarge()` (the rest is never read);
+ * unfinished after timeoutMs it ends with a 408 and the source is cancelled, so a client that stalls or
+ * trickles cannot hold the request open; a source that fails (the client hung up mid-body) ends it with
+ * ClientClosedRequestError.
  */
+function bodyCap(limits: BodyLimits, tooLarge: () => ApiError): StreamCap {
+  const seconds = Math.round(limits.timeoutMs / 100) / 10;
+  return {
+    maxBytes: limits.maxBytes,
+    tooLarge,
+    deadline: { timeoutMs: limits.timeoutMs, error: () => new ApiError(408, `The request body did not arrive within ${seconds} s`) },
+    sourceFailed: () => new ClientClosedRequestError(),
+  };
+}
+
+/** The request body as a stream within `limits` (bodyCap). */
 export function guardedBody(body: ReadableStream<Uint8Array>, limits: BodyLimits, tooLarge: () => ApiError): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let receivedBytes = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let settled = false;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        timer = setTimeout(() => {
-          settled = true;
-          const seconds = Math.round(limits.timeoutMs / 100) / 10;
-          controller.error(new ApiError(408, `The request body did not arrive within ${seconds} s`));
-          reader.cancel().catch(() => {});
-        }, limits.timeoutMs);
-      },
-      async pull(controller) {
-        let chunk: { done: boolean; value?: Uint8Array };
-        try {
-          chunk = await reader.read();
-        } catch {
-          chunk = { done: true, value: undefined };
-          if (!settled) {
-            settled = true;
-            clearTimeout(timer);
-            controller.error(new ClientClosedRequestError());
-          }
-        }
-        if (settled) return;
-        if (chunk.done) {
-          settled = true;
-          clearTimeout(timer);
-          controller.close();
-          return;
-        }
-        const value = chunk.value!;
-        receivedBytes += value.byteLength;
-        if (receivedBytes > limits.maxBytes) {
-          settled = true;
-          clearTimeout(timer);
-          controller.error(tooLarge());
-          reader.cancel().catch(() => {});
-          return;
-        }
-        controller.enqueue(value);
-      },
-      cancel(reason) {
-        settled = true;
-        clearTimeout(timer);
-        return reader.cancel(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  return capStream(body, bodyCap(limits, tooLarge));
 }
 
 export async function readJsonBody(c: Context, limits: BodyLimits): Promise<unknown> {
@@ -79,7 +39,8 @@ export async function readJsonBody(c: Context, limits: BodyLimits): Promise<unkn
   }
   const declaredBytes = Number(c.req.header("content-length") ?? "0");
   if (declaredBytes > maxBytes) throw new ApiError(413, `Request body is larger than ${maxBytes} bytes`);
-  const bytes = await readCapped(c.req.raw, limits);
+  // A chunked body that runs past the cap is cut off with a 413.
+  const bytes = await readCapped(c.req.raw.body, bodyCap(limits, () => new ApiError(413, `Request body is larger than ${maxBytes} bytes`)));
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -91,19 +52,6 @@ export async function readJsonBody(c: Context, limits: BodyLimits): Promise<unkn
   } catch (error) {
     throw badRequest(`Invalid JSON body: ${(error as Error).message}`);
   }
-}
-
-/** Reads the body within `limits`; a chunked body that runs past the cap is cut off with a 413. */
-async function readCapped(request: Request, limits: BodyLimits): Promise<Uint8Array> {
-  if (!request.body) return new Uint8Array();
-  const reader = guardedBody(request.body, limits, () => new ApiError(413, `Request body is larger than ${limits.maxBytes} bytes`)).getReader();
-  const parts: Uint8Array[] = [];
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    parts.push(value);
-  }
-  return concatBytes(parts);
 }
 
 export function parseWith<Schema extends z.ZodType>(schema: Schema, body: unknown, pathPrefix = ""): z.output<Schema> {

@@ -17,7 +17,7 @@ import { request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { ApiError } from "../api/errors.ts";
 import { addressFamily, classifyAddress, describeRefusal } from "./address-policy.ts";
-import { concatBytes } from "../audio/concat.ts";
+import { readCapped } from "../async/capped-stream.ts";
 
 const MEBIBYTE_BYTES = 1024 * 1024;
 /** Also the cap on a file:// ref_audio: a reference is bounded the same whether it is fetched or read. */
@@ -115,7 +115,8 @@ async function fetchFollowingRedirects(url: string, options: RemoteMediaOptions,
       discard(response);
       throw tooLarge(maxBytes);
     }
-    const bytes = await readCapped(response.body, maxBytes, signal);
+    // Past maxBytes the read fails and the connection is dropped; the deadline's abort cancels a stalled read.
+    const bytes = await readCapped(response.body, { maxBytes, tooLarge: () => tooLarge(maxBytes), signal });
     return { bytes, contentType, finalUrl: target.href };
   }
 }
@@ -173,33 +174,6 @@ async function checkedAddress(
 async function resolveAll(host: string): Promise<string[]> {
   const records = await lookup(host, { all: true });
   return records.map((record) => record.address);
-}
-
-/** Reads the body to its end, failing (and dropping the connection) as soon as it passes maxBytes. */
-async function readCapped(body: ReadableStream<Uint8Array> | null, maxBytes: number, signal: AbortSignal): Promise<Uint8Array> {
-  if (!body) return new Uint8Array();
-  const reader = body.getReader();
-  // Cancelling settles a pending read at once, so a body that stalls cannot outlive the deadline.
-  const cancelOnAbort = () => void reader.cancel(signal.reason).catch(() => {});
-  signal.addEventListener("abort", cancelOnAbort, { once: true });
-  const chunks: Uint8Array[] = [];
-  let receivedBytes = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      signal.throwIfAborted();
-      if (done) break;
-      receivedBytes += value.byteLength;
-      if (receivedBytes > maxBytes) {
-        void reader.cancel().catch(() => {});
-        throw tooLarge(maxBytes);
-      }
-      chunks.push(value);
-    }
-  } finally {
-    signal.removeEventListener("abort", cancelOnAbort);
-  }
-  return concatBytes(chunks);
 }
 
 /**
