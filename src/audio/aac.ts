@@ -23,6 +23,7 @@
 import type { FfmpegCore } from "@ffmpeg/core";
 import { readFile } from "node:fs/promises";
 import { encodeWav } from "./wav.ts";
+import { lazyLoad } from "./lazy-load.ts";
 
 const BITRATE = "64k";
 const INPUT_FILE = "input.wav";
@@ -36,24 +37,19 @@ const OUTPUT_FILE = "output.aac";
  */
 const RUNS_PER_INSTANCE = 64;
 
-let compiled: Promise<{ module: WebAssembly.Module; coreUrl: string }> | undefined;
 let ffmpeg: { core: Promise<FfmpegCore>; runs: number } | undefined;
 /** ffmpeg's messages from the current run, for the error when it fails. */
 let runLog: string[] = [];
 
-async function compileFfmpeg(): Promise<{ module: WebAssembly.Module; coreUrl: string }> {
+/** A failed compile is forgotten, so the next encode tries again instead of failing for good. */
+const compileFfmpeg = lazyLoad(async (): Promise<{ module: WebAssembly.Module; coreUrl: string }> => {
   const coreUrl = import.meta.resolve("@ffmpeg/core");
   const wasmBinary = await readFile(new URL("ffmpeg-core.wasm", coreUrl));
   return { module: await WebAssembly.compile(wasmBinary), coreUrl };
-}
+});
 
 async function loadFfmpeg(): Promise<FfmpegCore> {
-  // A failed compile is forgotten, so the next encode tries again instead of failing for good.
-  const loading = (compiled ??= compileFfmpeg().catch((error: unknown) => {
-    compiled = undefined;
-    throw error;
-  }));
-  const { module, coreUrl } = await loading;
+  const { module, coreUrl } = await compileFfmpeg();
   const { default: createFFmpegCore } = await import("@ffmpeg/core");
 
   const global = globalThis as { location?: { href: string } };

@@ -20,6 +20,7 @@
  */
 import type { StreamMetadata } from "libflacjs/dist/libflac.js";
 import { concatBytes } from "./concat.ts";
+import { lazyLoad } from "./lazy-load.ts";
 import { floatToInt16 } from "./wav.ts";
 
 /** libFLAC's default preset: nearly all of level 8's compression at a fraction of its CPU. */
@@ -35,19 +36,16 @@ const MAX_FRAME_BYTES_AT = STREAMINFO_START + 7;
 const MD5_AT = STREAMINFO_START + 18;
 
 type Flac = typeof import("libflacjs/dist/libflac.js");
-let flac: Promise<Flac> | undefined;
-
-async function loadFlac(): Promise<Flac> {
+const loadFlac = lazyLoad(async (): Promise<Flac> => {
   const module = (await import("libflacjs/dist/libflac.js")) as Flac & { default?: Flac };
   // CommonJS interop: Bun and Deno expose module.exports as the default export.
   const library = module.default ?? module;
   if (!library.isReady()) await new Promise<void>((resolve) => library.on("ready", () => resolve()));
   return library;
-}
+});
 
 export async function encodeFlac(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
-  flac ??= loadFlac();
-  const library = await flac;
+  const library = await loadFlac();
   const pcm = floatToInt16(samples);
 
   const encoder = library.create_libflac_encoder(sampleRateHz, 1, BITS_PER_SAMPLE, COMPRESSION_LEVEL, pcm.length, false, 0);

@@ -19,6 +19,7 @@
  * Concurrency: each call has its own encoder and encodes without an `await`, so calls cannot interleave.
  */
 import { concatBytes } from "./concat.ts";
+import { lazyLoad } from "./lazy-load.ts";
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
 
@@ -33,13 +34,12 @@ const LAME_ENCODER_DELAY_SAMPLES = 576;
 /** lamejs is LAME 3.98.4; LAME's tag names its version in exactly nine bytes. */
 const LAME_VERSION_TAG = "LAME3.98r";
 
-let lamejs: Promise<typeof import("@breezystack/lamejs")> | undefined;
+const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
 
 export async function encodeMp3(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
   const encoderRateHz = MP3_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? 48000;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
-  lamejs ??= import("@breezystack/lamejs");
-  const { Mp3Encoder } = await lamejs;
+  const { Mp3Encoder } = await loadLame();
 
   const encoder = new Mp3Encoder(1, encoderRateHz, BITRATE_KBPS);
   const pcm = floatToInt16(encoderInput);

@@ -24,6 +24,7 @@
  */
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
+import { lazyLoad } from "./lazy-load.ts";
 
 /** Sample rates libopus can encode. */
 const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
@@ -36,15 +37,14 @@ const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * FRAME_MS) / 1000;
  *  misspell its `lookahead` getter as `lookhead`. */
 const OPUS_GET_LOOKAHEAD = 4027;
 
-let opus: Promise<typeof import("@evan/opus")> | undefined;
-let mediabunny: Promise<typeof import("mediabunny")> | undefined;
+const loadOpus = lazyLoad(() => import("@evan/opus"));
+const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
 export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
   const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
 
-  opus ??= import("@evan/opus");
-  const { Encoder } = await opus;
+  const { Encoder } = await loadOpus();
   const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz, application: "audio" });
   const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
   const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
@@ -59,8 +59,7 @@ export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number)
   const packets: Uint8Array[] = [];
   for (let i = 0; i < packetCount; i++) packets.push(encoder.encode(pcm.subarray(i * frameSamples, (i + 1) * frameSamples)));
 
-  mediabunny ??= import("mediabunny");
-  const { BufferTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await mediabunny;
+  const { BufferTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await loadMediabunny();
   const output = new Output({ format: new OggOutputFormat(), target: new BufferTarget() });
   const source = new EncodedAudioPacketSource("opus");
   output.addAudioTrack(source);

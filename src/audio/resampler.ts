@@ -22,6 +22,7 @@
  * cannot introduce seams. The total length is round(inputLength × toHz / fromHz).
  */
 import { concatFloat32 } from "./concat.ts";
+import { lazyLoad } from "./lazy-load.ts";
 
 /** Speex quality 0–10. 10 has the widest passband (96.6% of Nyquist, like SRC_SINC_BEST), and even
  *  44.1 kHz output costs only about 1% of one core for real-time 24 kHz input (see bench/resampler.ts). */
@@ -65,18 +66,8 @@ type SpeexModuleFactory = () => Promise<SpeexWasmModule>;
 /** wasm-feature-detect's SIMD probe: a function that uses i8x16.splat and i8x16.popcnt. */
 const WASM_SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
 
-let speexModulePromise: Promise<SpeexWasmModule> | undefined;
-
-/** Loads the module on first use and shares it with every stream. A failed load is not cached, so a later call can retry. */
-function loadSpeexModule(): Promise<SpeexWasmModule> {
-  speexModulePromise ??= importSpeexFactory()
-    .then((factory) => factory())
-    .catch((error: unknown) => {
-      speexModulePromise = undefined;
-      throw error;
-    });
-  return speexModulePromise;
-}
+/** Loaded on first use and shared with every stream; a failed load is retried by the next call. */
+const loadSpeexModule = lazyLoad(async () => (await importSpeexFactory())());
 
 // The package ships no type declarations; SpeexWasmModule describes the part we call. tsc reports
 // TS7016 on these imports while Deno types them as any, so only @ts-ignore suits both checkers.

@@ -16,6 +16,7 @@
  * - Sonic is Apache-2.0. Rubber Band is GPL-2.0-only, which would bind the whole server.
  */
 import { concatFloat32 } from "./concat.ts";
+import { lazyLoad } from "./lazy-load.ts";
 
 export const MIN_SPEED = 0.25;
 export const MAX_SPEED = 4;
@@ -40,18 +41,8 @@ interface SonicWasmModule {
 
 type SonicModuleFactory = () => Promise<SonicWasmModule>;
 
-let sonicModulePromise: Promise<SonicWasmModule> | undefined;
-
-/** Loads the module on first use and shares it with every call. A failed load is not cached, so a later call can retry. */
-function loadSonicModule(): Promise<SonicWasmModule> {
-  sonicModulePromise ??= importSonicFactory()
-    .then((factory) => factory())
-    .catch((error: unknown) => {
-      sonicModulePromise = undefined;
-      throw error;
-    });
-  return sonicModulePromise;
-}
+/** Loaded on first use and shared with every call; a failed load is retried by the next call. */
+const loadSonicModule = lazyLoad(async () => (await importSonicFactory())());
 
 // The package ships no type declarations; SonicWasmModule describes the part we call. tsc reports
 // TS7016 on this import while Deno types it as any, so only @ts-ignore suits both checkers.

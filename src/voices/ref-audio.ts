@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { LRUCache } from "lru-cache";
 import { badRequest } from "../api/errors.ts";
 import { AudioDecodeError, AudioTooLongError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
+import { lazyLoad } from "../audio/lazy-load.ts";
 import { resample } from "../audio/resampler.ts";
 import { fetchRemoteMedia, REF_AUDIO_MAX_BYTES, type RemoteMediaOptions } from "./remote-media.ts";
 
@@ -51,7 +52,8 @@ export interface RefAudioResolverOptions {
 
 export class RefAudioResolver {
   readonly #cache: LRUCache<string, Float32Array>;
-  #allowedRoot: Promise<string> | undefined;
+  /** The allowed folder's real path; a folder that is missing now is looked up again next time. */
+  readonly #allowedRoot = lazyLoad(() => realpath(this.options.allowedLocalMediaPath!));
 
   constructor(private readonly options: RefAudioResolverOptions) {
     this.#cache = new LRUCache<string, Float32Array>({
@@ -105,9 +107,7 @@ export class RefAudioResolver {
     } catch {
       throw badRequest("ref_audio file:// URL is malformed or names a remote host", "ref_audio");
     }
-    this.#allowedRoot ??= realpath(this.options.allowedLocalMediaPath);
-    const root = await this.#allowedRoot.catch(() => {
-      this.#allowedRoot = undefined;
+    const root = await this.#allowedRoot().catch(() => {
       throw badRequest("the allowed local media folder does not exist", "ref_audio");
     });
     const read = await withinDeadline(readInsideFolder(requestedPath, root), LOCAL_READ_TIMEOUT_MS);
