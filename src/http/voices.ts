@@ -1,10 +1,11 @@
 /** GET/POST/DELETE /v1/audio/voices: vLLM-Omni's upload semantics over the persistent voice store. */
 import type { Context, Hono } from "hono";
 import { ApiError, badRequest } from "../api/errors.ts";
-import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+import { MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+import { parseVoiceUpload, type UploadFile } from "../api/voices.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
-import { validateVoiceName, type VoiceStore } from "../voices/store.ts";
+import type { VoiceStore } from "../voices/store.ts";
 import { guardedBody, type BodyLimits } from "./request-body.ts";
 import type { Logger } from "../log/logger.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
@@ -12,27 +13,7 @@ import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequ
 export const MAX_UPLOAD_AUDIO_BYTES = 10 * 1024 * 1024;
 /** Room for the other form fields (a 4096-number embedding is ~100 KB of JSON) and multipart framing. */
 const FORM_OVERHEAD_BYTES = 256 * 1024;
-const MAX_EMBEDDING_LENGTH = 4096;
 const MAX_FORM_PARTS = 16;
-/** An id of a consent recording: a UUID is 36 characters, a URL to the recording rarely past 200. */
-const MAX_CONSENT_CHARS = 256;
-/** A sentence or two describing the speaker, twice the default cap on `instructions`. */
-const MAX_SPEAKER_DESCRIPTION_CHARS = 1000;
-
-export const ALLOWED_UPLOAD_MIME_TYPES = ["audio/wav", "audio/x-wav", "audio/mpeg", "audio/flac", "audio/ogg", "audio/webm", "audio/mp4", "audio/aac"] as const;
-const MIME_BY_EXTENSION: Record<string, string> = {
-  wav: "audio/wav",
-  mp3: "audio/mpeg",
-  mpeg: "audio/mpeg",
-  flac: "audio/flac",
-  ogg: "audio/ogg",
-  oga: "audio/ogg",
-  opus: "audio/ogg",
-  aac: "audio/aac",
-  webm: "audio/webm",
-  mp4: "audio/mp4",
-  m4a: "audio/mp4",
-};
 
 export interface VoiceRouteDeps {
   service: SpeechService;
@@ -51,20 +32,10 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
 
   app.post("/v1/audio/voices", async (c) => {
     const form = await readCappedForm(c, { maxBytes: MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: bodyTimeoutMs });
-    const name = validateVoiceName(checkedLength(form, "name", MAX_VOICE_NAME_CHARS) ?? "");
-    const consent = checkedLength(form, "consent", MAX_CONSENT_CHARS);
-    if (!consent) throw badRequest("consent is required: the id of the speaker's consent recording", "consent");
-    const refText = checkedLength(form, "ref_text", MAX_REF_TEXT_CHARS);
-    const speakerDescription = checkedLength(form, "speaker_description", MAX_SPEAKER_DESCRIPTION_CHARS);
-    const audio = form.files.get("audio_sample");
-    const embeddingText = form.fields.get("speaker_embedding");
-    const hasAudio = audio !== undefined;
-    if (hasAudio === (embeddingText !== undefined)) {
-      throw badRequest("send exactly one of audio_sample (a file) or speaker_embedding (a JSON array)", hasAudio ? "speaker_embedding" : "audio_sample");
-    }
+    const { name, consent, refText, speakerDescription, source } = parseVoiceUpload({ ...Object.fromEntries(form.fields), audio_sample: form.files.get("audio_sample") });
 
-    if (embeddingText !== undefined) {
-      const embedding = parseEmbedding(embeddingText);
+    if (source.kind === "embedding") {
+      const { embedding } = source;
       const accepted = service.model().capabilities.speakerEmbeddingDims;
       if (accepted.length === 0) {
         throw badRequest(`model '${service.model().capabilities.modelId}' accepts no speaker embeddings; upload audio_sample instead`, "speaker_embedding");
@@ -77,8 +48,7 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
       return c.json({ success: true, voice });
     }
 
-    if (!audio) throw badRequest("audio_sample must be a file upload", "audio_sample");
-    const mimeType = uploadMimeType(audio);
+    const { file: audio, mimeType } = source;
     const { samples, sampleRateHz } = await decodeReferenceAudio(audio.bytes, "audio_sample");
     const voice = await voices.saveAudio({
       name,
@@ -99,50 +69,6 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
     if (!(await voices.delete(name))) throw new ApiError(404, name.length > MAX_VOICE_NAME_CHARS ? "Voice not found" : `Voice '${name}' not found`, "name");
     return c.json({ success: true, name });
   });
-}
-
-/** A text field trimmed (whitespace only = absent), or 400 naming it when longer than `maxChars`. */
-function checkedLength(form: UploadForm, field: string, maxChars: number): string | undefined {
-  const value = form.fields.get(field)?.trim();
-  if (value !== undefined && value.length > maxChars) throw badRequest(`${field} must be at most ${maxChars} characters (got ${value.length})`, field);
-  return value || undefined;
-}
-
-/** The part's own type when it is specific; for application/octet-stream, a guess from the extension. */
-function uploadMimeType(file: UploadFile): string {
-  let mimeType = file.contentType.split(";")[0]!.trim().toLowerCase();
-  if (mimeType === "" || mimeType === "application/octet-stream") {
-    const extension = file.filename.toLowerCase().split(".").at(-1) ?? "";
-    mimeType = MIME_BY_EXTENSION[extension] ?? "audio/wav";
-  }
-  if (!(ALLOWED_UPLOAD_MIME_TYPES as readonly string[]).includes(mimeType)) {
-    throw badRequest(`Unsupported MIME type ${mimeType}; allowed: ${ALLOWED_UPLOAD_MIME_TYPES.join(", ")}`, "audio_sample");
-  }
-  return mimeType;
-}
-
-function parseEmbedding(text: string): Float32Array {
-  let values: unknown;
-  try {
-    values = JSON.parse(text);
-  } catch (error) {
-    throw badRequest(`speaker_embedding must be valid JSON: ${(error as Error).message}`, "speaker_embedding");
-  }
-  if (!Array.isArray(values) || values.length === 0) throw badRequest("speaker_embedding must be a non-empty JSON list of numbers", "speaker_embedding");
-  if (values.length > MAX_EMBEDDING_LENGTH) throw badRequest(`speaker_embedding has more than ${MAX_EMBEDDING_LENGTH} values`, "speaker_embedding");
-  if (!values.every((value) => typeof value === "number")) throw badRequest("speaker_embedding must contain only numbers", "speaker_embedding");
-  // JSON cannot carry NaN or Infinity, but 1e999 parses to Infinity.
-  if (!values.every((value) => Number.isFinite(value))) throw badRequest("speaker_embedding values must be finite (no NaN or Infinity)", "speaker_embedding");
-  const embedding = Float32Array.from(values as number[]);
-  if (!embedding.every((value) => Number.isFinite(value))) throw badRequest("speaker_embedding values must fit in float32", "speaker_embedding");
-  return embedding;
-}
-
-interface UploadFile {
-  filename: string;
-  /** The part's own Content-Type header, parameters included (browsers send e.g. audio/webm;codecs=opus). */
-  contentType: string;
-  bytes: Uint8Array;
 }
 
 interface UploadForm {

@@ -19,6 +19,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ApiError, badRequest } from "../api/errors.ts";
+import { INVALID_VOICE_NAME_MESSAGE, isValidVoiceName } from "../api/voices.ts";
 import type { Logger } from "../log/logger.ts";
 import { Semaphore } from "../async/semaphore.ts";
 import { FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../weights/durable-write.ts";
@@ -75,9 +76,7 @@ const INTEGER_METADATA_KEYS = ["created_at", "file_size", "sample_rate", "embedd
 /** Trims and rejects names that are empty or could act as a path; the trimmed name is the voice's name. */
 export function validateVoiceName(raw: string): string {
   const name = raw.trim();
-  if (name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
-    throw badRequest("Invalid voice name: it must be non-empty, not '.' or '..', and contain no '/', '\\' or NUL", "name");
-  }
+  if (!isValidVoiceName(name)) throw badRequest(INVALID_VOICE_NAME_MESSAGE, "name");
   return name;
 }
 
