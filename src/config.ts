@@ -88,7 +88,8 @@ const OPTIONS = {
   wsMaxQueuedChars: {
     flag: "ws-max-queued-chars",
     env: "VOXEDGE_WS_MAX_QUEUED_CHARS",
-    schema: z.coerce.number().int().min(4096).default(1_000_000),
+    // At least the unsegmented text a session may hold, so one full input can always wait its turn.
+    schema: z.coerce.number().int().min(API_MAX_INPUT_CHARS).default(1_000_000),
     description: "most characters of text a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
   },
   bodyTimeoutSeconds: {
