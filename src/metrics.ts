@@ -1,6 +1,7 @@
 /** Prometheus metrics, one registry per app instance so several apps (tests) never share counters. */
 import { Counter, Histogram, Registry } from "prom-client";
 
+/** How a streamed response ended: the one definition, for the HTTP streams, the WebSocket sessions and this counter's label. */
 export type StreamOutcome = "completed" | "aborted" | "failed";
 export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batch";
 
@@ -37,6 +38,11 @@ export class ServiceMetrics {
     help: "Seconds of audio produced",
     registers: [this.registry],
   });
+
+  /** Counts a streamed response that ended, by delivery mode and outcome. */
+  countStreamEnd(mode: DeliveryMode, outcome: StreamOutcome): void {
+    this.streams.inc({ mode, outcome });
+  }
 
   render(): Promise<string> {
     return this.registry.metrics();

@@ -1,3 +1,5 @@
+import type { StreamOutcome } from "../metrics.ts";
+
 /**
  * Turns a byte generator into a response body that produces only as fast as the client reads (pull-based)
  * and stops generation when the client goes away: the request's signal and the stream's cancel both abort
@@ -6,12 +8,10 @@
  * generation's state for good. Only time spent waiting on the client counts: a slow synthesis that is
  * still making its next chunk is never cut.
  */
-export type StreamEnd = "completed" | "aborted" | "failed";
-
 export function pullStream(
   produce: (signal: AbortSignal) => AsyncGenerator<Uint8Array, void, undefined>,
   requestSignal: AbortSignal,
-  onEnd: (outcome: StreamEnd, error?: unknown) => void,
+  onEnd: (outcome: StreamOutcome, error?: unknown) => void,
   stallTimeoutMs: number,
 ): ReadableStream<Uint8Array> {
   const abort = new AbortController();
@@ -20,7 +20,7 @@ export function pullStream(
   const iterator = produce(abort.signal);
   let ended = false;
   let stallTimer: ReturnType<typeof setTimeout> | undefined;
-  const finish = (outcome: StreamEnd, error?: unknown) => {
+  const finish = (outcome: StreamOutcome, error?: unknown) => {
     if (ended) return;
     ended = true;
     clearTimeout(stallTimer);

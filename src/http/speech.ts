@@ -2,10 +2,10 @@
 import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
-import type { ServiceMetrics } from "../metrics.ts";
+import type { ServiceMetrics, StreamOutcome } from "../metrics.ts";
 import { type GenerationTally, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
-import { pullStream, type StreamEnd } from "./audio-stream.ts";
+import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { ApiError } from "../api/errors.ts";
 
@@ -31,8 +31,8 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     }
 
     const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
-    const onEnd = (outcome: StreamEnd, error?: unknown) => {
-      deps.metrics.streams.inc({ mode, outcome });
+    const onEnd = (outcome: StreamOutcome, error?: unknown) => {
+      deps.metrics.countStreamEnd(mode, outcome);
       if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
     };
     if (prepared.streaming === "audio") {

@@ -253,14 +253,14 @@ export class SpeechStreamSession {
         sentBytes = rendered.audio.byteLength;
       }
       if (this.#closed) return;
-      this.options.metrics.streams.inc({ mode: "websocket", outcome: "completed" });
+      this.options.metrics.countStreamEnd("websocket", "completed");
       this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null });
     } catch (error) {
       if (this.#closed || signal.aborted) {
-        this.options.metrics.streams.inc({ mode: "websocket", outcome: "aborted" });
+        this.options.metrics.countStreamEnd("websocket", "aborted");
         return;
       }
-      this.options.metrics.streams.inc({ mode: "websocket", outcome: "failed" });
+      this.options.metrics.countStreamEnd("websocket", "failed");
       const message = error instanceof ApiError ? error.message : "speech generation failed";
       if (!(error instanceof ApiError)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
       this.sink.sendJson({ type: "error", message, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
