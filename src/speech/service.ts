@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
-import type { SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
+import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
@@ -199,10 +199,11 @@ export class SpeechService {
     }
     if (request.ref_text !== undefined) throw badRequest("ref_text needs ref_audio (or an uploaded voice)", "ref_text");
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase();
-    if (requested === undefined || requested === "" || requested === "default") return { voice: capabilities.defaultVoice };
+    if (requested === undefined || requested === "" || requested === "default") return { voice: defaultBuiltInVoice(capabilities) };
     if (capabilities.voices.includes(requested)) return { voice: requested };
     const uploaded = this.voices.get(requested);
     if (!uploaded) {
+      if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
       throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices)}`, "voice");
     }
     if (!capabilities.supportsCloning) {
@@ -217,8 +218,8 @@ export class SpeechService {
   /** The first few accepted names and a count of the rest: the message stays short with a thousand voices. */
   #someVoiceNames(builtIn: readonly string[]): string {
     const uploaded = this.voices.list();
-    const total = 1 + builtIn.length + uploaded.length;
-    const listed = ["default", ...builtIn, ...uploaded.slice(0, LISTED_VOICE_NAMES).map((voice) => voice.name)].slice(0, LISTED_VOICE_NAMES);
+    const total = (builtIn.length > 0 ? 1 : 0) + builtIn.length + uploaded.length;
+    const listed = [...(builtIn.length > 0 ? ["default"] : []), ...builtIn, ...uploaded.slice(0, LISTED_VOICE_NAMES).map((voice) => voice.name)].slice(0, LISTED_VOICE_NAMES);
     // Voices restored from an older folder may carry names longer than uploads now allow.
     const shown = listed.map((name) => (name.length > MAX_VOICE_NAME_CHARS ? `${name.slice(0, MAX_VOICE_NAME_CHARS)}…` : name)).join(", ");
     return total > listed.length ? `${shown} … and ${total - listed.length} more (GET /v1/audio/voices lists them all)` : shown;
@@ -313,6 +314,18 @@ export class SpeechService {
       durationSeconds: samples.length / prepared.outputSampleRateHz,
     };
   }
+}
+
+/** What "default" (or no voice) means: the model's default voice, which a model without built-in voices lacks. */
+function defaultBuiltInVoice(capabilities: ModelCapabilities): string {
+  if (capabilities.voices.includes(capabilities.defaultVoice)) return capabilities.defaultVoice;
+  throw badRequest(`Model '${capabilities.modelId}' has no built-in voices, so "default" names none. ${noVoicesHint(capabilities)}`, "voice");
+}
+
+function noVoicesHint(capabilities: ModelCapabilities): string {
+  return capabilities.supportsCloning
+    ? "Upload a voice (POST /v1/audio/voices) and pass its name as voice, or pass ref_audio with a 1–30 s clip to clone"
+    : `Model '${capabilities.modelId}' has no voice to speak with`;
 }
 
 function streamingMode(request: SpeechRequest): StreamingMode {

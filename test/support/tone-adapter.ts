@@ -18,6 +18,8 @@ export interface ToneAdapterOptions {
   speakerEmbeddingDims?: number[];
   /** The extra_params the adapter reads; by default every key passes through to the job. */
   paramsSchema?: z.ZodType<Record<string, unknown>>;
+  /** Built-in voices (default: low, high); an empty list is a model that speaks only uploaded or reference voices. */
+  voices?: string[];
 }
 
 export interface TonePromptState {
@@ -35,12 +37,13 @@ export class ToneAdapter implements SpeechModel {
 
   constructor(private readonly options: ToneAdapterOptions = {}) {
     const sampleRateHz = options.sampleRateHz ?? 24000;
+    const voices = options.voices ?? ["low", "high"];
     this.capabilities = {
       modelId: "tone-test",
       kind: "neural",
       description: "test tones",
-      voices: ["low", "high"],
-      defaultVoice: "low",
+      voices,
+      defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: sampleRateHz,
       supportsCloning: options.cloning ?? false,
       supportsInstructions: false,
@@ -64,6 +67,8 @@ export class ToneAdapter implements SpeechModel {
 
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
     this.jobs.push(job);
+    // As the real models do: a voice that is neither built in nor a prompt fails only once generation runs.
+    if (!job.voicePrompt && !this.capabilities.voices.includes(job.voice)) throw new Error(`no built-in voice '${job.voice}'`);
     const rate = this.capabilities.nativeSampleRateHz;
     const frameSamples = Math.round(rate / 12.5);
     const totalFrames = Math.min(job.maxNewTokens ?? Infinity, Math.max(1, Math.round(job.text.length * (this.options.framesPerChar ?? 0.5))));
