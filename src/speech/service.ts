@@ -143,12 +143,7 @@ export class SpeechService {
     const streaming = streamingMode(request);
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
     const speed = request.speed ?? 1;
-    if (streaming !== null) {
-      if (!(STREAMABLE_FORMATS as readonly string[]).includes(responseFormat)) {
-        throw badRequest(`streaming supports response_format pcm or wav, not ${responseFormat}`, "response_format");
-      }
-      if (speed !== 1) throw badRequest("speed is not supported with streaming; omit speed or stream", "speed");
-    }
+    if (streaming !== null) checkStreamable(responseFormat, speed, "stream");
     if (request.word_timestamps && transport !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
@@ -314,6 +309,19 @@ export class SpeechService {
       durationSeconds: samples.length / prepared.outputSampleRateHz,
     };
   }
+}
+
+/**
+ * Streamed audio leaves as it is made: only formats that may be cut anywhere, and no time-stretch, which
+ * needs the whole utterance. `option` names what asked for streaming (HTTP's stream, the WebSocket's stream_audio).
+ */
+export function checkStreamable(responseFormat: ResponseFormat, speed: number, option: "stream" | "stream_audio"): void {
+  const streaming = option === "stream" ? "streaming" : "stream_audio";
+  const turnOff = option === "stream" ? "stream" : "set stream_audio false";
+  if (!(STREAMABLE_FORMATS as readonly string[]).includes(responseFormat)) {
+    throw badRequest(`${streaming} supports response_format pcm or wav, not ${responseFormat}`, "response_format");
+  }
+  if (speed !== 1) throw badRequest(`speed is not supported with ${streaming}; omit speed or ${turnOff}`, "speed");
 }
 
 /** What "default" (or no voice) means: the model's default voice, which a model without built-in voices lacks. */

@@ -13,7 +13,7 @@ import { pcm16Bytes } from "../audio/wav.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
-import type { GenerationTally, SpeechService } from "./service.ts";
+import { checkStreamable, type GenerationTally, type SpeechService } from "./service.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
@@ -154,7 +154,8 @@ export class SpeechStreamSession {
     const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, ...speechFields } = config;
     try {
       // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
-      await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
+      const prepared = await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
+      if (config.stream_audio) checkStreamable(prepared.responseFormat, prepared.speed, "stream_audio");
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
       throw error;

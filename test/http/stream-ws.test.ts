@@ -243,6 +243,38 @@ describe("protocol errors", () => {
     });
   }
 
+  for (const [label, config, param] of [
+    ["speed 1.5", { speed: 1.5 }, "speed"],
+    ["response_format mp3", { response_format: "mp3" }, "pcm or wav"],
+    ["response_format opus", { response_format: "opus" }, "pcm or wav"],
+  ] as const) {
+    test(`stream_audio with ${label} is refused as on HTTP: error, close 1008, no audio`, async () => {
+      const socket = new RecordingSocket(wsUrl(server));
+      await socket.opened;
+      socket.send({ type: "session.config", stream_audio: true, ...config });
+      socket.send({ type: "input.text", text: "Hello there. " });
+      expect(await socket.waitForClose()).toBe(1008);
+      expect(socket.json()).toHaveLength(1);
+      expect(socket.json()[0]).toMatchObject({ type: "error" });
+      expect(socket.json()[0].message).toContain(param);
+      expect(socket.json()[0].message).toContain("stream_audio");
+      expect(socket.received.some((entry) => entry.kind === "binary")).toBe(false);
+    });
+  }
+
+  test("a later session.config that turns on stream_audio with speed is refused too; speed and mp3 without stream_audio are served", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", stream_audio: false, speed: 1.5, response_format: "mp3" });
+    socket.send({ type: "input.text", text: "Hello there. " });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    expect(socket.json()[0]).toMatchObject({ type: "audio.start", format: "mp3" });
+    socket.send({ type: "session.config", stream_audio: true, speed: 1.5 });
+    expect(await socket.waitForClose()).toBe(1008);
+    expect(socket.json().at(-1).message).toContain("speed");
+  });
+
   test("a message over 4 MiB is closed with 1009", async () => {
     const socket = new RecordingSocket(wsUrl(server));
     await socket.opened;
