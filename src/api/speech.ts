@@ -20,21 +20,32 @@ const voiceField = z
   })
   .refine((voice) => (typeof voice === "string" ? voice : voice.id).length <= MAX_VOICE_NAME_CHARS, `voice must be at most ${MAX_VOICE_NAME_CHARS} characters`);
 
+/**
+ * An optional field: absent and `null` both mean "not set" (pydantic clients, vLLM-Omni's among them, send
+ * null for every field they leave unset), so a parsed request holds only undefined for it.
+ */
+function optional<Schema extends z.ZodType>(schema: Schema) {
+  return schema
+    .nullish()
+    .transform((value) => value ?? undefined)
+    .optional();
+}
+
 /** Fields shared by a single request, a batch item and batch-level defaults. */
 export const speechFieldShape = {
-  model: z.string().optional(),
-  voice: voiceField.optional(),
-  instructions: z.string().optional(),
-  response_format: z.enum(RESPONSE_FORMATS, { error: `response_format must be one of ${RESPONSE_FORMATS.join(", ")}` }).optional(),
-  sample_rate: z.number({ error: "sample_rate must be an integer" }).int("sample_rate must be an integer").positive("sample_rate must be positive").optional(),
-  speed: z.number({ error: "speed must be a number" }).min(0.25, "speed must be between 0.25 and 4.0").max(4, "speed must be between 0.25 and 4.0").optional(),
-  seed: z.number({ error: "seed must be an integer" }).int("seed must be an integer").optional(),
-  ref_audio: z.string().optional(),
-  ref_text: z.string().max(MAX_REF_TEXT_CHARS, `ref_text must be at most ${MAX_REF_TEXT_CHARS} characters`).optional(),
-  language: z.string().optional(),
-  max_new_tokens: z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1").optional(),
-  extra_params: z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" }).optional(),
-  word_timestamps: z.boolean().optional(),
+  model: optional(z.string()),
+  voice: optional(voiceField),
+  instructions: optional(z.string()),
+  response_format: optional(z.enum(RESPONSE_FORMATS, { error: `response_format must be one of ${RESPONSE_FORMATS.join(", ")}` })),
+  sample_rate: optional(z.number({ error: "sample_rate must be an integer" }).int("sample_rate must be an integer").positive("sample_rate must be positive")),
+  speed: optional(z.number({ error: "speed must be a number" }).min(0.25, "speed must be between 0.25 and 4.0").max(4, "speed must be between 0.25 and 4.0")),
+  seed: optional(z.number({ error: "seed must be an integer" }).int("seed must be an integer")),
+  ref_audio: optional(z.string()),
+  ref_text: optional(z.string().max(MAX_REF_TEXT_CHARS, `ref_text must be at most ${MAX_REF_TEXT_CHARS} characters`)),
+  language: optional(z.string()),
+  max_new_tokens: optional(z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1")),
+  extra_params: optional(z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" })),
+  word_timestamps: optional(z.boolean()),
 };
 
 const inputField = z
@@ -45,8 +56,8 @@ const inputField = z
 export const speechRequestSchema = z.strictObject({
   input: inputField,
   ...speechFieldShape,
-  stream: z.boolean().optional(),
-  stream_format: z.enum(["sse", "audio"], { error: "stream_format must be sse or audio" }).optional(),
+  stream: optional(z.boolean()),
+  stream_format: optional(z.enum(["sse", "audio"], { error: "stream_format must be sse or audio" })),
 });
 export type SpeechRequest = z.infer<typeof speechRequestSchema>;
 
@@ -65,8 +76,8 @@ export const SPLIT_GRANULARITIES = ["none", "sentence", "clause"] as const;
 export const streamSessionConfigSchema = z.strictObject({
   type: z.literal("session.config"),
   ...speechFieldShape,
-  stream_audio: z.boolean({ error: "stream_audio must be a boolean" }).optional(),
-  split_granularity: z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` }).optional(),
+  stream_audio: optional(z.boolean({ error: "stream_audio must be a boolean" })),
+  split_granularity: optional(z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` })),
 });
 export type StreamSessionConfig = z.infer<typeof streamSessionConfigSchema>;
 
