@@ -69,7 +69,7 @@ const OPTIONS = {
   },
   maxBodyBytes: { flag: "max-body-bytes", env: "VOXEDGE_MAX_BODY_BYTES", schema: z.coerce.number().int().min(1024).default(16 * 1024 * 1024), description: "largest JSON request body" },
   allowedLocalMediaPath: { flag: "allowed-local-media-path", env: "VOXEDGE_ALLOWED_LOCAL_MEDIA_PATH", schema: z.string().optional(), description: "folder that file:// ref_audio may read from (unset = file:// refused)" },
-  allowedMediaDomains: { flag: "allowed-media-domains", env: "VOXEDGE_ALLOWED_MEDIA_DOMAINS", schema: commaList.default([]), description: "comma-separated hosts that ref_audio URLs may reach even when they resolve to private addresses" },
+  allowedMediaDomains: { flag: "allowed-media-domains", env: "VOXEDGE_ALLOWED_MEDIA_DOMAINS", schema: commaList.default([]), description: "comma-separated hosts that ref_audio URLs may fetch from, and no others (exact names; a listed host may resolve to a private or loopback address); empty = any host whose addresses are all public" },
   modelAliases: {
     flag: "model-aliases",
     env: "VOXEDGE_MODEL_ALIASES",

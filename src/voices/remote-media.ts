@@ -2,7 +2,8 @@
  * Fetches a user-supplied `ref_audio` URL without letting it reach the server's own network: every host
  * is resolved once, every resolved address is checked, and the connection goes to the checked address, so
  * a DNS answer that changes between check and connect (rebinding) cannot redirect it. Redirects are
- * followed by hand so each hop gets the same checks; size and time are capped.
+ * followed by hand so each hop gets the same checks; size and time are capped. An operator's list of
+ * allowed hosts replaces the address checks: only those names, wherever they resolve.
  *
  * Pinning, per runtime: the default connector is node:http / node:https `request` with a `lookup` that
  * answers with the checked address. The URL's host name stays the request host, so the Host header, TLS
@@ -25,6 +26,8 @@ export const REF_AUDIO_MAX_BYTES = 32 * MEBIBYTE_BYTES;
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_REDIRECTS = 3;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** A refused host is echoed in the error; a URL parser accepts names far longer than DNS does. */
+const MAX_SHOWN_HOST_CHARS = 253;
 
 /** What a connector hands back; a web `Response` fits, so tests can inject plain `new Response(...)`. */
 export interface RemoteResponse {
@@ -40,7 +43,10 @@ export interface RemoteResponse {
 export type Connector = (url: URL, address: string, signal: AbortSignal) => Promise<RemoteResponse>;
 
 export interface RemoteMediaOptions {
-  /** Hosts (exact, case-insensitive) that may resolve to any address, e.g. an internal media server. */
+  /**
+   * When not empty, the only hosts (exact, case-insensitive) that may be fetched, each to whatever address
+   * it resolves to (e.g. an internal media server); when empty, any host whose addresses are all public.
+   */
   allowedDomains: readonly string[];
   maxBytes?: number;
   timeoutMs?: number;
@@ -142,6 +148,12 @@ async function checkedAddress(
   signal: AbortSignal,
 ): Promise<string> {
   const host = bareHost(url.hostname);
+  // vLLM's --allowed-media-domains: a set list is the whole list, checked before the name is even resolved.
+  const onlyListed = allowedHosts.size > 0;
+  if (onlyListed && !allowedHosts.has(host)) {
+    const shown = host.length > MAX_SHOWN_HOST_CHARS ? `${host.slice(0, MAX_SHOWN_HOST_CHARS)}…` : host;
+    throw new RemoteMediaError(`ref_audio host ${shown} is not one of this server's allowed media domains (--allowed-media-domains)`);
+  }
   const isLiteral = addressFamily(host) !== undefined;
   let addresses: string[];
   if (isLiteral) {
@@ -156,8 +168,8 @@ async function checkedAddress(
   }
   if (addresses.length === 0) throw new RemoteMediaError("ref_audio host could not be resolved");
 
-  if (allowedHosts.has(host)) {
-    // The allow-list waives the range checks, not the need for a real address to pin.
+  if (onlyListed) {
+    // The operator trusts a listed host by name, so the range checks are waived, not the need for a real address to pin.
     if (addresses.some((address) => addressFamily(address) === undefined)) throw new RemoteMediaError("ref_audio host could not be resolved");
     return addresses[0]!;
   }

@@ -91,7 +91,7 @@ describe("http(s) URLs: address guard", () => {
     });
   }
 
-  test("an allowed public-looking host that redirects to loopback is refused at the redirect", async () => {
+  test("an allowed host that redirects to loopback is refused at the redirect: loopback is not on the list", async () => {
     const calls: string[] = [];
     const connect: Connector = async (url, address) => {
       calls.push(`${url.host} via ${address}`);
@@ -101,7 +101,7 @@ describe("http(s) URLs: address guard", () => {
     const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-media-domains": "media.example" }, refAudio: { remote: { resolve, connect } } });
     const response = await speakWith(app, "http://media.example/voice.wav");
     expect(response.status).toBe(400);
-    expect(((await response.json()) as any).error.message).toContain("loopback");
+    expect(((await response.json()) as any).error.message).toContain("127.0.0.1 is not one of this server's allowed media domains");
     expect(calls).toEqual(["media.example via 93.184.215.14"]);
   });
 
@@ -133,6 +133,27 @@ describe("http(s) URLs: address guard", () => {
       expect(hits).toBe(1);
       expect(refAudio.cachedEntries).toBe(1);
       expect(Math.abs((adapter.jobs[0]!.voicePrompt!.state as TonePromptState).frequencyHz - 350)).toBeLessThan(10);
+    });
+
+    test("--allowed-media-domains set: a listed name resolving to loopback is fetched; any other host, public or not, is refused by the rule without a lookup", async () => {
+      const resolved: string[] = [];
+      const resolve = async (host: string) => (resolved.push(host), host === "media.internal" ? ["127.0.0.1"] : ["93.184.215.14"]);
+      const adapter = new ToneAdapter({ cloning: true });
+      const { app } = await testApp(adapter, { flags: { "allowed-media-domains": "media.internal" }, refAudio: { remote: { resolve } } });
+      hits = 0;
+      const listed = await speakWith(app, `http://media.internal:${server.port}/voice.wav`, { stream_format: "audio" });
+      expect(listed.status).toBe(200);
+      expect((await listed.arrayBuffer()).byteLength).toBeGreaterThan(0);
+      expect({ hits, resolved }).toEqual({ hits: 1, resolved: ["media.internal"] });
+
+      for (const url of ["http://public.example/voice.wav", `http://127.0.0.1:${server.port}/voice.wav`]) {
+        const refused = await speakWith(app, url, { stream_format: "audio" });
+        expect(refused.status).toBe(400);
+        const error = ((await refused.json()) as any).error;
+        expect(error.param).toBe("ref_audio");
+        expect(error.message).toContain("is not one of this server's allowed media domains (--allowed-media-domains)");
+      }
+      expect({ hits, resolved }).toEqual({ hits: 1, resolved: ["media.internal"] });
     });
   });
 });

@@ -94,6 +94,34 @@ describe("refused before any connection", () => {
     expect(calls).toEqual([]);
   });
 
+  test.each([
+    ["a public name", "http://cdn.example.com/voice.wav", "cdn.example.com"],
+    ["a public address", "http://8.8.8.8/voice.wav", "8.8.8.8"],
+    ["a public IPv6 address", "http://[2606:4700::1111]/voice.wav", "2606:4700::1111"],
+    ["a sub-domain of a listed host", "http://cdn.audio.test/voice.wav", "cdn.audio.test"],
+  ])("with the allow-list set, %s outside it is refused by that rule without being resolved", async (_label, url, host) => {
+    const { connect, calls } = forbiddenConnector();
+    const { resolve, asked } = tableResolver({ "cdn.example.com": ["8.8.8.8"], "cdn.audio.test": ["8.8.8.8"] });
+    const error = await refusal(fetchRemoteMedia(url, { allowedDomains: ["audio.test", "media.internal"], resolve, connect }));
+    expect(error.message).toBe(`ref_audio host ${host} is not one of this server's allowed media domains (--allowed-media-domains)`);
+    expect(error.message).not.toContain("media.internal");
+    expect(asked).toEqual([]);
+    expect(calls).toEqual([]);
+  });
+
+  test("with the allow-list set, a listed host redirecting to a public host outside it is refused at the redirect", async () => {
+    const calls: string[] = [];
+    const connect: Connector = async (url) => {
+      calls.push(url.href);
+      return new Response(null, { status: 302, headers: { location: "https://cdn.example.com/voice.wav" } });
+    };
+    const { resolve, asked } = tableResolver({ "audio.test": ["10.0.0.7"], "cdn.example.com": ["8.8.8.8"] });
+    const error = await refusal(fetchRemoteMedia("http://audio.test/voice.wav", { allowedDomains: ["audio.test"], resolve, connect }));
+    expect(error.message).toContain("cdn.example.com is not one of this server's allowed media domains");
+    expect(calls).toEqual(["http://audio.test/voice.wav"]);
+    expect(asked).toEqual(["audio.test"]);
+  });
+
   test("the resolver's answer is checked even for an allow-listed name when it is not an address", async () => {
     const { connect, calls } = forbiddenConnector();
     const { resolve } = tableResolver({ "audio.test": ["audio.internal"] });
