@@ -11,6 +11,14 @@
  * removed on open.
  * Mutations run one at a time through a SerialQueue, so `created_at` and the cap see a consistent map.
  *
+ * A speaker folder written by vLLM-Omni is restored as it is: its files, named
+ * `{name}_{consent}_{created_at}.safetensors` (each part passed through its `_sanitize_filename`), hold the
+ * same metadata and tensor `audio` as read from the upload, float32 `[N]` or `[N, C]` at the upload's own
+ * rate, which loadAudio down-mixes. Such a file is never rewritten or renamed: it is read in place until
+ * its voice is replaced (the new file is ours, the old one is removed) or deleted. When two files hold the
+ * same name (a crash between writing a replacement and removing the old file), the newer `created_at` wins
+ * and the other is removed with it.
+ *
  * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
  * bad --speaker-dir stops the server at start. If it breaks later, a save is a 507 and a delete a 500 that
  * say what is wrong with the folder; the full path goes to the log, not to the client.
@@ -24,7 +32,8 @@ import type { Logger } from "../log/logger.ts";
 import { Semaphore } from "../async/semaphore.ts";
 import { FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../weights/durable-write.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type SafetensorsHeader } from "../formats/safetensors.ts";
+import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type FloatTensor, type SafetensorsHeader } from "../formats/safetensors.ts";
+import { downmixToMono } from "../audio/decoders.ts";
 
 export interface StoredVoice {
   name: string;
@@ -64,6 +73,13 @@ export interface SaveEmbeddingInput {
   embedding: Float32Array;
 }
 
+/** A voice in memory and the file it is read from; older files of the same name go when it does. */
+interface VoiceEntry {
+  voice: StoredVoice;
+  fileName: string;
+  supersededFileNames: string[];
+}
+
 const VOICE_FILE_SUFFIX = ".safetensors";
 const AUDIO_TENSOR = "audio";
 const EMBEDDING_TENSOR = "speaker_embedding";
@@ -81,7 +97,7 @@ export function validateVoiceName(raw: string): string {
 }
 
 export class VoiceStore {
-  private readonly voices = new Map<string, StoredVoice>();
+  private readonly voices = new Map<string, VoiceEntry>();
   private readonly evictListeners: ((nameLower: string) => void)[] = [];
   private readonly mutations = new SerialQueue();
   private lastCreatedAtSeconds = 0;
@@ -111,11 +127,11 @@ export class VoiceStore {
   }
 
   list(): StoredVoice[] {
-    return [...this.voices.values()].sort((a, b) => a.created_at - b.created_at);
+    return [...this.voices.values()].map((entry) => entry.voice).sort((a, b) => a.created_at - b.created_at);
   }
 
   get(name: string): StoredVoice | undefined {
-    return this.voices.get(voiceKey(name));
+    return this.voices.get(voiceKey(name))?.voice;
   }
 
   onEvict(listener: (nameLower: string) => void): void {
@@ -173,12 +189,14 @@ export class VoiceStore {
   delete(name: string): Promise<boolean> {
     return this.mutations.run(async () => {
       const key = voiceKey(name);
-      if (!this.voices.has(key)) return false;
-      try {
-        await unlink(this.pathOf(key));
-      } catch (error) {
-        if (errorCode(error) !== "ENOENT") throw this.folderFailure(error, 500, "the voice was not deleted");
+      const entry = this.voices.get(key);
+      if (entry === undefined) return false;
+      // Older files first: if one cannot be removed the voice is still there, rather than gone until a restart brings back an older version.
+      while (entry.supersededFileNames.length > 0) {
+        await this.removeFile(entry.supersededFileNames[0]!, "the voice was not deleted");
+        entry.supersededFileNames.shift();
       }
+      await this.removeFile(entry.fileName, "the voice was not deleted");
       this.voices.delete(key);
       this.fireEvict(key);
       await fsyncDirectory(this.dir).catch((error) => {
@@ -188,14 +206,15 @@ export class VoiceStore {
     });
   }
 
+  /** Mono samples at the voice's own `sample_rate`: a multi-channel upload restored from vLLM-Omni is down-mixed. */
   async loadAudio(name: string): Promise<{ voice: StoredVoice; samples: Float32Array; sampleRateHz: number } | undefined> {
     const loaded = await this.loadTensor(name, "audio", AUDIO_TENSOR);
-    return loaded && { voice: loaded.voice, samples: loaded.values, sampleRateHz: loaded.voice.sample_rate! };
+    return loaded && { voice: loaded.voice, samples: monoSamples(loaded.tensor), sampleRateHz: loaded.voice.sample_rate! };
   }
 
   async loadEmbedding(name: string): Promise<{ voice: StoredVoice; embedding: Float32Array } | undefined> {
     const loaded = await this.loadTensor(name, "direct", EMBEDDING_TENSOR);
-    return loaded && { voice: loaded.voice, embedding: loaded.values };
+    return loaded && { voice: loaded.voice, embedding: loaded.tensor.data };
   }
 
   /**
@@ -204,20 +223,21 @@ export class VoiceStore {
    * has not yet reached its map update (its rename or unlink resolves after our read). Both are retried,
    * the second once the queued mutations have settled; a mismatch with nothing pending is an outside edit.
    */
-  private async loadTensor(name: string, source: StoredVoice["embedding_source"], tensorName: string): Promise<{ voice: StoredVoice; values: Float32Array } | undefined> {
+  private async loadTensor(name: string, source: StoredVoice["embedding_source"], tensorName: string): Promise<{ voice: StoredVoice; tensor: FloatTensor } | undefined> {
     const key = voiceKey(name);
     for (;;) {
-      const voice = this.voices.get(key);
-      if (voice === undefined || voice.embedding_source !== source) return undefined;
+      const entry = this.voices.get(key);
+      if (entry === undefined || entry.voice.embedding_source !== source) return undefined;
+      const { voice } = entry;
       const raceWithMutation = async () => {
-        if (this.voices.get(key) !== voice) return true;
+        if (this.voices.get(key) !== entry) return true;
         if (this.mutations.pendingCount === 0) return false;
         await this.mutations.idle();
         return true;
       };
       let fileBytes: Uint8Array;
       try {
-        fileBytes = await readFile(this.pathOf(key));
+        fileBytes = await readFile(join(this.dir, entry.fileName));
       } catch (error) {
         if (await raceWithMutation()) continue;
         throw new Error(`Could not read the stored file of voice '${voice.name}' (${errorCode(error) ?? "unknown error"})`);
@@ -228,8 +248,8 @@ export class VoiceStore {
         throw new Error(`The stored file of voice '${voice.name}' was changed outside the server`);
       }
       const tensor = decoded.tensors[tensorName];
-      if (tensor === undefined || tensor.shape.length !== 1) throw new Error(`The stored file of voice '${voice.name}' has no 1-D '${tensorName}' tensor`);
-      return { voice, values: tensor.data };
+      if (tensor === undefined || !hasVoiceTensorShape(tensorName, tensor.shape)) throw new Error(`The stored file of voice '${voice.name}' has no '${tensorName}' tensor of the expected shape`);
+      return { voice, tensor };
     }
   }
 
@@ -254,17 +274,45 @@ export class VoiceStore {
    */
   private async commit(voice: StoredVoice, fileBytes: Uint8Array): Promise<void> {
     const key = voiceKey(voice.name);
+    const fileName = fileNameOf(key);
     let notDurable: FolderSyncError | undefined;
     try {
-      await writeFileDurably(this.pathOf(key), fileBytes, { mode: 0o600 });
+      await writeFileDurably(join(this.dir, fileName), fileBytes, { mode: 0o600 });
     } catch (error) {
       if (!(error instanceof FolderSyncError)) throw this.folderFailure(error, 507, "the voice was not saved");
       notDurable = error;
     }
-    const replaced = this.voices.has(key);
-    this.voices.set(key, Object.freeze(voice));
-    if (replaced) this.fireEvict(key);
+    const replaced = this.voices.get(key);
+    this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [] });
+    if (replaced) {
+      this.fireEvict(key);
+      await this.removeReplacedFiles(replaced, fileName);
+    }
     if (notDurable) throw this.folderFailure(notDurable, 507, "the voice is saved but may not survive a restart");
+  }
+
+  /**
+   * The files a replaced voice was read from, other than the one just written (a voice restored from
+   * vLLM-Omni's naming). The new voice is already saved: a file left behind is only logged, and a restart
+   * still picks the new voice, whose `created_at` is newer.
+   */
+  private async removeReplacedFiles(replaced: VoiceEntry, newFileName: string): Promise<void> {
+    for (const fileName of [replaced.fileName, ...replaced.supersededFileNames]) {
+      if (fileName === newFileName) continue;
+      try {
+        await unlink(join(this.dir, fileName));
+      } catch (error) {
+        if (errorCode(error) !== "ENOENT") this.logger.warn("Could not remove the replaced voice's old file", { file: fileName, code: errorCode(error) });
+      }
+    }
+  }
+
+  private async removeFile(fileName: string, outcome: string): Promise<void> {
+    try {
+      await unlink(join(this.dir, fileName));
+    } catch (error) {
+      if (errorCode(error) !== "ENOENT") throw this.folderFailure(error, 500, outcome);
+    }
   }
 
   /** A file-system error as the client's ApiError (what is wrong, no path) and a log line (with the path). */
@@ -283,10 +331,6 @@ export class VoiceStore {
         this.logger.error("Voice evict listener failed", { error: error instanceof Error ? error.message : String(error) });
       }
     }
-  }
-
-  private pathOf(key: string): string {
-    return join(this.dir, fileNameOf(key));
   }
 
   private async restore(): Promise<void> {
@@ -314,9 +358,11 @@ export class VoiceStore {
         const header = await readSafetensorsHeaderFromFile(join(this.dir, fileName));
         const voice = voiceFromHeader(header);
         const key = voiceKey(voice.name);
-        // Only the file this name hashes to can hold it; anything else is a copy or another tool's file.
-        if (fileNameOf(key) !== fileName) throw new InvalidVoiceFileError("file name does not match the voice name");
-        this.voices.set(key, Object.freeze(voice));
+        // Only the file this name hashes to, or the one vLLM-Omni named after it, can hold it; anything else is a copy.
+        if (fileName !== fileNameOf(key) && fileName !== vllmOmniFileNameOf(voice)) {
+          throw new InvalidVoiceFileError("file name does not match the voice name (neither its hash nor vLLM-Omni's {name}_{consent}_{created_at})");
+        }
+        this.adoptRestored(key, voice, fileName);
         this.lastCreatedAtSeconds = Math.max(this.lastCreatedAtSeconds, voice.created_at);
       } catch (error) {
         skippedFileCount++;
@@ -327,14 +373,37 @@ export class VoiceStore {
     };
     const reads = new Semaphore(RESTORE_CONCURRENCY);
     await Promise.all(voiceFileNames.map((fileName) => reads.run(() => restoreOne(fileName))));
+    let supersededFileCount = 0;
+    for (const entry of this.voices.values()) {
+      for (const fileName of entry.supersededFileNames) {
+        supersededFileCount++;
+        this.logger.warn("Voice file superseded by a newer file of the same voice; it is removed when that voice is replaced or deleted", { file: fileName, newer_file: entry.fileName });
+      }
+    }
 
     this.logger.info("Voice store opened", {
       dir: this.dir,
       max_voices: this.maxVoices,
       restored: this.voices.size,
       skipped: skippedFileCount,
+      superseded: supersededFileCount,
       removed_temp_files: removedTempFileCount,
     });
+  }
+
+  /** Files restore in any order; the newer `created_at` (then the later file name, so any order agrees) holds the name. */
+  private adoptRestored(key: string, voice: StoredVoice, fileName: string): void {
+    const existing = this.voices.get(key);
+    if (existing === undefined) {
+      this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [] });
+      return;
+    }
+    const isNewer = voice.created_at > existing.voice.created_at || (voice.created_at === existing.voice.created_at && fileName > existing.fileName);
+    if (!isNewer) {
+      existing.supersededFileNames.push(fileName);
+      return;
+    }
+    this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [...existing.supersededFileNames, existing.fileName] });
   }
 }
 
@@ -394,6 +463,37 @@ function fileNameOf(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex").slice(0, FILE_NAME_HASH_HEX_CHARS) + VOICE_FILE_SUFFIX;
 }
 
+/** vLLM-Omni's `{_sanitize_filename(name)}_{_sanitize_filename(consent)}_{created_at}.safetensors`. */
+function vllmOmniFileNameOf(voice: StoredVoice): string {
+  return `${sanitizeAsVllmOmni(voice.name)}_${sanitizeAsVllmOmni(voice.consent)}_${voice.created_at}${VOICE_FILE_SUFFIX}`;
+}
+
+/**
+ * vLLM-Omni's `_sanitize_filename`: the POSIX basename, each code point outside [A-Za-z0-9_.-] replaced by
+ * `_` (hence the `u` flag: one `_` per code point, as in Python), "file" if empty, at most 255 characters.
+ */
+function sanitizeAsVllmOmni(text: string): string {
+  const sanitized = text.slice(text.lastIndexOf("/") + 1).replace(/[^a-zA-Z0-9_.\-]/gu, "_");
+  return sanitized === "" ? "file" : sanitized.slice(0, 255);
+}
+
+/** Audio is `[N]` mono, or `[N, C]` frames × channels as vLLM-Omni stores an upload; an embedding is `[D]`. */
+function hasVoiceTensorShape(tensorName: string, shape: readonly number[]): boolean {
+  if (shape.length === 0 || shape.some((dimension) => dimension === 0)) return false;
+  return shape.length === 1 || (tensorName === AUDIO_TENSOR && shape.length === 2);
+}
+
+/** `[N]` as is; `[N, C]` (interleaved frames) split into channels and averaged like any decoded upload. */
+function monoSamples(tensor: FloatTensor): Float32Array {
+  if (tensor.shape.length === 1) return tensor.data;
+  const [frameCount, channelCount] = tensor.shape as [number, number];
+  const channels = Array.from({ length: channelCount }, () => new Float32Array(frameCount));
+  for (let frame = 0; frame < frameCount; frame++) {
+    for (let channel = 0; channel < channelCount; channel++) channels[channel]![frame] = tensor.data[frame * channelCount + channel]!;
+  }
+  return downmixToMono({ channels, sampleRateHz: 0 });
+}
+
 /** safetensors metadata is string → string: every present field as a string, plus the lookup key. */
 function voiceMetadata(voice: Omit<StoredVoice, "file_size"> & { file_size?: number }): Record<string, string> {
   const metadata: Record<string, string> = { voice_name_lower: voiceKey(voice.name) };
@@ -429,8 +529,8 @@ function voiceFromHeader(header: SafetensorsHeader): StoredVoice {
   const tensorName = source === "audio" ? AUDIO_TENSOR : source === "direct" ? EMBEDDING_TENSOR : undefined;
   if (tensorName === undefined) throw new InvalidVoiceFileError("metadata 'embedding_source' is not 'audio' or 'direct'");
   const tensor = header.tensors[tensorName];
-  if (tensor === undefined || tensor.dtype !== "F32" || tensor.shape.length !== 1 || tensor.shape[0] === 0) {
-    throw new InvalidVoiceFileError(`no non-empty 1-D F32 '${tensorName}' tensor`);
+  if (tensor === undefined || tensor.dtype !== "F32" || !hasVoiceTensorShape(tensorName, tensor.shape)) {
+    throw new InvalidVoiceFileError(`no non-empty F32 '${tensorName}' tensor of shape ${tensorName === AUDIO_TENSOR ? "[N] or [N, C]" : "[D]"}`);
   }
   if (source === "audio" && (integers.sample_rate === undefined || integers.sample_rate === 0)) throw new InvalidVoiceFileError("audio voice without a positive 'sample_rate'");
   if (source === "audio" && integers.file_size === undefined) throw new InvalidVoiceFileError("metadata 'file_size' is missing");
