@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { API_MAX_INPUT_CHARS } from "./api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
 
 const commaList = z
   .string()
@@ -58,7 +58,12 @@ const OPTIONS = {
     description: "folder where uploaded voices are stored",
   },
   maxUploadedVoices: { flag: "max-uploaded-voices", env: "SPEAKER_MAX_UPLOADED", schema: z.coerce.number().int().min(0).default(1000), description: "cap on uploaded voices" },
-  maxInputChars: { flag: "max-input-chars", env: "VOXEDGE_MAX_INPUT_CHARS", schema: z.coerce.number().int().min(1).max(API_MAX_INPUT_CHARS).default(API_MAX_INPUT_CHARS), description: "longest accepted input text, in characters" },
+  maxInputChars: {
+    flag: "max-input-chars",
+    env: "VOXEDGE_MAX_INPUT_CHARS",
+    schema: z.coerce.number().int().min(1).max(MAX_INPUT_CHARS_LIMIT).default(DEFAULT_MAX_INPUT_CHARS),
+    description: `longest accepted input text, in characters (one request, one batch item, one WebSocket segment); up to ${MAX_INPUT_CHARS_LIMIT} for long-form text, which streams as it is made`,
+  },
   maxInstructionsChars: { flag: "max-instructions-chars", env: "VOXEDGE_MAX_INSTRUCTIONS_CHARS", schema: z.coerce.number().int().min(0).default(500), description: "longest accepted instructions text" },
   batchMaxItems: { flag: "batch-max-items", env: "VOXEDGE_BATCH_MAX_ITEMS", schema: z.coerce.number().int().min(1).default(32), description: "most items in one batch request" },
   batchMaxAudioSeconds: {
@@ -89,7 +94,7 @@ const OPTIONS = {
     flag: "ws-max-queued-chars",
     env: "VOXEDGE_WS_MAX_QUEUED_CHARS",
     // At least the unsegmented text a session may hold, so one full input can always wait its turn.
-    schema: z.coerce.number().int().min(API_MAX_INPUT_CHARS).default(1_000_000),
+    schema: z.coerce.number().int().min(DEFAULT_MAX_INPUT_CHARS).default(1_000_000),
     description: "most characters of text a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
   },
   bodyTimeoutSeconds: {

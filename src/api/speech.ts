@@ -7,12 +7,14 @@ import { z } from "zod";
 
 export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
 export const STREAMABLE_FORMATS = ["wav", "pcm"] as const;
-/** Longest input of any request (OpenAI's cap): --max-input-chars may lower it, a WebSocket's unsegmented text is held to it. */
-export const API_MAX_INPUT_CHARS = 4096;
+/** OpenAI's cap on input, and the default of --max-input-chars. */
+export const DEFAULT_MAX_INPUT_CHARS = 4096;
+/** Highest --max-input-chars: long-form text, which every model speaks chunk by chunk and a stream sends as it is made. */
+export const MAX_INPUT_CHARS_LIMIT = 100_000;
 /** Longest voice name, on upload and in requests: names are echoed in errors and listings. */
 export const MAX_VOICE_NAME_CHARS = 128;
-/** A transcript of at most 30 s of reference audio is a few hundred characters; input's own cap is ample. */
-export const MAX_REF_TEXT_CHARS = API_MAX_INPUT_CHARS;
+/** A transcript of at most 30 s of reference audio is a few hundred characters; OpenAI's input cap is ample. */
+export const MAX_REF_TEXT_CHARS = DEFAULT_MAX_INPUT_CHARS;
 
 const voiceField = z
   .union([z.string(), z.strictObject({ id: z.string() })], {
@@ -48,10 +50,8 @@ export const speechFieldShape = {
   word_timestamps: optional(z.boolean()),
 };
 
-const inputField = z
-  .string({ error: "input must be a string" })
-  .refine((text) => text.trim().length > 0, "input must not be empty")
-  .refine((text) => text.trim().length <= API_MAX_INPUT_CHARS, `input must be at most ${API_MAX_INPUT_CHARS} characters`);
+/** Its length cap is --max-input-chars, so the speech service checks it, the one place that knows the configuration. */
+const inputField = z.string({ error: "input must be a string" }).refine((text) => text.trim().length > 0, "input must not be empty");
 
 export const speechRequestSchema = z.strictObject({
   input: inputField,

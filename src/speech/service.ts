@@ -92,6 +92,11 @@ export class SpeechService {
     return this.#voicePrompts.size;
   }
 
+  /** --max-input-chars: the longest text one request, batch item or WebSocket segment may speak. */
+  get maxInputChars(): number {
+    return this.config.maxInputChars;
+  }
+
   /** The ready adapter, or 503 while loading / after a failed load. */
   model(): SpeechModel {
     const adapter = this.host.model;

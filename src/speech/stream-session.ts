@@ -7,7 +7,7 @@
  * session.config applies only to text that arrives after it.
  */
 import { ApiError, fromZodError } from "../api/errors.ts";
-import { API_MAX_INPUT_CHARS, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
+import { streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { pcm16Bytes } from "../audio/wav.ts";
 import type { Logger } from "../log/logger.ts";
@@ -126,9 +126,9 @@ export class SpeechStreamSession {
           this.#enqueueSegment(text);
           if (this.#overQueueCap()) return;
         }
-        // With split_granularity "none" everything waits for input.done: bound what may wait.
-        if (this.#segmenter.pendingLength > API_MAX_INPUT_CHARS) {
-          return this.#fail(`more than ${API_MAX_INPUT_CHARS} characters are buffered without a segment end; send input.done sooner`, CLOSE_TOO_BIG);
+        // With split_granularity "none" everything waits for input.done, to be spoken as one input: it has input's cap.
+        if (this.#segmenter.pendingLength > this.options.service.maxInputChars) {
+          return this.#fail(`more than ${this.options.service.maxInputChars} characters are buffered without a segment end; send input.done sooner`, CLOSE_TOO_BIG);
         }
         this.#overQueueCap();
         return;
