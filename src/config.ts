@@ -93,7 +93,7 @@ const OPTIONS = {
   wsMaxQueuedChars: {
     flag: "ws-max-queued-chars",
     env: "VOXEDGE_WS_MAX_QUEUED_CHARS",
-    // At least the unsegmented text a session may hold, so one full input can always wait its turn.
+    // At least the unsegmented text a session may hold (--max-input-chars, checked in loadConfig), so one full input can always wait its turn.
     schema: z.coerce.number().int().min(DEFAULT_MAX_INPUT_CHARS).default(1_000_000),
     description: "most characters of text a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
   },
@@ -140,7 +140,11 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
     }
     resolved[name] = parsed.data;
   }
-  return resolved as Config;
+  const config = resolved as Config;
+  if (config.wsMaxQueuedChars < config.maxInputChars) {
+    throw new ConfigError(`invalid --ws-max-queued-chars: ${config.wsMaxQueuedChars} is less than --max-input-chars (${config.maxInputChars}); a WebSocket session must be able to hold one full input`);
+  }
+  return config;
 }
 
 /** parseArgs options for every config flag (all take a value). */

@@ -65,6 +65,8 @@ test("--max-input-chars takes up to 100000; the default stays OpenAI's 4096", ()
   expect(loadConfig({}, {}).maxInputChars).toBe(4096);
   expect(loadConfig({ "max-input-chars": "100000" }, {}).maxInputChars).toBe(100_000);
   expect(() => loadConfig({ "max-input-chars": "100001" }, {})).toThrow(ConfigError);
+  // A WebSocket session must be able to queue one full input.
+  expect(() => loadConfig({ "max-input-chars": "50000", "ws-max-queued-chars": "40000" }, {})).toThrow("--ws-max-queued-chars: 40000 is less than --max-input-chars (50000)");
 });
 
 describe("a 60 000-character input on the offline classic engine, --max-input-chars 100000", () => {
