@@ -7,7 +7,7 @@ import type { Config } from "./config.ts";
 import type { ModelHost } from "./engine/host.ts";
 import { ApiError } from "./api/errors.ts";
 import { ServiceMetrics } from "./metrics.ts";
-import { SpeechService } from "./speech/service.ts";
+import { SPEECH_RESPONSE_HEADERS, SpeechService } from "./speech/service.ts";
 import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
@@ -50,7 +50,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     await next();
     metrics.httpRequests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
-  if (config.cors) app.use("*", cors({ exposeHeaders: ["X-Input-Tokens", "X-Output-Tokens", "X-Total-Tokens", "X-Input-Text-Tokens", "X-Input-Audio-Tokens"] }));
+  if (config.cors) app.use("*", cors({ exposeHeaders: [...SPEECH_RESPONSE_HEADERS] }));
   if (config.apiKey !== undefined) {
     const expectedKey = new TextEncoder().encode(config.apiKey);
     app.use("/v1/*", async (c, next) => {

@@ -16,11 +16,27 @@ export const MAX_VOICE_NAME_CHARS = 128;
 /** A transcript of at most 30 s of reference audio is a few hundred characters; OpenAI's input cap is ample. */
 export const MAX_REF_TEXT_CHARS = DEFAULT_MAX_INPUT_CHARS;
 
+/** vLLM-Omni's Qwen3-TTS tasks. */
+export const TASK_TYPES = ["CustomVoice", "VoiceDesign", "Base"] as const;
+/** vLLM-Omni's bound on a speaker embedding's length (its largest model's is 2048). */
+const MAX_SPEAKER_EMBEDDING_VALUES = 8192;
+
 const voiceField = z
   .union([z.string(), z.strictObject({ id: z.string() })], {
     error: "voice must be a string or an object {\"id\": \"…\"}",
   })
   .refine((voice) => (typeof voice === "string" ? voice : voice.id).length <= MAX_VOICE_NAME_CHARS, `voice must be at most ${MAX_VOICE_NAME_CHARS} characters`);
+
+type VoiceField = z.output<typeof voiceField>;
+
+function voiceId(voice: VoiceField): string {
+  return typeof voice === "string" ? voice : voice.id;
+}
+
+const embeddingValues = z.array(z.number({ error: "speaker_embedding values must be finite numbers" }));
+const speakerEmbeddingField = z
+  .union([embeddingValues, z.array(embeddingValues.min(1, "speaker_embedding vectors must not be empty"))], { error: "speaker_embedding must be a list of numbers or a list of vectors" })
+  .refine((embedding) => embedding.length <= MAX_SPEAKER_EMBEDDING_VALUES, `speaker_embedding must have at most ${MAX_SPEAKER_EMBEDDING_VALUES} entries`);
 
 /**
  * An optional field: absent and `null` both mean "not set" (pydantic clients, vLLM-Omni's among them, send
@@ -48,37 +64,71 @@ export const speechFieldShape = {
   max_new_tokens: optional(z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1")),
   extra_params: optional(z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" })),
   word_timestamps: optional(z.boolean()),
+  // vLLM-Omni's fields for the models it serves (Qwen3-TTS, MOSS-TTSD, MOSS-SoundEffect), with its types: a
+  // client written for it sends them, and a model here that cannot use one ignores it (X-Ignored-Fields).
+  speaker: optional(voiceField),
+  task_type: optional(z.enum(TASK_TYPES, { error: `task_type must be one of ${TASK_TYPES.join(", ")}` })),
+  x_vector_only_mode: optional(z.boolean({ error: "x_vector_only_mode must be a boolean" })),
+  non_streaming_mode: optional(z.boolean({ error: "non_streaming_mode must be a boolean" })),
+  initial_codec_chunk_frames: optional(z.number({ error: "initial_codec_chunk_frames must be an integer" }).int("initial_codec_chunk_frames must be an integer").min(0, "initial_codec_chunk_frames must be ≥ 0")),
+  speaker_embedding: optional(speakerEmbeddingField),
+  ref_audio_2: optional(z.string({ error: "ref_audio_2 must be a string" })),
+  ambient_sound: optional(z.string({ error: "ambient_sound must be a string" })),
+  duration_seconds: optional(z.number({ error: "duration_seconds must be a number" }).min(0, "duration_seconds must be ≥ 0")),
 };
+
+/** Fields of vLLM-Omni's schema that only its other models read: no model here uses them. */
+export const OTHER_MODELS_FIELDS = ["task_type", "x_vector_only_mode", "non_streaming_mode", "initial_codec_chunk_frames", "speaker_embedding", "ref_audio_2", "ambient_sound", "duration_seconds"] as const;
+
+/**
+ * `speaker` is vLLM-Omni's other name for `voice`: the parsed request carries it as `voice`. Both naming
+ * different voices is a 400 rather than a silent choice.
+ */
+function withSpeakerAlias<Schema extends z.ZodType<{ voice?: VoiceField; speaker?: VoiceField }>>(schema: Schema): Schema {
+  return schema
+    .superRefine(({ voice, speaker }, context) => {
+      if (voice !== undefined && speaker !== undefined && voiceId(voice).toLowerCase() !== voiceId(speaker).toLowerCase()) {
+        context.addIssue({ code: "custom", path: ["speaker"], message: "speaker is another name for voice, and the two name different voices; send one of them" });
+      }
+    })
+    .overwrite((request) => ({ ...request, voice: request.voice ?? request.speaker, speaker: undefined }));
+}
 
 /** Its length cap is --max-input-chars, so the speech service checks it, the one place that knows the configuration. */
 const inputField = z.string({ error: "input must be a string" }).refine((text) => text.trim().length > 0, "input must not be empty");
 
-export const speechRequestSchema = z.strictObject({
-  input: inputField,
-  ...speechFieldShape,
-  stream: optional(z.boolean()),
-  stream_format: optional(z.enum(["sse", "audio"], { error: "stream_format must be sse or audio" })),
-});
+export const speechRequestSchema = withSpeakerAlias(
+  z.strictObject({
+    input: inputField,
+    ...speechFieldShape,
+    stream: optional(z.boolean()),
+    stream_format: optional(z.enum(["sse", "audio"], { error: "stream_format must be sse or audio" })),
+  }),
+);
 export type SpeechRequest = z.infer<typeof speechRequestSchema>;
 
-export const batchItemSchema = z.strictObject({ input: inputField, ...speechFieldShape });
+export const batchItemSchema = withSpeakerAlias(z.strictObject({ input: inputField, ...speechFieldShape }));
 
 /** Items stay loosely typed here: each is validated on its own so one bad item fails alone. */
-export const batchRequestSchema = z.strictObject({
-  ...speechFieldShape,
-  items: z.array(z.unknown(), { error: "items must be an array" }).min(1, "items must not be empty"),
-});
+export const batchRequestSchema = withSpeakerAlias(
+  z.strictObject({
+    ...speechFieldShape,
+    items: z.array(z.unknown(), { error: "items must be an array" }).min(1, "items must not be empty"),
+  }),
+);
 export type BatchRequest = z.infer<typeof batchRequestSchema>;
 
 export const SPLIT_GRANULARITIES = ["none", "sentence", "clause"] as const;
 
 /** WebSocket `session.config`: any speech field but `input`, plus the streaming options. */
-export const streamSessionConfigSchema = z.strictObject({
-  type: z.literal("session.config"),
-  ...speechFieldShape,
-  stream_audio: optional(z.boolean({ error: "stream_audio must be a boolean" })),
-  split_granularity: optional(z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` })),
-});
+export const streamSessionConfigSchema = withSpeakerAlias(
+  z.strictObject({
+    type: z.literal("session.config"),
+    ...speechFieldShape,
+    stream_audio: optional(z.boolean({ error: "stream_audio must be a boolean" })),
+    split_granularity: optional(z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` })),
+  }),
+);
 export type StreamSessionConfig = z.infer<typeof streamSessionConfigSchema>;
 
 export const streamClientMessageSchema = z.discriminatedUnion(

@@ -6,7 +6,7 @@
  * whole batch is capped (--batch-max-audio-seconds), so a batch cannot grow without bound either.
  */
 import type { Hono } from "hono";
-import { batchItemSchema, batchRequestSchema } from "../api/speech.ts";
+import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechService, SpeechUsage } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
@@ -20,7 +20,7 @@ const BATCH_CONCURRENCY = 4;
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
 
 type BatchItemResult =
-  | { index: number; status: "success"; audio: Uint8Array; media_type: string; usage: SpeechUsage }
+  | { index: number; status: "success"; audio: Uint8Array; media_type: string; usage: SpeechUsage; ignored_fields: string[] }
   | { index: number; status: "error"; error: string };
 
 export interface BatchRouteDeps {
@@ -46,11 +46,13 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
     const runItem = async (item: unknown, index: number, signal: AbortSignal): Promise<BatchItemResult> => {
       try {
         if (typeof item !== "object" || item === null || Array.isArray(item)) throw badRequest(`items[${index}] must be a JSON object`);
-        const merged = { ...withoutUndefined(defaults), ...withoutUndefined(item as Record<string, unknown>) };
-        const request = parseWith(batchItemSchema, merged, `items[${index}]`);
+        // Each level is parsed on its own, so an item's `speaker` overrides a batch-level `voice` like any field.
+        const parsedItem = parseWith(batchItemSchema, item, `items[${index}]`);
+        const request: SpeechRequest = { ...definedFields(defaults), ...definedFields(parsedItem), input: parsedItem.input };
         if (budget.closed) throw budget.exceededError();
-        const rendered = await deps.service.render(await deps.service.prepare(request, "batch", signal), signal, "batch", (seconds) => budget.spend(index, seconds));
-        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage };
+        const prepared = await deps.service.prepare(request, "batch", signal);
+        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => budget.spend(index, seconds));
+        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, ignored_fields: prepared.ignoredFields };
       } catch (error) {
         budget.release(index);
         if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });
@@ -110,9 +112,9 @@ class AudioBudget {
   }
 }
 
-/** `null` or absent means "not set" at either level, so the other level's value applies. */
-function withoutUndefined(fields: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null));
+/** A field not set at one level (the schema made null undefined) leaves the other level's value in force. */
+function definedFields<Fields extends object>(fields: Fields): Partial<Fields> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<Fields>;
 }
 
 /**
@@ -147,10 +149,10 @@ async function* batchJson(id: string, results: AsyncIterable<BatchItemResult>): 
       continue;
     }
     succeeded++;
-    const { index, status, audio, media_type, usage } = result;
+    const { index, status, audio, media_type, usage, ignored_fields } = result;
     yield encoder.encode(`{"index":${index},"status":"${status}","audio_data":"`);
     for (let offset = 0; offset < audio.length; offset += AUDIO_PIECE_BYTES) yield encoder.encode(base64(audio.subarray(offset, offset + AUDIO_PIECE_BYTES)));
-    yield encoder.encode(`",${JSON.stringify({ media_type, usage }).slice(1)}`);
+    yield encoder.encode(`",${JSON.stringify({ media_type, usage, ...(ignored_fields.length > 0 ? { ignored_fields } : {}) }).slice(1)}`);
   }
   yield encoder.encode(`],"total":${total},"succeeded":${succeeded},"failed":${total - succeeded}}`);
 }

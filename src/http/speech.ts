@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
 import type { ServiceMetrics, StreamOutcome } from "../metrics.ts";
-import { type GenerationTally, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
+import { type GenerationTally, ignoredFieldsHeader, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
 import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
@@ -26,7 +26,7 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     if (prepared.streaming === null) {
       const rendered = await deps.service.render(prepared, requestSignal);
       return new Response(rendered.audio as Uint8Array<ArrayBuffer>, {
-        headers: { "Content-Type": rendered.contentType, "Content-Length": String(rendered.audio.byteLength), ...usageHeaders(rendered.usage) },
+        headers: { "Content-Type": rendered.contentType, "Content-Length": String(rendered.audio.byteLength), ...usageHeaders(rendered.usage), ...ignoredFieldsHeader(prepared) },
       });
     }
 
@@ -38,12 +38,12 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     if (prepared.streaming === "audio") {
       const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, signal), requestSignal, onEnd, deps.stallTimeoutMs);
       return new Response(body, {
-        headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store" },
+        headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) },
       });
     }
     const body = pullStream((signal) => sseEvents(deps.service, prepared, signal, deps.logger), requestSignal, onEnd, deps.stallTimeoutMs);
     return new Response(body, {
-      headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no" },
+      headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) },
     });
   });
 }
@@ -71,7 +71,11 @@ async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, sign
       yield sseEvent("speech.audio.delta", { type: "speech.audio.delta", audio: base64(pcm16Bytes(samples)), response_format: "pcm" });
     }
     if (signal.aborted) return;
-    yield sseEvent("speech.audio.done", { type: "speech.audio.done", usage: service.usage(prepared, tally.frames) });
+    yield sseEvent("speech.audio.done", {
+      type: "speech.audio.done",
+      usage: service.usage(prepared, tally.frames),
+      ...(prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {}),
+    });
   } catch (error) {
     if (signal.aborted) return;
     logger.error("speech generation failed mid-stream", { error: String(error) });

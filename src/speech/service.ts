@@ -8,7 +8,7 @@ import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
-import { MAX_VOICE_NAME_CHARS, STREAMABLE_FORMATS } from "../api/speech.ts";
+import { MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
@@ -47,6 +47,8 @@ export interface PreparedSpeech {
   streaming: StreamingMode;
   inputTextTokens: number;
   inputAudioTokens: number;
+  /** Fields of the request the served model cannot use, so it ignored them (`extra_params.<key>` for its params). */
+  ignoredFields: string[];
 }
 
 export interface SpeechUsage {
@@ -138,7 +140,6 @@ export class SpeechService {
       if (instructions.length > this.config.maxInstructionsChars) {
         throw badRequest(`instructions must be at most ${this.config.maxInstructionsChars} characters`, "instructions");
       }
-      if (!capabilities.supportsInstructions) throw badRequest(`model '${capabilities.modelId}' cannot follow instructions; omit the field`, "instructions");
     }
 
     if (request.ref_audio !== undefined && !capabilities.supportsCloning) {
@@ -153,6 +154,15 @@ export class SpeechService {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
     const extraParams = this.parseExtraParams(request.extra_params ?? {});
+    const ignoredFields = [
+      ...(instructions !== undefined && !capabilities.supportsInstructions ? ["instructions"] : []),
+      // No model here reads a language; "Auto", letting the model decide, is what each of them does.
+      ...(request.language !== undefined && request.language.trim().toLowerCase() !== "auto" ? ["language"] : []),
+      ...OTHER_MODELS_FIELDS.filter((field) => request[field] !== undefined),
+      ...Object.keys(request.extra_params ?? {})
+        .filter((key) => !Object.hasOwn(extraParams, key))
+        .map((key) => `extra_params.${key}`),
+    ];
 
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
@@ -163,7 +173,7 @@ export class SpeechService {
         seed: request.seed,
         maxNewTokens: Math.min(request.max_new_tokens ?? Infinity, maxFramesForInput(text.length, capabilities.framesPerSecond)),
         voicePrompt,
-        instructions,
+        instructions: capabilities.supportsInstructions ? instructions : undefined,
         extraParams,
       },
       responseFormat,
@@ -172,6 +182,7 @@ export class SpeechService {
       streaming,
       inputTextTokens: adapter.countInputTokens(text),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
+      ignoredFields,
     };
   }
 
@@ -354,6 +365,13 @@ function encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<Spe
   return adapter.encodeVoice(reference, signal);
 }
 
+/** The headers a speech response may carry beyond the standard ones: what CORS lets a browser read. */
+export const SPEECH_RESPONSE_HEADERS: readonly string[] = ["X-Input-Tokens", "X-Output-Tokens", "X-Total-Tokens", "X-Input-Text-Tokens", "X-Input-Audio-Tokens", "X-Ignored-Fields"];
+
+/** Names the fields the model ignored, so a client learns that they had no effect; none, no header. */
+export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, string> {
+  return prepared.ignoredFields.length > 0 ? { "X-Ignored-Fields": prepared.ignoredFields.join(",") } : {};
+}
 
 export function usageHeaders(usage: SpeechUsage): Record<string, string> {
   return {

@@ -255,7 +255,9 @@ export class SpeechStreamSession {
       }
       if (this.#closed) return;
       this.options.metrics.countStreamEnd("websocket", "completed");
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null });
+      // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
+      const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null, ...ignored });
     } catch (error) {
       if (this.#closed || signal.aborted) {
         this.options.metrics.countStreamEnd("websocket", "aborted");

@@ -4,8 +4,10 @@
  * arrives as an explicit null.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { pocketParamsSchema } from "../../src/models/pocket/params.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import { parseSse } from "../support/sse.ts";
 import { isJson, RecordingSocket } from "../support/ws-client.ts";
 
 const TEXT = "hello world this is a test";
@@ -40,8 +42,46 @@ async function openSession(server: TestServer, config: Record<string, unknown>, 
   return socket;
 }
 
+/**
+ * A pydantic dump of vLLM-Omni's OpenAICreateSpeechRequest with nothing set: its defaults (wav, speed 1.0,
+ * stream false, word_timestamps false) and null for everything else, its other models' fields included.
+ */
+const PYDANTIC_DEFAULT_DUMP = {
+  ...UNSET_SPEECH_FIELDS,
+  response_format: "wav",
+  speed: 1.0,
+  stream_format: null,
+  stream: false,
+  task_type: null,
+  ref_audio_2: null,
+  ambient_sound: null,
+  duration_seconds: null,
+  x_vector_only_mode: null,
+  speaker_embedding: null,
+  initial_codec_chunk_frames: null,
+  non_streaming_mode: null,
+  word_timestamps: false,
+};
+
+/** What a client of vLLM-Omni's Qwen3-TTS, MOSS-TTSD and MOSS-SoundEffect sets, none of which a model here reads. */
+const OTHER_MODELS_SETTINGS = {
+  task_type: "CustomVoice",
+  language: "English",
+  instructions: "Speak cheerfully",
+  x_vector_only_mode: false,
+  non_streaming_mode: true,
+  initial_codec_chunk_frames: 0,
+  speaker_embedding: [0.25, -0.5, 1],
+  ref_audio_2: "https://example.com/second-speaker.wav",
+  ambient_sound: "rain on a tin roof",
+  duration_seconds: 3.5,
+};
+/** The names X-Ignored-Fields gives them, in the schema's order. */
+const OTHER_MODELS_IGNORED = ["instructions", "language", "task_type", "x_vector_only_mode", "non_streaming_mode", "initial_codec_chunk_frames", "speaker_embedding", "ref_audio_2", "ambient_sound", "duration_seconds"];
+
 let server: TestServer;
-const adapter = new ToneAdapter();
+// Pocket's own extra_params schema, so the test sees what the served model reads and what it ignores.
+const adapter = new ToneAdapter({ paramsSchema: pocketParamsSchema });
 beforeAll(async () => {
   server = await startTestServer(adapter);
 });
@@ -89,6 +129,124 @@ describe("an explicit null means the field is not set", () => {
     await socket.waitFor((received) => received.some(isJson("session.done")));
     expect(socket.json().find((message) => message.type === "audio.start")).toMatchObject({ format: "wav", sample_rate: 24000 });
     expect(socket.json().filter((message) => message.type === "error")).toEqual([]);
+    socket.close();
+  });
+});
+
+describe("vLLM-Omni's fields: accepted, and what the model cannot use is named in X-Ignored-Fields", () => {
+  const bareAudio = async () => new Uint8Array(await (await post(server, "/v1/audio/speech", { input: TEXT })).arrayBuffer());
+
+  test("a pydantic client's default dump is served as the bare request, with nothing ignored", async () => {
+    const response = await post(server, "/v1/audio/speech", { input: TEXT, ...PYDANTIC_DEFAULT_DUMP });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-ignored-fields")).toBeNull();
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(await bareAudio());
+  });
+
+  test("Qwen3-TTS and MOSS fields and an unread extra_params key: 200, the same audio, each named as ignored", async () => {
+    const response = await post(server, "/v1/audio/speech", { input: TEXT, ...PYDANTIC_DEFAULT_DUMP, ...OTHER_MODELS_SETTINGS, extra_params: { temperature: 0.7, top_k: 50 } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-ignored-fields")!.split(",")).toEqual([...OTHER_MODELS_IGNORED, "extra_params.top_k"]);
+    const job = adapter.jobs.at(-1)!;
+    expect(job.extraParams).toEqual({ temperature: 0.7 });
+    expect(job.instructions).toBeUndefined();
+    await response.arrayBuffer();
+  });
+
+  test("language Auto is what every model here does, so it is not named", async () => {
+    const response = await post(server, "/v1/audio/speech", { input: TEXT, language: "Auto", task_type: "Base" });
+    expect(response.headers.get("x-ignored-fields")).toBe("task_type");
+    await response.arrayBuffer();
+  });
+
+  test("raw streams carry the header; SSE carries it and ignored_fields in speech.audio.done", async () => {
+    const raw = await post(server, "/v1/audio/speech", { input: TEXT, stream_format: "audio", task_type: "Base", extra_params: { top_k: 5 } });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get("x-ignored-fields")).toBe("task_type,extra_params.top_k");
+    await raw.arrayBuffer();
+    const sse = await post(server, "/v1/audio/speech", { input: TEXT, stream: true, task_type: "Base", extra_params: { top_k: 5 } });
+    expect(sse.headers.get("x-ignored-fields")).toBe("task_type,extra_params.top_k");
+    const done = parseSse(await sse.text()).at(-1)!;
+    expect(done.event).toBe("speech.audio.done");
+    expect(done.data.ignored_fields).toEqual(["task_type", "extra_params.top_k"]);
+  });
+
+  test("batch: each result names what was ignored for it, from its own fields and the batch defaults", async () => {
+    const { stream: _stream, stream_format: _streamFormat, ...batchDefaults } = PYDANTIC_DEFAULT_DUMP;
+    const response = await post(server, "/v1/audio/speech/batch", {
+      ...batchDefaults,
+      task_type: "CustomVoice",
+      items: [{ input: TEXT }, { input: TEXT, non_streaming_mode: false, extra_params: { top_k: 5 } }],
+    });
+    const body = await response.json();
+    expect(body.results.map((result: any) => [result.status, result.ignored_fields])).toEqual([
+      ["success", ["task_type"]],
+      ["success", ["task_type", "non_streaming_mode", "extra_params.top_k"]],
+    ]);
+  });
+
+  test("WebSocket: session.config takes the same fields; audio.done names what was ignored", async () => {
+    const socket = await openSession(server, { ...OTHER_MODELS_SETTINGS, extra_params: { top_k: 5 } }, "Hello there.");
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    expect(socket.json().filter((message) => message.type === "error")).toEqual([]);
+    expect(socket.json().find((message) => message.type === "audio.done").ignored_fields).toEqual([...OTHER_MODELS_IGNORED, "extra_params.top_k"]);
+    socket.close();
+  });
+
+  test("the fields keep vLLM-Omni's types: a wrong one is a 400 naming it", async () => {
+    const wrong: Record<string, unknown> = {
+      task_type: "Clone",
+      x_vector_only_mode: "yes",
+      initial_codec_chunk_frames: -1,
+      speaker_embedding: [1, "two"],
+      duration_seconds: -2,
+      ambient_sound: 7,
+    };
+    for (const [field, value] of Object.entries(wrong)) {
+      const response = await post(server, "/v1/audio/speech", { input: TEXT, [field]: value });
+      expect({ field, status: response.status }).toEqual({ field, status: 400 });
+      const error = (await response.json()).error;
+      expect(error.param).toBe(field);
+      // Refused for its value, as a field the schema knows.
+      expect(error.message).toContain(field);
+      expect(error.message).not.toContain("Unknown field");
+    }
+  });
+});
+
+describe("speaker is another name for voice", () => {
+  const lastVoice = () => adapter.jobs.at(-1)!.voice;
+
+  test("POST /v1/audio/speech: speaker picks the voice, the same audio as voice", async () => {
+    const bySpeaker = await post(server, "/v1/audio/speech", { input: TEXT, voice: null, speaker: "high" });
+    expect(bySpeaker.status).toBe(200);
+    expect(lastVoice()).toBe("high");
+    const byVoice = await post(server, "/v1/audio/speech", { input: TEXT, voice: "high" });
+    expect(new Uint8Array(await bySpeaker.arrayBuffer())).toEqual(new Uint8Array(await byVoice.arrayBuffer()));
+    const agreeing = await post(server, "/v1/audio/speech", { input: TEXT, voice: "HIGH", speaker: "high" });
+    expect(agreeing.status).toBe(200);
+    await agreeing.arrayBuffer();
+  });
+
+  test("voice and speaker naming different voices is a 400 naming speaker", async () => {
+    const response = await post(server, "/v1/audio/speech", { input: TEXT, voice: "low", speaker: "high" });
+    expect(response.status).toBe(400);
+    const error = (await response.json()).error;
+    expect(error).toMatchObject({ param: "speaker", code: 400 });
+    expect(error.message).toContain("another name for voice");
+  });
+
+  test("batch: an item's speaker overrides the batch's voice, and a batch-level speaker is a default", async () => {
+    await (await post(server, "/v1/audio/speech/batch", { voice: "high", items: [{ input: TEXT, speaker: "low" }] })).json();
+    expect(lastVoice()).toBe("low");
+    await (await post(server, "/v1/audio/speech/batch", { speaker: "high", items: [{ input: TEXT }] })).json();
+    expect(lastVoice()).toBe("high");
+  });
+
+  test("WebSocket session.config: speaker picks the voice", async () => {
+    const socket = await openSession(server, { speaker: "high" }, "Hello there.");
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    expect(lastVoice()).toBe("high");
     socket.close();
   });
 });
