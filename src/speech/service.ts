@@ -365,8 +365,21 @@ function encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<Spe
   return adapter.encodeVoice(reference, signal);
 }
 
+/** What usage each header carries; each is sent as X-<name> and, for vLLM-Omni's clients, as X-VLLM-OMNI-<NAME>. */
+const USAGE_HEADERS: Record<string, (usage: SpeechUsage) => number> = {
+  "Input-Tokens": (usage) => usage.input_tokens,
+  "Output-Tokens": (usage) => usage.output_tokens,
+  "Total-Tokens": (usage) => usage.total_tokens,
+  "Input-Text-Tokens": (usage) => usage.input_token_details.text_tokens,
+  "Input-Audio-Tokens": (usage) => usage.input_token_details.audio_tokens,
+};
+
+function usageHeaderNames(name: string): string[] {
+  return [`X-${name}`, `X-VLLM-OMNI-${name.toUpperCase()}`];
+}
+
 /** The headers a speech response may carry beyond the standard ones: what CORS lets a browser read. */
-export const SPEECH_RESPONSE_HEADERS: readonly string[] = ["X-Input-Tokens", "X-Output-Tokens", "X-Total-Tokens", "X-Input-Text-Tokens", "X-Input-Audio-Tokens", "X-Ignored-Fields"];
+export const SPEECH_RESPONSE_HEADERS: readonly string[] = [...Object.keys(USAGE_HEADERS).flatMap(usageHeaderNames), "X-Ignored-Fields"];
 
 /** Names the fields the model ignored, so a client learns that they had no effect; none, no header. */
 export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, string> {
@@ -374,11 +387,5 @@ export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, st
 }
 
 export function usageHeaders(usage: SpeechUsage): Record<string, string> {
-  return {
-    "X-Input-Tokens": String(usage.input_tokens),
-    "X-Output-Tokens": String(usage.output_tokens),
-    "X-Total-Tokens": String(usage.total_tokens),
-    "X-Input-Text-Tokens": String(usage.input_token_details.text_tokens),
-    "X-Input-Audio-Tokens": String(usage.input_token_details.audio_tokens),
-  };
+  return Object.fromEntries(Object.entries(USAGE_HEADERS).flatMap(([name, count]) => usageHeaderNames(name).map((header) => [header, String(count(usage))])));
 }

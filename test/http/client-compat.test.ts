@@ -250,3 +250,20 @@ describe("speaker is another name for voice", () => {
     socket.close();
   });
 });
+
+test("usage headers come under vLLM-Omni's names too, with the same values, and a browser may read them all", async () => {
+  const response = await fetch(`${server.url}/v1/audio/speech`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: "http://app.example" },
+    body: JSON.stringify({ input: TEXT, task_type: "Base" }),
+  });
+  await response.arrayBuffer();
+  const usage = ["Input-Tokens", "Output-Tokens", "Total-Tokens", "Input-Text-Tokens", "Input-Audio-Tokens"];
+  const ours = usage.map((name) => response.headers.get(`X-${name}`));
+  const vllmOmni = usage.map((name) => response.headers.get(`X-VLLM-OMNI-${name.toUpperCase()}`));
+  expect(ours).toEqual(["6", "13", "19", "6", "0"]);
+  expect(vllmOmni).toEqual(ours);
+  const exposed = response.headers.get("access-control-expose-headers")!.toLowerCase().split(/\s*,\s*/);
+  for (const name of usage) expect(exposed).toEqual(expect.arrayContaining([`x-${name}`.toLowerCase(), `x-vllm-omni-${name}`.toLowerCase()]));
+  expect(exposed).toContain("x-ignored-fields");
+});
