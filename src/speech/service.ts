@@ -352,10 +352,8 @@ function noVoicesHint(capabilities: ModelCapabilities): string {
     : `Model '${capabilities.modelId}' has no voice to speak with`;
 }
 
+/** stream_format, when set, decides whatever stream says (as the seed does: clients send stream: false by default); stream alone means SSE. */
 function streamingMode(request: SpeechRequest): StreamingMode {
-  if (request.stream === false && request.stream_format !== undefined) {
-    throw badRequest("stream is false but stream_format is set; drop one of them", "stream_format");
-  }
   if (request.stream_format !== undefined) return request.stream_format;
   return request.stream === true ? "sse" : null;
 }

@@ -267,3 +267,21 @@ test("usage headers come under vLLM-Omni's names too, with the same values, and 
   for (const name of usage) expect(exposed).toEqual(expect.arrayContaining([`x-${name}`.toLowerCase(), `x-vllm-omni-${name}`.toLowerCase()]));
   expect(exposed).toContain("x-ignored-fields");
 });
+
+test("stream_format decides streaming whatever stream says; stream alone means SSE", async () => {
+  const deliveries: [Record<string, unknown>, string, "file" | "raw stream" | "sse"][] = [
+    [{ stream: false, stream_format: "audio" }, "audio/wav", "raw stream"],
+    [{ stream: true, stream_format: "audio" }, "audio/wav", "raw stream"],
+    [{ stream: false, stream_format: "sse" }, "text/event-stream", "sse"],
+    [{ stream: true }, "text/event-stream", "sse"],
+    [{ stream: false }, "audio/wav", "file"],
+  ];
+  for (const [fields, contentType, delivery] of deliveries) {
+    const response = await post(server, "/v1/audio/speech", { input: TEXT, ...PYDANTIC_DEFAULT_DUMP, ...fields });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const dataSize = response.status === 200 && bytes.length >= 44 ? new DataView(bytes.buffer).getUint32(40, true) : undefined;
+    // A raw WAV stream cannot know its size: its header says 0xFFFFFFFF; a file's says how much follows.
+    const seen = contentType === "text/event-stream" ? "sse" : dataSize === 0xffffffff ? "raw stream" : dataSize === bytes.length - 44 ? "file" : "broken";
+    expect({ fields, status: response.status, contentType: response.headers.get("content-type"), delivery: seen }).toEqual({ fields, status: 200, contentType, delivery });
+  }
+});
