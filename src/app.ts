@@ -1,5 +1,5 @@
 /** Builds the Hono app from its services. Tests call app.request() or serve it on a real port. */
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { timingSafeEqual } from "node:crypto";
 import { cors } from "hono/cors";
@@ -28,6 +28,12 @@ export interface AppServices {
   refAudio?: RefAudioResolver;
 }
 
+/**
+ * Open WebUI fills its TTS settings from these without sending its key (docs/integrations.md); a request
+ * that sends a wrong key is still refused.
+ */
+const CREDENTIAL_FREE_READS = new Set(["/v1/audio/models", "/v1/audio/voices"]);
+
 export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
   const metrics = new ServiceMetrics();
   const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
@@ -51,9 +57,11 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     metrics.httpRequests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
   if (config.cors) app.use("*", cors({ exposeHeaders: [...SPEECH_RESPONSE_HEADERS] }));
+  const isAnonymous = (c: Context) => config.apiKey !== undefined && c.req.header("authorization") === undefined;
   if (config.apiKey !== undefined) {
     const expectedKey = new TextEncoder().encode(config.apiKey);
     app.use("/v1/*", async (c, next) => {
+      if (c.req.method === "GET" && CREDENTIAL_FREE_READS.has(c.req.path) && isAnonymous(c)) return next();
       // The scheme name is case-insensitive (RFC 7235 §2.1): "bearer", "BEARER" and "Bearer" are one scheme.
       const credentials = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(c.req.header("authorization") ?? "")?.[1];
       if (credentials === undefined || !sameBytes(new TextEncoder().encode(credentials), expectedKey)) {
@@ -66,7 +74,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerInfoRoutes(app, { service, host, metrics });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
-  registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs });
+  registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs, isAnonymous });
   registerStreamRoute(app, { service, metrics, logger, config, runtime });
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
   registerSpeechRoute(app, { service, metrics, logger, body, stallTimeoutMs });

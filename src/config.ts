@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
+import { OPENAI_VOICE_NAMES, voiceAliasTableText } from "./api/voice-aliases.ts";
 
 const commaList = z
   .string()
@@ -81,7 +82,13 @@ const OPTIONS = {
     schema: commaList.default(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"]),
     description: "comma-separated model names accepted as aliases of the served model",
   },
-  apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`", secret: true },
+  voiceAliases: {
+    flag: "voice-aliases",
+    env: "VOXEDGE_VOICE_ALIASES",
+    schema: voiceAliasTableText.default({}),
+    description: `voices that OpenAI's voice names speak with, as alloy=<voice>,nova=<voice>; a name left out speaks with the model's default voice, a name the model or an upload has keeps its own (${OPENAI_VOICE_NAMES.join(", ")})`,
+  },
+  apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`; GET /v1/audio/models and /v1/audio/voices also answer without one (names only), as Open WebUI calls them", secret: true },
   wsConfigTimeoutSeconds: { flag: "ws-config-timeout", env: "VOXEDGE_WS_CONFIG_TIMEOUT", schema: z.coerce.number().positive().default(10), description: "seconds a WebSocket client has to send session.config" },
   wsIdleTimeoutSeconds: { flag: "ws-idle-timeout", env: "VOXEDGE_WS_IDLE_TIMEOUT", schema: z.coerce.number().positive().default(30), description: "seconds without a client message (and no work pending) before a WebSocket closes" },
   wsMaxQueuedSegments: {

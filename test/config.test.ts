@@ -15,6 +15,16 @@ test("bad values name the option", () => {
   expect(() => loadConfig({}, { VOXEDGE_DEVICE: "tpu" })).toThrow("VOXEDGE_DEVICE");
 });
 
+test("--voice-aliases: OpenAI voice names to voices, case-insensitive; a malformed table names the option and the entry", () => {
+  expect(loadConfig({}, {}).voiceAliases).toEqual({});
+  expect(loadConfig({}, { VOXEDGE_VOICE_ALIASES: " Alloy = RMS ,nova=slt," }).voiceAliases).toEqual({ alloy: "rms", nova: "slt" });
+  expect(() => loadConfig({ "voice-aliases": "alloy" }, {})).toThrow("--voice-aliases: 'alloy' is not alias=voice");
+  expect(() => loadConfig({ "voice-aliases": "alloy=" }, {})).toThrow("'alloy=' is not alias=voice");
+  expect(() => loadConfig({ "voice-aliases": "alloy=a=b" }, {})).toThrow("is not alias=voice");
+  expect(() => loadConfig({}, { VOXEDGE_VOICE_ALIASES: "rachel=rms" })).toThrow("VOXEDGE_VOICE_ALIASES: 'rachel' is not one of OpenAI's voice names");
+  expect(() => loadConfig({ "voice-aliases": "alloy=rms,ALLOY=slt" }, {})).toThrow("'alloy' is mapped twice");
+});
+
 test("secrets are masked in the logged config and help lists every option", () => {
   const shown = describeConfig(loadConfig({ "api-key": "hunter2" }, {}));
   expect(shown.apiKey).toBe("***");

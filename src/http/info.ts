@@ -1,4 +1,4 @@
-/** GET / (the playground page), /v1/models, /health, /metrics. */
+/** GET / (the playground page), /v1/models, /v1/audio/models, /health, /metrics. */
 import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
@@ -27,9 +27,9 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
     return c.json({ status: "ok", model: adapter.capabilities.modelId, engine: adapter.capabilities.kind });
   });
 
-  app.get("/v1/models", (c) => {
+  const modelEntries = () => {
     const capabilities = service.model().capabilities;
-    const data = service.servedModelIds().map((id) => ({
+    return service.servedModelIds().map((id) => ({
       id,
       object: "model",
       created: STARTED_AT_SECONDS,
@@ -42,7 +42,14 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
       voices: capabilities.voices,
       supports_cloning: capabilities.supportsCloning,
     }));
-    return c.json({ object: "list", data });
+  };
+
+  app.get("/v1/models", (c) => c.json({ object: "list", data: modelEntries() }));
+
+  // Where Open WebUI's TTS settings look for models: it reads models[].id; data keeps the OpenAI list's shape.
+  app.get("/v1/audio/models", (c) => {
+    const data = modelEntries();
+    return c.json({ models: data.map(({ id }) => ({ id, name: id })), data });
   });
 
   app.get("/metrics", async (c) => {

@@ -21,13 +21,19 @@ export interface VoiceRouteDeps {
   logger: Logger;
   /** The whole upload must arrive within this long. */
   bodyTimeoutMs: number;
+  /** Whether the request came without the API key the server asks for (a route open to such callers). */
+  isAnonymous: (c: Context) => boolean;
 }
 
-export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs }: VoiceRouteDeps): void {
+export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
   app.get("/v1/audio/voices", (c) => {
     const builtIn = service.model().capabilities.voices;
     const uploaded = voices.list();
-    return c.json({ voices: [...builtIn, ...uploaded.map((voice) => voice.name)], uploaded_voices: uploaded });
+    // As the seed: one lower-case name per voice, an upload and the built-in voice it shadows being one.
+    const names = [...new Set([...builtIn, ...uploaded.map((voice) => voice.name.toLowerCase())])].sort();
+    // Consent ids and transcripts are the uploaders' data: a caller without the key sees only the names.
+    if (isAnonymous(c)) return c.json({ voices: names });
+    return c.json({ voices: names, uploaded_voices: uploaded });
   });
 
   app.post("/v1/audio/voices", async (c) => {
@@ -66,8 +72,9 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
 
   app.delete("/v1/audio/voices/:name", async (c) => {
     const name = c.req.param("name");
-    if (!(await voices.delete(name))) throw new ApiError(404, name.length > MAX_VOICE_NAME_CHARS ? "Voice not found" : `Voice '${name}' not found`, "name");
-    return c.json({ success: true, name });
+    const shown = name.length > MAX_VOICE_NAME_CHARS ? "Voice" : `Voice '${name}'`;
+    if (!(await voices.delete(name))) throw new ApiError(404, `${shown} not found`, "name");
+    return c.json({ success: true, name, message: `${shown} deleted` });
   });
 }
 

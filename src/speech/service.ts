@@ -17,6 +17,7 @@ import { concatFloat32 } from "../audio/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
+import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
 
 /** The output rates a request may ask for, whatever the model's own rate: the service resamples. */
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
@@ -198,8 +199,10 @@ export class SpeechService {
   }
 
   /**
-   * `ref_audio` wins over `voice`; then a built-in voice; then an uploaded voice, whose prompt is encoded
-   * once and cached. A voice that needs cloning on a model without it is a 400 that says so.
+   * `ref_audio` wins over `voice`. A name is then, in order: an uploaded voice the model can speak (it
+   * shadows a built-in voice of the same name, and one named "default" is what "default" means, as in the
+   * seed), a built-in voice, "default" (the model's default voice), an uploaded voice the model cannot speak
+   * (a 400 that says why), or one of OpenAI's names, which speaks with the voice the alias table gives.
    */
   async #resolveVoice(request: SpeechRequest, adapter: SpeechModel, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
     const capabilities = adapter.capabilities;
@@ -209,14 +212,14 @@ export class SpeechService {
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     if (request.ref_text !== undefined) throw badRequest("ref_text needs ref_audio (or an uploaded voice)", "ref_text");
-    const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase();
-    if (requested === undefined || requested === "" || requested === "default") return { voice: defaultBuiltInVoice(capabilities) };
-    if (capabilities.voices.includes(requested)) return { voice: requested };
-    const uploaded = this.voices.get(requested);
-    if (!uploaded) {
+    const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
+    const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
+    if (named === undefined) {
       if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
       throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices)}`, "voice");
     }
+    if ("builtIn" in named) return { voice: named.builtIn };
+    const { uploaded } = named;
     if (!capabilities.supportsCloning) {
       throw badRequest(`voice '${uploaded.name}' is an uploaded voice, and model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices; use a built-in voice`, "voice");
     }
@@ -224,6 +227,25 @@ export class SpeechService {
       throw badRequest(`voice '${uploaded.name}' is a speaker embedding, which model '${capabilities.modelId}' cannot use; upload audio instead`, "voice");
     }
     return { voice: capabilities.defaultVoice, voicePrompt: await this.#uploadedVoicePrompt(uploaded, adapter, signal) };
+  }
+
+  /** What a lower-case voice name means to this model, aliases aside; undefined when nothing has the name. */
+  #lookUpVoice(name: string, capabilities: ModelCapabilities): NamedVoice | undefined {
+    const uploaded = this.voices.get(name);
+    // An upload the model cannot speak must not take the name from a built-in voice that works.
+    if (uploaded && canSpeakUpload(uploaded, capabilities)) return { uploaded };
+    if (capabilities.voices.includes(name)) return { builtIn: name };
+    if (name === "default") return { builtIn: defaultBuiltInVoice(capabilities) };
+    return uploaded && { uploaded };
+  }
+
+  #lookUpVoiceAlias(name: string, capabilities: ModelCapabilities): NamedVoice | undefined {
+    if (!isOpenAiVoiceName(name)) return undefined;
+    const target = this.config.voiceAliases[name] ?? "default";
+    const named = this.#lookUpVoice(target, capabilities);
+    if (named) return named;
+    // The client asked for a name the server promises to accept; the table, not the request, is wrong.
+    throw new ApiError(500, `voice '${name}' is mapped to '${target}' by --voice-aliases, and model '${capabilities.modelId}' has no voice '${target}'; fix --voice-aliases`, "voice");
   }
 
   /** The first few accepted names and a count of the rest: the message stays short with a thousand voices. */
@@ -340,7 +362,14 @@ export function checkStreamable(responseFormat: ResponseFormat, speed: number, o
   if (speed !== 1) throw badRequest(`speed is not supported with ${streaming}; omit speed or ${turnOff}`, "speed");
 }
 
-/** What "default" (or no voice) means: the model's default voice, which a model without built-in voices lacks. */
+/** A built-in voice, or an uploaded one, which needs cloning (and may be one the model cannot use). */
+type NamedVoice = { builtIn: string } | { uploaded: StoredVoice };
+
+function canSpeakUpload(voice: StoredVoice, capabilities: ModelCapabilities): boolean {
+  return capabilities.supportsCloning && voice.embedding_source === "audio";
+}
+
+/** What "default" (or no voice) means without an uploaded "default": the model's default voice, which a model without built-in voices lacks. */
 function defaultBuiltInVoice(capabilities: ModelCapabilities): string {
   if (capabilities.voices.includes(capabilities.defaultVoice)) return capabilities.defaultVoice;
   throw badRequest(`Model '${capabilities.modelId}' has no built-in voices, so "default" names none. ${noVoicesHint(capabilities)}`, "voice");

@@ -63,6 +63,38 @@ test("an API key, when configured, is required on /v1 routes", async () => {
   expect((await app.request("/health")).status).toBe(200);
 });
 
+test("GET /v1/audio/models lists the served model and its aliases as Open WebUI reads them", async () => {
+  const { app } = await testApp(new ToneAdapter());
+  const body = (await (await app.request("/v1/audio/models")).json()) as any;
+  expect(body.models).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"].map((id) => ({ id, name: id })));
+  expect(body.data).toEqual(((await (await app.request("/v1/models")).json()) as any).data);
+});
+
+test("with an API key, Open WebUI's two keyless reads answer (voice names only); a wrong key and everything else need the key", async () => {
+  const { app, voices } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "api-key": "s3cret" } });
+  await voices.saveAudio({ name: "Mine", consent: "rec-1", mimeType: "audio/wav", fileSizeBytes: 1, samples: new Float32Array(16000), sampleRateHz: 16000, refText: "private words" });
+  const keyed = { authorization: "Bearer s3cret" };
+
+  const models = await app.request("/v1/audio/models");
+  expect(models.status).toBe(200);
+  expect(((await models.json()) as any).models[0].id).toBe("tone-test");
+  const anonymousVoices = await app.request("/v1/audio/voices");
+  expect(anonymousVoices.status).toBe(200);
+  const anonymousBody = await anonymousVoices.text();
+  expect(JSON.parse(anonymousBody)).toEqual({ voices: ["high", "low", "mine"] });
+  expect(anonymousBody).not.toContain("private words");
+  expect(((await (await app.request("/v1/audio/voices", { headers: keyed })).json()) as any).uploaded_voices[0]).toMatchObject({ name: "Mine", consent: "rec-1", ref_text: "private words" });
+
+  expect((await app.request("/v1/audio/voices", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+  expect((await app.request("/v1/audio/models", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+  expect((await app.request("/v1/models")).status).toBe(401);
+  expect((await app.request("/v1/audio/voices/mine", { method: "DELETE" })).status).toBe(401);
+  expect((await app.request("/v1/audio/voices", { method: "POST" })).status).toBe(401);
+  const speech = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi" }) });
+  expect(speech.status).toBe(401);
+  expect(voices.get("mine")).toBeDefined();
+});
+
 test("the playground page is served at /", async () => {
   const { app } = await testApp(new ToneAdapter());
   const response = await app.request("/");

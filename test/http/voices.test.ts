@@ -30,12 +30,12 @@ describe("voice upload, list, delete", () => {
     expect(uploaded.body.voice.file_size).toBe(wavFile().size);
 
     const list = (await (await app.request("/v1/audio/voices")).json()) as any;
-    expect(list.voices).toEqual(["low", "high", "Alice"]);
+    expect(list.voices).toEqual(["alice", "high", "low"]);
     expect(list.uploaded_voices).toHaveLength(1);
     expect(JSON.stringify(list)).not.toContain(config.speakerDir);
 
     const deleted = await app.request("/v1/audio/voices/ALICE", { method: "DELETE" });
-    expect(await deleted.json()).toEqual({ success: true, name: "ALICE" });
+    expect(await deleted.json()).toEqual({ success: true, name: "ALICE", message: "Voice 'ALICE' deleted" });
     expect(readdirSync(config.speakerDir).filter((file) => file.endsWith(".safetensors"))).toHaveLength(0);
     const again = await app.request("/v1/audio/voices/alice", { method: "DELETE" });
     expect(again.status).toBe(404);
@@ -237,6 +237,104 @@ describe("uploaded voices in speech requests", () => {
     await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile() });
     const body = (await (await speak(app, { voice: "ghost" })).json()) as any;
     expect(body.error.message).toContain("low, high, Mine");
+  });
+});
+
+describe("what a voice name means: uploads shadow built-in voices, OpenAI's names are aliases", () => {
+  const listedVoices = async (app: App) => ((await (await app.request("/v1/audio/voices")).json()) as any).voices;
+  const toneOf = (adapter: ToneAdapter) => (adapter.jobs.at(-1)!.voicePrompt?.state as any)?.frequencyHz as number | undefined;
+
+  test("voices is sorted and lower-case, one name for an upload and the built-in voice it shadows", async () => {
+    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    await upload(app, { name: "Zed", consent: "c", audio_sample: wavFile() });
+    await upload(app, { name: "LOW", consent: "c", audio_sample: wavFile() });
+    await upload(app, { name: "bob", consent: "c", audio_sample: wavFile() });
+    expect(await listedVoices(app)).toEqual(["bob", "high", "low", "zed"]);
+  });
+
+  test("an uploaded voice shadows the built-in voice of its name; deleting it brings the built-in back", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app } = await testApp(adapter);
+    await upload(app, { name: "High", consent: "c", audio_sample: wavFile(2, 300) });
+    expect((await speak(app, { voice: "HIGH" })).status).toBe(200);
+    expect(Math.abs(toneOf(adapter)! - 300)).toBeLessThan(10);
+
+    const deleted = await app.request("/v1/audio/voices/high", { method: "DELETE" });
+    expect(await deleted.json()).toEqual({ success: true, name: "high", message: "Voice 'high' deleted" });
+    expect((await speak(app, { voice: "high" })).status).toBe(200);
+    expect(adapter.jobs.at(-1)).toMatchObject({ voice: "high", voicePrompt: undefined });
+  });
+
+  test('an uploaded voice named "default" is what "default", null and no voice mean, until it is deleted; only on a model that can speak it', async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app } = await testApp(adapter);
+    await upload(app, { name: "Default", consent: "c", audio_sample: wavFile(2, 300) });
+    for (const voice of [{ voice: "default" }, { voice: null }, {}, { voice: { id: "DEFAULT" } }]) {
+      const response = await speak(app, voice);
+      expect(response.status).toBe(200);
+      expect(Math.abs(toneOf(adapter)! - 300)).toBeLessThan(10);
+    }
+    await app.request("/v1/audio/voices/default", { method: "DELETE" });
+    expect((await speak(app, { voice: "default" })).status).toBe(200);
+    expect(adapter.jobs.at(-1)).toMatchObject({ voice: "low", voicePrompt: undefined });
+
+    // On a model that cannot clone, an upload never takes the name from a built-in voice that works.
+    const plain = new ToneAdapter();
+    const { app: plainApp } = await testApp(plain);
+    await upload(plainApp, { name: "high", consent: "c", audio_sample: wavFile() });
+    await upload(plainApp, { name: "default", consent: "c", audio_sample: wavFile() });
+    expect((await speak(plainApp, { voice: "high" })).status).toBe(200);
+    expect(plain.jobs.at(-1)!.voice).toBe("high");
+    expect((await speak(plainApp, {})).status).toBe(200);
+    expect(plain.jobs.at(-1)!.voice).toBe("low");
+  });
+
+  const openAiVoices = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"];
+
+  test("each of OpenAI's thirteen voice names speaks, by default with the model's default voice", async () => {
+    const adapter = new ToneAdapter();
+    const { app } = await testApp(adapter);
+    for (const voice of openAiVoices) {
+      const response = await speak(app, { voice: voice.toUpperCase() });
+      expect(response.status).toBe(200);
+      expect(adapter.jobs.at(-1)!.voice).toBe("low");
+    }
+  });
+
+  test("--voice-aliases maps OpenAI names to voices; a name the model or an upload has keeps its own meaning", async () => {
+    const adapter = new ToneAdapter({ cloning: true, voices: ["low", "high", "echo"] });
+    const { app } = await testApp(adapter, { flags: { "voice-aliases": "alloy=HIGH, echo=high, nova=fresh" } });
+    await upload(app, { name: "fresh", consent: "c", audio_sample: wavFile(2, 300) });
+    await upload(app, { name: "Onyx", consent: "c", audio_sample: wavFile(2, 500) });
+    const spoken = async (voice: string) => {
+      expect((await speak(app, { voice })).status).toBe(200);
+      return adapter.jobs.at(-1)!.voicePrompt ? `tone ${Math.round(toneOf(adapter)! / 100) * 100}` : adapter.jobs.at(-1)!.voice;
+    };
+    expect(await spoken("alloy")).toBe("high");
+    expect(await spoken("echo")).toBe("echo");
+    expect(await spoken("nova")).toBe("tone 300");
+    expect(await spoken("onyx")).toBe("tone 500");
+    expect(await spoken("sage")).toBe("low");
+  });
+
+  test("on a model with no built-in voices, OpenAI's names speak with the uploaded default voice", async () => {
+    const adapter = new ToneAdapter({ cloning: true, voices: [] });
+    const { app } = await testApp(adapter);
+    const before = await speak(app, { voice: "alloy" });
+    expect(before.status).toBe(400);
+    expect(((await before.json()) as any).error.message).toContain("Upload a voice");
+    await upload(app, { name: "default", consent: "c", audio_sample: wavFile(2, 300) });
+    expect((await speak(app, { voice: "alloy" })).status).toBe(200);
+    expect(Math.abs(toneOf(adapter)! - 300)).toBeLessThan(10);
+  });
+
+  test("an alias to a voice the model lacks is a server error naming --voice-aliases, before any audio", async () => {
+    const adapter = new ToneAdapter();
+    const { app } = await testApp(adapter, { flags: { "voice-aliases": "alloy=ghost" } });
+    const response = await speak(app, { voice: "alloy", stream: true });
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as any).error).toMatchObject({ type: "server_error", param: "voice" });
+    expect(adapter.jobs).toHaveLength(0);
   });
 });
 
