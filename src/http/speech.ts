@@ -2,6 +2,7 @@
 import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
+import { concatBytes } from "../audio/concat.ts";
 import type { ServiceMetrics, StreamOutcome } from "../metrics.ts";
 import { type GenerationTally, ignoredFieldsHeader, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
@@ -61,14 +62,20 @@ function sseEvent(event: string, payload: unknown): Uint8Array {
   return encoder.encode(`event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`);
 }
 
-/** SSE deltas are always base64 pcm16, as in OpenAI's speech.audio.delta events. */
+/**
+ * SSE deltas are base64 pcm16, as in OpenAI's speech.audio.delta events. With wav the first delta opens with
+ * the streaming WAV header (sizes 0xFFFFFFFF), as the seed does, so the joined deltas are a playable file.
+ */
 async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal, logger: Logger): AsyncGenerator<Uint8Array, void, undefined> {
   const tally: GenerationTally = { frames: 0, samples: 0 };
+  const responseFormat = prepared.responseFormat;
   let audioSent = false;
   try {
     for await (const samples of service.generatePcm(prepared, signal, tally, "sse")) {
+      const pcm = pcm16Bytes(samples);
+      const bytes = responseFormat === "wav" && !audioSent ? concatBytes([wavHeader(prepared.outputSampleRateHz, "streaming"), pcm]) : pcm;
       audioSent = true;
-      yield sseEvent("speech.audio.delta", { type: "speech.audio.delta", audio: base64(pcm16Bytes(samples)), response_format: "pcm" });
+      yield sseEvent("speech.audio.delta", { type: "speech.audio.delta", audio: base64(bytes), response_format: responseFormat });
     }
     if (signal.aborted) return;
     yield sseEvent("speech.audio.done", {

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { pocketParamsSchema } from "../../src/models/pocket/params.ts";
+import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { parseSse } from "../support/sse.ts";
@@ -284,4 +285,36 @@ test("stream_format decides streaming whatever stream says; stream alone means S
     const seen = contentType === "text/event-stream" ? "sse" : dataSize === 0xffffffff ? "raw stream" : dataSize === bytes.length - 44 ? "file" : "broken";
     expect({ fields, status: response.status, contentType: response.headers.get("content-type"), delivery: seen }).toEqual({ fields, status: 200, contentType, delivery });
   }
+});
+
+describe("SSE deltas join into what the format says", () => {
+  const deltasOf = async (body: Record<string, unknown>) => {
+    const events = parseSse(await (await post(server, "/v1/audio/speech", { input: TEXT, seed: 11, ...body })).text());
+    return events.filter((event) => event.event === "speech.audio.delta").map((event) => event.data);
+  };
+
+  test("wav (the default): the first delta opens with the 44-byte streaming header, every delta says wav, the joined deltas are the raw wav stream and play; pcm deltas stay plain pcm16", async () => {
+    const deltas = await deltasOf({ stream: true });
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((delta) => delta.response_format)).toEqual(deltas.map(() => "wav"));
+    const joined = new Uint8Array(Buffer.concat(deltas.map((delta) => Buffer.from(delta.audio, "base64"))));
+    const header = new DataView(joined.buffer, 0, 44);
+    expect(new TextDecoder().decode(joined.subarray(0, 4))).toBe("RIFF");
+    expect(new TextDecoder().decode(joined.subarray(8, 12))).toBe("WAVE");
+    expect([header.getUint32(4, true), header.getUint32(40, true), header.getUint32(24, true)]).toEqual([0xffffffff, 0xffffffff, 24000]);
+    // The header is in the first delta only; the others are pcm16.
+    expect(Buffer.from(deltas[1].audio, "base64").subarray(0, 4).toString("latin1")).not.toBe("RIFF");
+    const rawStream = new Uint8Array(await (await post(server, "/v1/audio/speech", { input: TEXT, seed: 11, stream_format: "audio" })).arrayBuffer());
+    expect(joined).toEqual(rawStream);
+    const decoded = decodeWithFfmpeg(joined);
+    expect({ rateHz: decoded.sampleRateHz, samples: decoded.samples.length }).toEqual({ rateHz: 24000, samples: (joined.length - 44) / 2 });
+
+    // pcm: plain pcm16 deltas that say pcm, joined the same bytes as the pcm file (and as the wav's samples).
+    const pcmDeltas = await deltasOf({ stream_format: "sse", response_format: "pcm" });
+    expect(pcmDeltas.map((delta) => delta.response_format)).toEqual(pcmDeltas.map(() => "pcm"));
+    const joinedPcm = new Uint8Array(Buffer.concat(pcmDeltas.map((delta) => Buffer.from(delta.audio, "base64"))));
+    const file = new Uint8Array(await (await post(server, "/v1/audio/speech", { input: TEXT, seed: 11, response_format: "pcm" })).arrayBuffer());
+    expect(joinedPcm).toEqual(file);
+    expect(joined.subarray(44)).toEqual(file);
+  });
 });
