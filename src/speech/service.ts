@@ -378,7 +378,7 @@ function defaultBuiltInVoice(capabilities: ModelCapabilities): string {
 function noVoicesHint(capabilities: ModelCapabilities): string {
   return capabilities.supportsCloning
     ? "Upload a voice (POST /v1/audio/voices) and pass its name as voice, or pass ref_audio with a 1–30 s clip to clone"
-    : `Model '${capabilities.modelId}' has no voice to speak with`;
+    : "It cannot clone voices either, so this server has no voice to speak with";
 }
 
 /** stream_format, when set, decides whatever stream says (as the seed does: clients send stream: false by default); stream alone means SSE. */
