@@ -74,8 +74,9 @@ export interface RenderedSpeech {
 
 export class SpeechService {
   /**
-   * Prompts of uploaded voices, keyed by lower-case name and created_at: a delete + re-upload gets a new
-   * created_at, so a stale prompt can never be served even before the eviction below runs.
+   * Prompts of uploaded voices, keyed by lower-case name, created_at and transcript (a request's ref_text
+   * overrides the stored one): a delete + re-upload gets a new created_at, so a stale prompt can never be
+   * served even before the eviction below runs.
    */
   readonly #voicePrompts = new LRUCache<string, Promise<VoicePrompt>>({ max: VOICE_PROMPT_CACHE_ENTRIES });
 
@@ -211,14 +212,16 @@ export class SpeechService {
       const voicePrompt = await encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript: request.ref_text?.trim() || undefined }, signal);
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
-    if (request.ref_text !== undefined) throw badRequest("ref_text needs ref_audio (or an uploaded voice)", "ref_text");
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
     const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
     if (named === undefined) {
       if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
       throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices)}`, "voice");
     }
-    if ("builtIn" in named) return { voice: named.builtIn };
+    if ("builtIn" in named) {
+      if (request.ref_text !== undefined) throw badRequest(`ref_text is the transcript of ref_audio or of an uploaded voice, and voice '${requested}' is built in`, "ref_text");
+      return { voice: named.builtIn };
+    }
     const { uploaded } = named;
     if (!capabilities.supportsCloning) {
       throw badRequest(`voice '${uploaded.name}' is an uploaded voice, and model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices; use a built-in voice`, "voice");
@@ -226,7 +229,9 @@ export class SpeechService {
     if (uploaded.embedding_source === "direct") {
       throw badRequest(`voice '${uploaded.name}' is a speaker embedding, which model '${capabilities.modelId}' cannot use; upload audio instead`, "voice");
     }
-    return { voice: capabilities.defaultVoice, voicePrompt: await this.#uploadedVoicePrompt(uploaded, adapter, signal) };
+    // As the seed: a blank ref_text leaves the stored transcript in place.
+    const transcript = request.ref_text?.trim() || uploaded.ref_text;
+    return { voice: capabilities.defaultVoice, voicePrompt: await this.#uploadedVoicePrompt(uploaded, transcript, adapter, signal) };
   }
 
   /** What a lower-case voice name means to this model, aliases aside; undefined when nothing has the name. */
@@ -258,8 +263,8 @@ export class SpeechService {
     return total > listed.length ? `${shown} … and ${total - listed.length} more (GET /v1/audio/voices lists them all)` : shown;
   }
 
-  #uploadedVoicePrompt(voice: StoredVoice, adapter: SpeechModel, signal: AbortSignal): Promise<VoicePrompt> {
-    const key = `${voice.name.toLowerCase()}\u0000${voice.created_at}`;
+  #uploadedVoicePrompt(voice: StoredVoice, transcript: string | undefined, adapter: SpeechModel, signal: AbortSignal): Promise<VoicePrompt> {
+    const key = `${voice.name.toLowerCase()}\u0000${voice.created_at}\u0000${transcript ?? ""}`;
     const cached = this.#voicePrompts.get(key);
     if (cached) return cached;
     const rateHz = adapter.capabilities.nativeSampleRateHz;
@@ -268,7 +273,7 @@ export class SpeechService {
       const stored = await this.voices.loadAudio(voice.name);
       if (!stored || stored.voice.created_at !== voice.created_at) throw badRequest(`voice '${voice.name}' was replaced or deleted; retry`, "voice");
       const samples = await resample(stored.samples, stored.sampleRateHz, rateHz);
-      return encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript: stored.voice.ref_text }, new AbortController().signal);
+      return encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript }, new AbortController().signal);
     })();
     this.#voicePrompts.set(key, prompt);
     prompt.catch(() => this.#voicePrompts.delete(key));

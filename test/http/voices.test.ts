@@ -217,6 +217,33 @@ describe("uploaded voices in speech requests", () => {
     expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as any).frequencyHz - 500)).toBeLessThan(10);
   });
 
+  test("ref_text overrides an uploaded voice's stored transcript for that request; without it (or blank) the stored one is used", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const { app, service } = await testApp(adapter);
+    await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile(2, 300), ref_text: "stored words" });
+    await upload(app, { name: "plain", consent: "c", audio_sample: wavFile(2, 300) });
+    const transcriptHeard = async (body: Record<string, unknown>) => {
+      const response = await speak(app, body);
+      expect(response.status).toBe(200);
+      return (adapter.jobs.at(-1)!.voicePrompt!.state as any).reference.transcript as string | undefined;
+    };
+    expect(await transcriptHeard({ voice: "mine", ref_text: "  spoken words  " })).toBe("spoken words");
+    expect(adapter.encodedReferences.at(-1)!.transcript).toBe("spoken words");
+    expect(await transcriptHeard({ voice: "mine" })).toBe("stored words");
+    expect(await transcriptHeard({ voice: "mine", ref_text: "   " })).toBe("stored words");
+    expect(await transcriptHeard({ voice: "mine", ref_text: null })).toBe("stored words");
+    expect(await transcriptHeard({ voice: "MINE", ref_text: "spoken words" })).toBe("spoken words");
+    expect(await transcriptHeard({ voice: "plain", ref_text: "only here" })).toBe("only here");
+    expect(await transcriptHeard({ voice: "plain" })).toBeUndefined();
+    // One prompt per (voice, transcript): the override never replaces the stored one for later requests.
+    expect(adapter.encodedReferences.map((reference) => reference.transcript)).toEqual(["spoken words", "stored words", "only here", undefined]);
+    expect(service.cachedVoicePrompts).toBe(4);
+
+    const builtIn = await speak(app, { voice: "low", ref_text: "words" });
+    expect(builtIn.status).toBe(400);
+    expect(((await builtIn.json()) as any).error.param).toBe("ref_text");
+  });
+
   test("an unknown voice among a thousand uploaded ones: a short error naming a few and counting the rest", async () => {
     const { app, voices } = await testApp(new ToneAdapter({ cloning: true }));
     const samples = new Float32Array(16000);
