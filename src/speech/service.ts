@@ -21,6 +21,8 @@ import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
 
 /** The output rates a request may ask for, whatever the model's own rate: the service resamples. */
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
+/** The rate of OpenAI's `pcm` response format (16-bit little-endian mono at 24 kHz). */
+export const OPENAI_PCM_SAMPLE_RATE_HZ = 24000;
 
 /** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
@@ -132,7 +134,9 @@ export class SpeechService {
     if (text.length > maxInputChars) throw badRequest(`input must be at most ${maxInputChars} characters (got ${text.length})`, "input");
 
     const responseFormat = request.response_format ?? "wav";
-    const outputSampleRateHz = request.sample_rate ?? capabilities.nativeSampleRateHz;
+    // Raw pcm carries no rate, and OpenAI's is 24 kHz: clients such as Pipecat play it at 24 kHz whatever
+    // the model's own rate. Every other format says its rate, so it keeps the model's.
+    const outputSampleRateHz = request.sample_rate ?? (responseFormat === "pcm" ? OPENAI_PCM_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
     if (!OUTPUT_SAMPLE_RATES_HZ.includes(outputSampleRateHz)) {
       throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${OUTPUT_SAMPLE_RATES_HZ.join(", ")}`, "sample_rate");
     }

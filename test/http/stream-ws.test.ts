@@ -48,7 +48,7 @@ describe("with the offline engine", () => {
     await socket.waitFor((received) => received.some(isJson("session.done")));
 
     const events = socket.json();
-    expect(events.slice(0, 1)[0]).toMatchObject({ type: "audio.start", utterance_index: 0, sentence_index: 0, sentence_text: "The first sentence is short.", format: "pcm", sample_rate: 16000, channels: 1 });
+    expect(events.slice(0, 1)[0]).toMatchObject({ type: "audio.start", utterance_index: 0, sentence_index: 0, sentence_text: "The first sentence is short.", format: "pcm", sample_rate: 24000, channels: 1 });
     expect(socket.received.slice(0, heardBeforeRest).some((entry) => entry.kind === "binary")).toBe(true);
     const starts = events.filter((event) => event.type === "audio.start");
     expect(starts.map((event) => event.sentence_index)).toEqual([0, 1, 2]);
@@ -74,7 +74,7 @@ describe("with the offline engine", () => {
     socket.send({ type: "input.done" });
     await socket.waitFor((received) => received.some(isJson("session.done")));
     const pcm = Buffer.concat(socket.received.filter((entry) => entry.kind === "binary").map((entry) => (entry as { bytes: Uint8Array }).bytes));
-    const http = await fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: sentence, voice: "slt", seed: 7, response_format: "pcm" }) });
+    const http = await fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: sentence, voice: "slt", seed: 7, response_format: "pcm", sample_rate: 16000 }) });
     expect(new Uint8Array(pcm)).toEqual(new Uint8Array(await http.arrayBuffer()));
     socket.close();
   });

@@ -1,0 +1,119 @@
+/**
+ * The requests real clients send (../shared/docs/integrations.md), through a real port on the offline
+ * classic model with an API key set, each asserting what that client needs to work unchanged.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { createClassicModel } from "../../src/models/classic/model.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+import { parseSse } from "../support/sse.ts";
+
+const KEY = "sk-habits";
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer(await createClassicModel(), { flags: { "api-key": KEY } });
+});
+afterAll(async () => {
+  await server.stop();
+  await server.host.close();
+});
+
+const speak = (body: Record<string, unknown>, headers: Record<string, string> = { authorization: `Bearer ${KEY}` }) =>
+  fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+/** Samples and rate of a 16-bit mono WAV. */
+function wavInfo(bytes: Uint8Array): { sampleRateHz: number; samples: number } {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { sampleRateHz: view.getUint32(24, true), samples: view.getUint32(40, true) / 2 };
+}
+
+describe("Open WebUI (TTS engine openai)", () => {
+  test("lists models and voices without credentials, then speaks with an OpenAI voice name and its Bearer key", async () => {
+    const models = await fetch(`${server.url}/v1/audio/models`);
+    expect(models.status).toBe(200);
+    expect(((await models.json()) as { models: { id: string }[] }).models.map((model) => model.id)).toContain("tts-1");
+    const voices = await fetch(`${server.url}/v1/audio/voices`);
+    expect(voices.status).toBe(200);
+    expect(((await voices.json()) as { voices: string[] }).voices.length).toBeGreaterThan(0);
+
+    // It stores the whole body as .mp3 whatever the format; all it needs is audio bytes.
+    const response = await speak({ input: "Open WebUI reads this aloud.", voice: "alloy", model: "tts-1" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^audio\//);
+    expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  });
+
+  test("without the key, speech is refused with 401 and WWW-Authenticate", async () => {
+    const response = await speak({ input: "No key.", voice: "alloy", model: "tts-1" }, {});
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(((await response.json()) as { error: { code: number } }).error.code).toBe(401);
+  });
+});
+
+describe("Pipecat OpenAITTSService", () => {
+  test("pcm with voice alloy is raw 16-bit pcm at 24 kHz, the rate it assumes", async () => {
+    const input = "Pipecat plays this at twenty four kilohertz.";
+    const pcm = await speak({ input, voice: "alloy", model: "gpt-4o-mini-tts", response_format: "pcm", instructions: "calm" });
+    expect(pcm.status).toBe(200);
+    expect(pcm.headers.get("content-type")).toBe("audio/pcm");
+    const pcmBytes = (await pcm.arrayBuffer()).byteLength;
+    // The same speech as a WAV says its own rate (the model's 16 kHz): pcm holds 1.5× its samples.
+    const wav = wavInfo(new Uint8Array(await (await speak({ input, voice: "alloy", model: "gpt-4o-mini-tts", response_format: "wav" })).arrayBuffer()));
+    expect(wav.sampleRateHz).toBe(16000);
+    expect(Math.abs(pcmBytes / 2 - wav.samples * 1.5)).toBeLessThan(48);
+  });
+});
+
+describe("LiveKit Agents openai.TTS", () => {
+  test("one request per sentence, SSE for other models: speech.audio.delta events carry base64 audio, then done with usage", async () => {
+    const response = await speak({ input: "LiveKit sends one sentence.", voice: "alloy", model: "gpt-4o-mini-tts", response_format: "pcm", stream_format: "sse" });
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = parseSse(await response.text());
+    const deltas = events.filter((event) => event.event === "speech.audio.delta");
+    expect(deltas.length).toBeGreaterThan(0);
+    for (const delta of deltas) expect(typeof delta.data.audio).toBe("string");
+    expect(events.at(-1)!.event).toBe("speech.audio.done");
+    expect(events.at(-1)!.data.usage.output_tokens).toBeGreaterThan(0);
+  });
+});
+
+describe("a vLLM-Omni client (pydantic model dump)", () => {
+  test("nulls for every unset field, Qwen3 fields and speaker: 200, the chosen voice, usage under vLLM-Omni's names", async () => {
+    const body = {
+      input: "A client written for vLLM-Omni.",
+      model: null,
+      voice: null,
+      speaker: "slt",
+      instructions: null,
+      response_format: "wav",
+      speed: null,
+      stream: false,
+      stream_format: null,
+      task_type: "CustomVoice",
+      language: "Auto",
+      x_vector_only_mode: null,
+      ref_audio: null,
+      ref_text: null,
+      max_new_tokens: null,
+      seed: null,
+    };
+    const response = await speak(body);
+    expect(response.status).toBe(200);
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    for (const name of ["INPUT", "OUTPUT", "TOTAL", "INPUT-TEXT", "INPUT-AUDIO"]) {
+      expect(response.headers.get(`x-vllm-omni-${name.toLowerCase()}-tokens`)).toBe(response.headers.get(`x-${name.toLowerCase()}-tokens`));
+    }
+    const asSlt = new Uint8Array(await (await speak({ input: body.input, voice: "slt", response_format: "wav" })).arrayBuffer());
+    expect(bytes).toEqual(asSlt);
+  });
+});
+
+test("the openai npm client with a key: a file and an SSE stream", async () => {
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  const file = await client.audio.speech.create({ model: "tts-1", voice: "nova", input: "From the SDK.", response_format: "mp3" });
+  expect(file.headers.get("content-type")).toBe("audio/mpeg");
+  expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(500);
+  const sse = await client.audio.speech.create({ model: "tts-1", voice: "nova", input: "From the SDK.", stream_format: "sse" });
+  expect(parseSse(await sse.text()).at(-1)!.event).toBe("speech.audio.done");
+});
