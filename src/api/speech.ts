@@ -29,6 +29,15 @@ const voiceField = z
 
 type VoiceField = z.output<typeof voiceField>;
 
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const SEED_RULE = "seed must be an integer from -2^63 to 2^63 - 1";
+/** An int64, as vLLM-Omni's; a bigint in the parsed request, since a double cannot hold every int64 (parseRequestJson). */
+const seedField = z
+  .union([z.number({ error: SEED_RULE }).int(SEED_RULE), z.bigint({ error: SEED_RULE })], { error: SEED_RULE })
+  .transform((seed) => BigInt(seed))
+  .refine((seed) => seed >= INT64_MIN && seed <= INT64_MAX, SEED_RULE);
+
 function voiceId(voice: VoiceField): string {
   return typeof voice === "string" ? voice : voice.id;
 }
@@ -57,7 +66,7 @@ export const speechFieldShape = {
   response_format: optional(z.enum(RESPONSE_FORMATS, { error: `response_format must be one of ${RESPONSE_FORMATS.join(", ")}` })),
   sample_rate: optional(z.number({ error: "sample_rate must be an integer" }).int("sample_rate must be an integer").positive("sample_rate must be positive")),
   speed: optional(z.number({ error: "speed must be a number" }).min(0.25, "speed must be between 0.25 and 4.0").max(4, "speed must be between 0.25 and 4.0")),
-  seed: optional(z.number({ error: "seed must be an integer" }).int("seed must be an integer")),
+  seed: optional(seedField),
   ref_audio: optional(z.string()),
   ref_text: optional(z.string().max(MAX_REF_TEXT_CHARS, `ref_text must be at most ${MAX_REF_TEXT_CHARS} characters`)),
   language: optional(z.string()),

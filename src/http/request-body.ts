@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { ApiError, ClientClosedRequestError, badRequest, fromZodError } from "../api/errors.ts";
+import { parseRequestJson } from "../api/request-json.ts";
 import { capStream, readCapped, type StreamCap } from "../async/capped-stream.ts";
 
 export interface BodyLimits {
@@ -48,7 +49,7 @@ export async function readJsonBody(c: Context, limits: BodyLimits): Promise<unkn
     throw badRequest("Request body is not valid UTF-8");
   }
   try {
-    return JSON.parse(text);
+    return parseRequestJson(text);
   } catch (error) {
     throw badRequest(`Invalid JSON body: ${(error as Error).message}`);
   }

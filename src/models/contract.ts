@@ -34,7 +34,8 @@ export interface SynthesisJob {
   /** A built-in voice name (lower-case). */
   voice: string;
   language: string;
-  seed?: number;
+  /** An int64 (any value the API accepts); a model that uses noise draws the same noise for the same seed. */
+  seed?: bigint;
   /** Cap on generated frames. */
   maxNewTokens?: number;
   /** The voice to clone, made by encodeVoice (cached by the service per voice). */

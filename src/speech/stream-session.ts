@@ -7,6 +7,7 @@
  * session.config applies only to text that arrives after it.
  */
 import { ApiError, fromZodError } from "../api/errors.ts";
+import { parseRequestJson } from "../api/request-json.ts";
 import { streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { pcm16Bytes } from "../audio/wav.ts";
@@ -107,7 +108,7 @@ export class SpeechStreamSession {
     if (byteLength > MAX_CONFIG_MESSAGE_BYTES) return this.#fail(`message is larger than ${MAX_CONFIG_MESSAGE_BYTES} bytes`, CLOSE_TOO_BIG);
     let json: unknown;
     try {
-      json = JSON.parse(data);
+      json = parseRequestJson(data);
     } catch {
       return this.#fail("message is not valid JSON", CLOSE_POLICY);
     }

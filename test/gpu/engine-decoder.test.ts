@@ -14,7 +14,7 @@ import { gpuForTests } from "./support.ts";
 const BUNDLE = fixtureBundle();
 
 async function speak(engine: PocketModel, seed: number): Promise<Float32Array> {
-  const job: SynthesisJob = { text: "Hello there, this is a test.", voice: engine.capabilities.defaultVoice, language: "en", seed, extraParams: {}, signal: new AbortController().signal };
+  const job: SynthesisJob = { text: "Hello there, this is a test.", voice: engine.capabilities.defaultVoice, language: "en", seed: BigInt(seed), extraParams: {}, signal: new AbortController().signal };
   const pieces: number[] = [];
   for await (const chunk of engine.synthesize(job)) pieces.push(...chunk.samples);
   return Float32Array.from(pieces);
@@ -37,7 +37,7 @@ describe("Mimi decoder choice", () => {
     const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
     try {
       const requests = Array.from({ length: 20 }, async (_, index) => {
-        const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: index, maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
+        const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: BigInt(index), maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
         let samples = 0;
         for await (const chunk of engine.synthesize(job)) samples += chunk.samples.length;
         return samples;

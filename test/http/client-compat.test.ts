@@ -318,3 +318,53 @@ describe("SSE deltas join into what the format says", () => {
     expect(joined.subarray(44)).toEqual(file);
   });
 });
+
+describe("seed is an int64, exact beyond 2^53", () => {
+  /** JSON.stringify cannot write a bigint: the body is written as a pydantic client writes an int. */
+  const postSeed = (path: string, seed: string, body: Record<string, unknown> = { input: TEXT, response_format: "pcm" }) =>
+    fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: `${JSON.stringify(body).slice(0, -1)},"seed":${seed}}` });
+  const audioFor = async (seed: string) => {
+    const response = await postSeed("/v1/audio/speech", seed);
+    expect({ seed, status: response.status }).toEqual({ seed, status: 200 });
+    return new Uint8Array(await response.arrayBuffer());
+  };
+
+  test("two seeds above 2^53 a double cannot tell apart speak differently; the same one twice gives the same bytes", async () => {
+    const twoTo53 = await audioFor("9007199254740992");
+    const next = await audioFor("9007199254740993");
+    expect(adapter.jobs.at(-1)!.seed).toBe(9007199254740993n);
+    expect(next).not.toEqual(twoTo53);
+    expect(await audioFor("9007199254740993")).toEqual(next);
+    expect(await audioFor("9223372036854775807")).toEqual(await audioFor("9223372036854775807"));
+    expect(adapter.jobs.at(-1)!.seed).toBe(2n ** 63n - 1n);
+    await audioFor("-9223372036854775808");
+    expect(adapter.jobs.at(-1)!.seed).toBe(-(2n ** 63n));
+    // A seed a double holds keeps its audio: small seeds speak as they always did.
+    expect(await audioFor("42")).toEqual(await audioFor("42.0"));
+  });
+
+  test("outside int64 is a 400 naming seed", async () => {
+    for (const seed of ["9223372036854775808", "-9223372036854775809", "1e30", "1.5"]) {
+      const response = await postSeed("/v1/audio/speech", seed);
+      expect({ seed, status: response.status }).toEqual({ seed, status: 400 });
+      const error = (await response.json()).error;
+      expect(error.param).toBe("seed");
+      expect(error.message).toContain("-2^63 to 2^63 - 1");
+    }
+  });
+
+  test("batch items and defaults and WebSocket session.config carry the exact seed", async () => {
+    const batch = await postSeed("/v1/audio/speech/batch", "9007199254740993", { items: [{ input: TEXT }] });
+    expect((await batch.json()).results[0].status).toBe("success");
+    expect(adapter.jobs.at(-1)!.seed).toBe(9007199254740993n);
+
+    const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`);
+    await socket.opened;
+    socket.sendRaw('{"type":"session.config","seed":9223372036854775807}');
+    socket.send({ type: "input.text", text: "Hello there." });
+    socket.send({ type: "input.done" });
+    await socket.waitFor((received) => received.some(isJson("session.done")));
+    expect(adapter.jobs.at(-1)!.seed).toBe(2n ** 63n - 1n);
+    socket.close();
+  });
+});

@@ -120,7 +120,7 @@ describe("POST /v1/audio/speech on a real port", () => {
     expect(response.status).toBe(200);
     const job = adapter.jobs.at(-1)!;
     expect(job.voice).toBe("high");
-    expect(job.seed).toBe(7);
+    expect(job.seed).toBe(7n);
     expect(job.extraParams).toEqual({ temperature: 0.5 });
     expect((await bytesOf(response)).length).toBe(4 * 1920 * 2);
   });

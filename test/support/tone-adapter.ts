@@ -73,7 +73,7 @@ export class ToneAdapter implements SpeechModel {
     const frameSamples = Math.round(rate / 12.5);
     const totalFrames = Math.min(job.maxNewTokens ?? Infinity, Math.max(1, Math.round(job.text.length * (this.options.framesPerChar ?? 0.5))));
     const prompt = job.voicePrompt?.state as TonePromptState | undefined;
-    const frequencyHz = prompt ? prompt.frequencyHz : (job.voice === "high" ? 440 : 220) + ((job.seed ?? 0) % 7) * 10;
+    const frequencyHz = prompt ? prompt.frequencyHz : (job.voice === "high" ? 440 : 220) + Number((job.seed ?? 0n) % 7n) * 10;
     for (let frame = 0; frame < totalFrames; frame++) {
       if (job.signal.aborted) return;
       if (this.options.frameDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.frameDelayMs));

@@ -163,8 +163,8 @@ export interface GenerationRequest {
   params?: Partial<GenerationParams>;
   /** x0 source; default: `seededLatentNoise(seed, temperature)`. */
   noise?: LatentNoise;
-  /** Seed of the default noise; default: a random one. */
-  seed?: number;
+  /** Seed of the default noise (an int64); default: a random one. */
+  seed?: number | bigint;
   signal?: AbortSignal;
   onStep?: (trace: StepTrace) => void;
 }

@@ -12,11 +12,15 @@ export interface LatentNoise {
  * recommend, so that nearby seeds give unrelated streams. Normals come from Box–Muller on 53-bit
  * uniforms, both outputs used.
  *
+ * The seed is an int64 (the API's range), as a number (a safe integer) or a bigint: SplitMix64 takes all
+ * 64 bits, so seeds above 2^53 each get their own stream, and a number and the bigint of the same value the
+ * same one.
+ *
  * Same seed → same noise in one JS engine. Across engines (Bun's JavaScriptCore vs Deno's V8) Math.log,
  * cos and sin may differ in the last bit of a double, which the float32 rounding of x0 almost always hides.
  */
-export function seededLatentNoise(seed: number, temperature: number): LatentNoise {
-  if (!Number.isSafeInteger(seed)) throw new RangeError(`seed must be a safe integer, got ${seed}`);
+export function seededLatentNoise(seed: number | bigint, temperature: number): LatentNoise {
+  if (typeof seed === "number" ? !Number.isSafeInteger(seed) : BigInt.asIntN(64, seed) !== seed) throw new RangeError(`seed must be a safe integer or an int64 bigint, got ${seed}`);
   if (!(temperature >= 0)) throw new RangeError(`temperature must be ≥ 0, got ${temperature}`);
   const random = xoshiro128StarStar(seed);
   const standardDeviation = Math.sqrt(temperature);
@@ -57,7 +61,7 @@ export function replayLatentNoise(rows: Float32Array): LatentNoise {
 }
 
 /** xoshiro128** 1.1 (https://prng.di.unimi.it/xoshiro128starstar.c); returns uint32 values. */
-function xoshiro128StarStar(seed: number): () => number {
+function xoshiro128StarStar(seed: number | bigint): () => number {
   // SplitMix64 expands the seed into the 128-bit state; it never yields four zero words.
   let splitState = BigInt.asUintN(64, BigInt(seed));
   const splitMix64 = (): bigint => {

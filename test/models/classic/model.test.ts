@@ -85,8 +85,8 @@ describe("classic engine (flite)", () => {
   });
 
   test("deterministic, also under concurrent requests", async () => {
-    const a = samplesOf(await collect(job(TWO_SENTENCES, { seed: 1 })));
-    const b = samplesOf(await collect(job(TWO_SENTENCES, { seed: 2 })));
+    const a = samplesOf(await collect(job(TWO_SENTENCES, { seed: 1n })));
+    const b = samplesOf(await collect(job(TWO_SENTENCES, { seed: 2n })));
     expect(b).toEqual(a);
     const [c, d] = await Promise.all([collect(job(TWO_SENTENCES)), collect(job(TWO_SENTENCES, { voice: "slt" }))]);
     expect(samplesOf(c)).toEqual(a);

@@ -41,6 +41,23 @@ describe("Pocket TTS through the speech API", () => {
     expect(other).not.toEqual(first);
   });
 
+  test("int64 seeds reach the noise whole: seeds above 2^53 that a double cannot tell apart give different audio, each reproducibly", async () => {
+    // Written as a pydantic client writes an int: JSON.stringify cannot write a bigint.
+    const speakSeed = async (seed: string) => {
+      const response = await fetch(`${server.url}/v1/audio/speech`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: `{"input":"Hello there, how are you?","response_format":"pcm","seed":${seed}}`,
+      });
+      expect({ seed, status: response.status }).toEqual({ seed, status: 200 });
+      return new Uint8Array(await response.arrayBuffer());
+    };
+    const high = await speakSeed("9223372036854775807");
+    expect(await speakSeed("9223372036854775807")).toEqual(high);
+    expect(await speakSeed("9223372036854775806")).not.toEqual(high);
+    expect(await speakSeed("9007199254740993")).not.toEqual(await speakSeed("9007199254740992"));
+  });
+
   test("SSE streams frame by frame and the usage counts frames", async () => {
     const events = parseSse(await (await speak({ seed: 3, stream: true })).text());
     const deltas = events.filter((event) => event.event === "speech.audio.delta");
