@@ -8,7 +8,7 @@ import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
-import { MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
@@ -156,6 +156,14 @@ export class SpeechService {
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
     const speed = request.speed ?? 1;
     if (streaming !== null) checkStreamable(responseFormat, speed, "stream");
+    // A file (or a batch result) holds the whole utterance in memory until it is encoded: past the default
+    // cap that is hundreds of MB, so long-form text, allowed by a raised --max-input-chars, must be streamed.
+    if (streaming === null && transport !== "websocket" && text.length > DEFAULT_MAX_INPUT_CHARS) {
+      throw badRequest(
+        `input longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (stream_format "audio" or "sse", or the WebSocket route): a file response holds the whole utterance in memory`,
+        "input",
+      );
+    }
     if (request.word_timestamps && transport !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }

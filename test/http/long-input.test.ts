@@ -141,13 +141,18 @@ describe("one input cap for every route", () => {
   const post = (server: TestServer, path: string, body: unknown) =>
     fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
-  test("a request and a batch item past 4096 characters are served when the cap is raised, and refused naming the cap when it is not", async () => {
+  test("past 4096 characters a raised cap serves streams, a file or batch item is refused as unbounded, and a lowered cap is named", async () => {
     const input = longText(5000);
-    const single = await post(raised, "/v1/audio/speech", { input, max_new_tokens: 2, response_format: "pcm" });
-    expect(single.status).toBe(200);
-    await single.arrayBuffer();
-    const batch = await (await post(raised, "/v1/audio/speech/batch", { max_new_tokens: 2, response_format: "pcm", items: [{ input }] })).json();
-    expect(batch.results[0].status).toBe("success");
+    const streamed = await post(raised, "/v1/audio/speech", { input, max_new_tokens: 2, response_format: "pcm", stream_format: "audio" });
+    expect(streamed.status).toBe(200);
+    await streamed.arrayBuffer();
+    // A file holds the whole utterance in memory until it is encoded: long-form text must stream.
+    const file = await post(raised, "/v1/audio/speech", { input, max_new_tokens: 2, response_format: "pcm" });
+    expect(file.status).toBe(400);
+    expect((await file.json()).error).toMatchObject({ param: "input" });
+    const batch = await (await post(raised, "/v1/audio/speech/batch", { max_new_tokens: 2, response_format: "pcm", items: [{ input: "Short." }, { input }] })).json();
+    expect(batch.results.map((result: any) => result.status)).toEqual(["success", "error"]);
+    expect(batch.results[1].error).toContain("must be streamed");
 
     const refused = await post(lowered, "/v1/audio/speech", { input: longText(101), stream_format: "audio" });
     expect(refused.status).toBe(400);
