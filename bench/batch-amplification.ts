@@ -7,12 +7,8 @@
  *     [--extra '{"eos_threshold":1e9}'] [-- extra server flags, e.g. --batch-max-audio-seconds 600]
  * Linux only (RSS is read from /proc of the server process).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startChildServer } from "./support/child-server.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -39,30 +35,12 @@ function inputOf(chars: number): string {
   return text.slice(0, chars).trim();
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
-const port = await freePort();
-const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-batch-bench-"));
-const server = spawn(process.execPath, ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--engine", values.engine!, "--speaker-dir", speakerDir, ...positionals], {
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" },
-});
-const base = `http://127.0.0.1:${port}`;
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const server = await startChildServer(["--engine", values.engine!, ...positionals]);
+const { base } = server;
+const rssMiB = server.rssMiB;
 
 try {
-  for (;;) {
-    const health = await fetch(`${base}/health`).catch(() => null);
-    if (health?.status === 200 && ((await health.json()) as { status?: string }).status === "ok") break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
   const idleRssMiB = rssMiB();
   let peakRssMiB = idleRssMiB;
   const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, rssMiB())), 50);
@@ -105,6 +83,5 @@ try {
     `| ${itemCount} × ${charsPerItem} | ${response.status} | ${(responseBytes / 1e6).toFixed(1)} | ${totals ? `${totals[2]}/${totals[3]}` : "?"} | ${((firstByteMs ?? lastByteMs) / 1000).toFixed(1)} | ${(lastByteMs / 1000).toFixed(1)} | ${idleRssMiB.toFixed(0)} → ${peakRssMiB.toFixed(0)} | ${slowestHealthMs.toFixed(0)} |`,
   );
 } finally {
-  server.kill();
-  rmSync(speakerDir, { recursive: true, force: true });
+  server.stop();
 }

@@ -6,12 +6,8 @@
  *   bun bench/long-input.ts [--chars 60000] [--modes audio,sse] (a file past 4096 characters is refused: long-form text must stream) [--engine classic]
  * Linux only (RSS is read from /proc of the server process).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startChildServer } from "./support/child-server.ts";
 
 const { values } = parseArgs({
   options: {
@@ -35,14 +31,6 @@ function inputOf(length: number): string {
   return text.slice(0, length).trim();
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const BODIES: Record<string, Record<string, unknown>> = {
   audio: { stream_format: "audio", response_format: "pcm" },
@@ -50,22 +38,11 @@ const BODIES: Record<string, Record<string, unknown>> = {
   file: { response_format: "pcm" },
 };
 
-const port = await freePort();
-const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-long-input-bench-"));
-const server = spawn(
-  process.execPath,
-  ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--engine", values.engine!, "--speaker-dir", speakerDir, "--max-input-chars", "100000"],
-  { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" } },
-);
-const base = `http://127.0.0.1:${port}`;
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const server = await startChildServer(["--engine", values.engine!, "--max-input-chars", "100000"]);
+const { base } = server;
+const rssMiB = server.rssMiB;
 
 try {
-  for (;;) {
-    const health = await fetch(`${base}/health`).catch(() => null);
-    if (health?.status === 200 && ((await health.json()) as { status?: string }).status === "ok") break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
   console.log(`| mode | chars | status | first byte s | last byte s | response MB | RSS idle → peak MiB |`);
   console.log(`|---|---|---|---|---|---|---|`);
   for (const mode of modes) {
@@ -87,6 +64,5 @@ try {
     );
   }
 } finally {
-  server.kill();
-  rmSync(speakerDir, { recursive: true, force: true });
+  server.stop();
 }

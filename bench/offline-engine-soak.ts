@@ -6,13 +6,9 @@
  *   bun bench/offline-engine-soak.ts [--sentences 2000] [--window 200]
  * Linux only (descriptors and RSS are read from /proc of the server process).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { encodeAudio } from "../src/audio/encoders.ts";
+import { startChildServer } from "./support/child-server.ts";
 
 const { values } = parseArgs({ options: { sentences: { type: "string", default: "2000" }, window: { type: "string", default: "200" } } });
 const totalSentences = Number(values.sentences);
@@ -26,14 +22,6 @@ const SENTENCES = [
 ];
 const FILE_FORMATS = ["wav", "mp3", "flac", "opus", "aac"] as const;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function tone(seconds: number, rateHz: number): Float32Array {
   const samples = new Float32Array(Math.round(seconds * rateHz));
@@ -47,16 +35,9 @@ const uploads: { name: string; type: string; bytes: Uint8Array }[] = [
   { name: "v.mp3", type: "audio/mpeg", bytes: await encodeAudio(tone(2, 24000), 24000, "mp3") },
 ];
 
-const port = await freePort();
-const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-soak-"));
-const server = spawn(process.execPath, ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--engine", "classic", "--speaker-dir", speakerDir], {
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" },
-});
-const base = `http://127.0.0.1:${port}`;
-
-const openDescriptors = () => readdirSync(`/proc/${server.pid}/fd`).length;
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const server = await startChildServer(["--engine", "classic"]);
+const { base } = server;
+const rssMiB = server.rssMiB;
 
 async function speak(index: number): Promise<void> {
   const input = SENTENCES[index % SENTENCES.length]!;
@@ -87,15 +68,10 @@ async function uploadAndDelete(index: number): Promise<void> {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 try {
-  const deadline = Date.now() + 60_000;
-  while ((await fetch(`${base}/health`).catch(() => undefined))?.status !== 200) {
-    if (server.exitCode !== null || Date.now() > deadline) throw new Error("server did not start");
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
   console.log(`offline engine soak: ${totalSentences} sentences, mixed formats/streams, a voice upload every 5th sentence`);
   console.log("| sentences | median ms/sentence | open fds | RSS MiB |");
   console.log("|---|---|---|---|");
-  console.log(`| 0 | – | ${openDescriptors()} | ${rssMiB().toFixed(0)} |`);
+  console.log(`| 0 | – | ${server.openDescriptors()} | ${rssMiB().toFixed(0)} |`);
   let times: number[] = [];
   for (let index = 0; index < totalSentences; index++) {
     if (index % 5 === 0) await uploadAndDelete(index);
@@ -103,11 +79,10 @@ try {
     await speak(index);
     times.push(performance.now() - start);
     if ((index + 1) % windowSize === 0) {
-      console.log(`| ${index + 1} | ${median(times).toFixed(1)} | ${openDescriptors()} | ${rssMiB().toFixed(0)} |`);
+      console.log(`| ${index + 1} | ${median(times).toFixed(1)} | ${server.openDescriptors()} | ${rssMiB().toFixed(0)} |`);
       times = [];
     }
   }
 } finally {
-  server.kill("SIGTERM");
-  rmSync(speakerDir, { recursive: true, force: true });
+  server.stop();
 }

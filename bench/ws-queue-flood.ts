@@ -6,12 +6,8 @@
  *   bun bench/ws-queue-flood.ts [--messages 100] [--wait-seconds 20] [--engine classic] [-- extra server flags]
  * Linux only (RSS is read from /proc of the server process).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startChildServer } from "./support/child-server.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -25,35 +21,17 @@ const messageCount = Number(values.messages);
 const waitMs = Number(values["wait-seconds"]) * 1000;
 const SETTLE_MS = 3000;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
-const port = await freePort();
-const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-ws-flood-bench-"));
-const server = spawn(process.execPath, ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--engine", values.engine!, "--speaker-dir", speakerDir, ...positionals], {
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" },
-});
-const base = `http://127.0.0.1:${port}`;
-const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const server = await startChildServer(["--engine", values.engine!, ...positionals]);
+const { base } = server;
+const rssMiB = server.rssMiB;
 
 try {
-  for (;;) {
-    const health = await fetch(`${base}/health`).catch(() => null);
-    if (health?.status === 200 && ((await health.json()) as { status?: string }).status === "ok") break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
   const idleRssMiB = rssMiB();
   let peakRssMiB = idleRssMiB;
   const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, rssMiB())), 50);
 
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/v1/audio/speech/stream`);
+  const socket = new WebSocket(`${base.replace("http", "ws")}/v1/audio/speech/stream`);
   socket.binaryType = "arraybuffer";
   await new Promise((resolve) => socket.addEventListener("open", resolve, { once: true }));
   let errorMessage: string | undefined;
@@ -78,6 +56,5 @@ try {
     `| ${messageCount} × ${Buffer.byteLength(flood)} | ${closeCode === undefined ? "not closed by the server" : `close ${closeCode}`} | ${(endedMs / 1000).toFixed(2)} | ${errorMessage ? errorMessage.slice(0, 40) + "…" : "none"} | ${idleRssMiB.toFixed(0)} → ${peakRssMiB.toFixed(0)} → ${afterRssMiB.toFixed(0)} |`,
   );
 } finally {
-  server.kill();
-  rmSync(speakerDir, { recursive: true, force: true });
+  server.stop();
 }

@@ -1,0 +1,58 @@
+/**
+ * A voxedge server in a child process, for benchmarks that watch it from outside: its resident memory and
+ * open descriptors come from /proc (Linux), its speaker folder is a fresh temp folder removed on stop.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface ChildServer {
+  base: string;
+  pid: number;
+  rssMiB(): number;
+  openDescriptors(): number;
+  stop(): void;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `src/main.ts serve` with `args` on a free loopback port and waits until /health says ok. */
+export async function startChildServer(args: readonly string[], startTimeoutMs = 60_000): Promise<ChildServer> {
+  const port = await freePort();
+  const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-bench-"));
+  const child = spawn(process.execPath, ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--speaker-dir", speakerDir, ...args], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" },
+  });
+  const stop = () => {
+    child.kill("SIGTERM");
+    rmSync(speakerDir, { recursive: true, force: true });
+  };
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + startTimeoutMs;
+  for (;;) {
+    const health = await fetch(`${base}/health`).catch(() => undefined);
+    if (health?.status === 200 && ((await health.json()) as { status?: string }).status === "ok") break;
+    if (child.exitCode !== null || Date.now() > deadline) {
+      stop();
+      throw new Error("the server did not start");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    base,
+    pid: child.pid!,
+    rssMiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024,
+    openDescriptors: () => readdirSync(`/proc/${child.pid}/fd`).length,
+    stop,
+  };
+}
