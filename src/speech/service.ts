@@ -8,6 +8,7 @@ import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "
 import type { ModelHost } from "../engine/host.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
+import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
@@ -202,7 +203,10 @@ export class SpeechService {
 
   /** extra_params as the served model's schema reads them, or a 400 naming `extra_params.<key>`. */
   parseExtraParams(extraParams: Record<string, unknown>): Record<string, unknown> {
-    const parsed = this.model().paramsSchema.safeParse(extraParams);
+    // Sampling values outside every model's range are refused whichever model serves, even one that would
+    // ignore the key: a client asking for endless generation learns it now, not from the next model.
+    const sampling = samplingParamsSchema.safeParse(extraParams);
+    const parsed = sampling.success ? this.model().paramsSchema.safeParse(extraParams) : sampling;
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0]!;
     const key = issue.path.map(String).join(".");

@@ -117,3 +117,20 @@ test("the openai npm client with a key: a file and an SSE stream", async () => {
   const sse = await client.audio.speech.create({ model: "tts-1", voice: "nova", input: "From the SDK.", stream_format: "sse" });
   expect(parseSse(await sse.text()).at(-1)!.event).toBe("speech.audio.done");
 });
+
+test("a sampling value that would disable EOS is a 400 naming it, even on the offline model that reads no extra_params", async () => {
+  const single = await speak({ input: "Hello.", extra_params: { eos_threshold: 1e9 } });
+  expect(single.status).toBe(400);
+  expect(((await single.json()) as { error: { param: string } }).error.param).toBe("extra_params.eos_threshold");
+  const batch = await fetch(`${server.url}/v1/audio/speech/batch`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ extra_params: { eos_threshold: 1e9 }, items: [{ input: "One." }, { input: "Two." }] }),
+  });
+  expect(batch.status).toBe(400);
+  // A key no model reads is ignored and named, not refused.
+  const ignored = await speak({ input: "Hello.", extra_params: { top_k: 5, eos_threshold: -4 } });
+  expect(ignored.status).toBe(200);
+  expect(ignored.headers.get("x-ignored-fields")).toBe("extra_params.top_k,extra_params.eos_threshold");
+  await ignored.arrayBuffer();
+});

@@ -1,35 +1,12 @@
 /**
  * The `extra_params` Pocket TTS reads, as the schema the speech service checks every request with before any
- * work (a bad value is a 400 naming `extra_params.<key>`). Keys it does not name are ignored.
- *
- * Each range is wide around upstream's default (§1.11, §1.12) but closed where a value would only make
- * generation slower or endless:
- * - temperature is the variance of the flow's starting noise, which it learnt to map from at 1 (upstream
- *   speaks at 0.7); 2 doubles that, and 0 starts from the noise's mean.
- * - lsd_steps Euler steps cost one flow-net run each per frame; the most any runtime uses is 10 (KR1).
- * - eos_threshold is compared with the raw EOS logit: ±10 are p ≈ 0.99995 and p ≈ 0.00005, so a threshold
- *   past them means "stop at once" or "never stop", which would only run every chunk to its frame cap.
- * - frames_after_eos: models recommend 3 to 8; 25 frames are 2 s of trailing audio per chunk.
+ * work (a bad value is a 400 naming `extra_params.<key>`): the sampling parameters and their ranges
+ * (api/sampling-params.ts says why each range). Keys it does not name are ignored.
  */
-import { z } from "zod";
+import { samplingParamsSchema } from "../../api/sampling-params.ts";
 import type { GenerationParams } from "./loop.ts";
 
-function numberIn(key: string, min: number, max: number) {
-  const message = `${key} must be a number in ${min}..${max}`;
-  return z.number({ error: message }).min(min, message).max(max, message).optional();
-}
-
-function integerIn(key: string, min: number, max: number) {
-  const message = `${key} must be an integer in ${min}..${max}`;
-  return z.number({ error: message }).int(message).min(min, message).max(max, message).optional();
-}
-
-export const pocketParamsSchema = z.object({
-  temperature: numberIn("temperature", 0, 2),
-  lsd_steps: integerIn("lsd_steps", 1, 16),
-  eos_threshold: numberIn("eos_threshold", -10, 10),
-  frames_after_eos: integerIn("frames_after_eos", 0, 25),
-});
+export const pocketParamsSchema = samplingParamsSchema;
 
 /** The generation parameters a job's extra_params set; the ones absent keep the loop's defaults. */
 export function generationParams(extraParams: Record<string, unknown>): Partial<GenerationParams> {
