@@ -112,7 +112,8 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     voice: values.voice,
     response_format: format,
     speed: values.speed === undefined ? undefined : Number(values.speed),
-    seed: values.seed === undefined ? undefined : Number(values.seed),
+    // An int64 as written: Number would round a seed above 2^53 (and 2^63 − 1 up past the int64 range).
+    seed: values.seed === undefined ? undefined : /^-?\d+$/.test(values.seed.trim()) ? BigInt(values.seed.trim()) : Number(values.seed),
   });
   const logger = createLogger(config.logLevel);
   const host = ModelHost.load(() => loadModel(config, logger));

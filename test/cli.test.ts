@@ -37,6 +37,15 @@ test("a speaker folder that cannot be created stops the server at start with a m
   expect(stderr).not.toContain("store.ts:");
 });
 
+test("say takes any int64 seed as written, and refuses one past the range", () => {
+  const out = join(mkdtempSync(join(tmpdir(), "voxedge-say-")), "seeded.wav");
+  const largest = spawnSync(BUN, ["run", "voxedge", "say", "Seeded.", "-o", out, "--seed", "9223372036854775807"], { cwd: ROOT });
+  expect(largest.status).toBe(0);
+  const past = spawnSync(BUN, ["run", "voxedge", "say", "Seeded.", "-o", out, "--seed", "9223372036854775808"], { cwd: ROOT });
+  expect(past.status).not.toBe(0);
+  expect(past.stderr.toString()).toContain("seed must be an integer from -2^63 to 2^63 - 1");
+});
+
 test("say writes an audio file in the format its name asks for", () => {
   const out = join(mkdtempSync(join(tmpdir(), "voxedge-say-")), "hello.mp3");
   const result = spawnSync(BUN, ["run", "voxedge", "say", "Hello from the command line.", "-o", out], { cwd: ROOT });
