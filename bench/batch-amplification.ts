@@ -35,15 +35,12 @@ function inputOf(chars: number): string {
   return text.slice(0, chars).trim();
 }
 
-
 const server = await startChildServer(["--engine", values.engine!, ...positionals]);
 const { base } = server;
-const rssMiB = server.rssMiB;
 
 try {
-  const idleRssMiB = rssMiB();
-  let peakRssMiB = idleRssMiB;
-  const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, rssMiB())), 50);
+  const rss = server.watchRss();
+  const idleRssMiB = rss.idleMiB;
   let slowestHealthMs = 0;
   let probing = true;
   const probeHealth = (async () => {
@@ -74,7 +71,7 @@ try {
   const lastByteMs = performance.now() - startedMs;
   probing = false;
   await probeHealth;
-  clearInterval(rssTimer);
+  const peakRssMiB = rss.stop();
   const totals = /"total":(\d+),"succeeded":(\d+),"failed":(\d+)/.exec(tail);
 
   console.log(`| items × chars | status | response MB | succeeded/failed | first byte s | last byte s | RSS idle → peak MiB | slowest /health ms |`);

@@ -144,8 +144,7 @@ try {
   console.log("|---|---|---|---|---|---|---|");
   for (const concurrency of concurrencies) {
     for (const mode of modes) {
-      let peakRssMiB = server.rssMiB();
-      const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, server.rssMiB())), 50);
+      const rss = server.watchRss();
       const results: StreamResult[] = [];
       let wallSeconds = 0;
       for (let round = 0; round < rounds; round++) {
@@ -154,7 +153,7 @@ try {
         wallSeconds += (performance.now() - roundStartMs) / 1000;
         results.push(...traces.map(resultOf));
       }
-      clearInterval(rssTimer);
+      const peakRssMiB = rss.stop();
       const firsts = results.map((result) => result.firstAudioMs);
       const audioSeconds = results.reduce((sum, result) => sum + result.audioSeconds, 0);
       const starving = results.filter((result) => result.starved).length;

@@ -31,7 +31,6 @@ function inputOf(length: number): string {
   return text.slice(0, length).trim();
 }
 
-
 const BODIES: Record<string, Record<string, unknown>> = {
   audio: { stream_format: "audio", response_format: "pcm" },
   sse: { stream_format: "sse", response_format: "pcm" },
@@ -40,15 +39,13 @@ const BODIES: Record<string, Record<string, unknown>> = {
 
 const server = await startChildServer(["--engine", values.engine!, "--max-input-chars", "100000"]);
 const { base } = server;
-const rssMiB = server.rssMiB;
 
 try {
   console.log(`| mode | chars | status | first byte s | last byte s | response MB | RSS idle → peak MiB |`);
   console.log(`|---|---|---|---|---|---|---|`);
   for (const mode of modes) {
-    const idleRssMiB = rssMiB();
-    let peakRssMiB = idleRssMiB;
-    const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, rssMiB())), 50);
+    const rss = server.watchRss();
+    const idleRssMiB = rss.idleMiB;
     const startedMs = performance.now();
     const response = await fetch(`${base}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: inputOf(chars), ...BODIES[mode] }) });
     let responseBytes = 0;
@@ -58,7 +55,7 @@ try {
       responseBytes += chunk.byteLength;
     }
     const lastByteMs = performance.now() - startedMs;
-    clearInterval(rssTimer);
+    const peakRssMiB = rss.stop();
     console.log(
       `| ${mode} | ${chars} | ${response.status} | ${((firstByteMs ?? lastByteMs) / 1000).toFixed(2)} | ${(lastByteMs / 1000).toFixed(1)} | ${(responseBytes / 1e6).toFixed(1)} | ${idleRssMiB.toFixed(0)} → ${peakRssMiB.toFixed(0)} |`,
     );

@@ -22,7 +22,6 @@ const SENTENCES = [
 ];
 const FILE_FORMATS = ["wav", "mp3", "flac", "opus", "aac"] as const;
 
-
 function tone(seconds: number, rateHz: number): Float32Array {
   const samples = new Float32Array(Math.round(seconds * rateHz));
   for (let i = 0; i < samples.length; i++) samples[i] = 0.3 * Math.sin((2 * Math.PI * 220 * i) / rateHz);
@@ -37,7 +36,6 @@ const uploads: { name: string; type: string; bytes: Uint8Array }[] = [
 
 const server = await startChildServer(["--engine", "classic"]);
 const { base } = server;
-const rssMiB = server.rssMiB;
 
 async function speak(index: number): Promise<void> {
   const input = SENTENCES[index % SENTENCES.length]!;
@@ -71,7 +69,7 @@ try {
   console.log(`offline engine soak: ${totalSentences} sentences, mixed formats/streams, a voice upload every 5th sentence`);
   console.log("| sentences | median ms/sentence | open fds | RSS MiB |");
   console.log("|---|---|---|---|");
-  console.log(`| 0 | – | ${server.openDescriptors()} | ${rssMiB().toFixed(0)} |`);
+  console.log(`| 0 | – | ${server.openDescriptors()} | ${server.rssMiB().toFixed(0)} |`);
   let times: number[] = [];
   for (let index = 0; index < totalSentences; index++) {
     if (index % 5 === 0) await uploadAndDelete(index);
@@ -79,7 +77,7 @@ try {
     await speak(index);
     times.push(performance.now() - start);
     if ((index + 1) % windowSize === 0) {
-      console.log(`| ${index + 1} | ${median(times).toFixed(1)} | ${server.openDescriptors()} | ${rssMiB().toFixed(0)} |`);
+      console.log(`| ${index + 1} | ${median(times).toFixed(1)} | ${server.openDescriptors()} | ${server.rssMiB().toFixed(0)} |`);
       times = [];
     }
   }

@@ -21,15 +21,12 @@ const messageCount = Number(values.messages);
 const waitMs = Number(values["wait-seconds"]) * 1000;
 const SETTLE_MS = 3000;
 
-
 const server = await startChildServer(["--engine", values.engine!, ...positionals]);
 const { base } = server;
-const rssMiB = server.rssMiB;
 
 try {
-  const idleRssMiB = rssMiB();
-  let peakRssMiB = idleRssMiB;
-  const rssTimer = setInterval(() => (peakRssMiB = Math.max(peakRssMiB, rssMiB())), 50);
+  const rss = server.watchRss();
+  const idleRssMiB = rss.idleMiB;
 
   const socket = new WebSocket(`${base.replace("http", "ws")}/v1/audio/speech/stream`);
   socket.binaryType = "arraybuffer";
@@ -47,8 +44,8 @@ try {
   const endedMs = performance.now() - startedMs;
   if (closeCode === undefined) socket.close();
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-  clearInterval(rssTimer);
-  const afterRssMiB = rssMiB();
+  const peakRssMiB = rss.stop();
+  const afterRssMiB = server.rssMiB();
 
   console.log(`| messages × bytes | ended | after s | error | RSS idle → peak → ${SETTLE_MS / 1000} s later MiB |`);
   console.log(`|---|---|---|---|---|`);

@@ -12,6 +12,8 @@ export interface ChildServer {
   base: string;
   pid: number;
   rssMiB(): number;
+  /** Samples RSS every 50 ms from now: `idleMiB` is now's, `stop()` ends sampling and gives the peak. */
+  watchRss(): { idleMiB: number; stop(): number };
   openDescriptors(): number;
   stop(): void;
 }
@@ -48,10 +50,23 @@ export async function startChildServer(args: readonly string[], startTimeoutMs =
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  const rssMiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
   return {
     base,
     pid: child.pid!,
-    rssMiB: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024,
+    rssMiB,
+    watchRss() {
+      const idleMiB = rssMiB();
+      let peakMiB = idleMiB;
+      const timer = setInterval(() => (peakMiB = Math.max(peakMiB, rssMiB())), 50);
+      return {
+        idleMiB,
+        stop: () => {
+          clearInterval(timer);
+          return Math.max(peakMiB, rssMiB());
+        },
+      };
+    },
     openDescriptors: () => readdirSync(`/proc/${child.pid}/fd`).length,
     stop,
   };
