@@ -14,6 +14,7 @@
 import { readFile } from "node:fs/promises";
 import { readOnnxGraphWeights, type OnnxGraphWeights, type OnnxInitializer } from "../../../onnx/proto.ts";
 import { decodeSafetensors } from "../../../formats/safetensors.ts";
+import { transposeMatrix } from "./transformer.ts";
 
 export interface WeightTensor {
   dims: number[];
@@ -38,12 +39,6 @@ const LINEAR_NODE = /^\/decoder_transformer\/transformer\/layers\.(\d+)\/(self_a
 function linearName(nodeName: string): string | null {
   const match = LINEAR_NODE.exec(nodeName);
   return match ? `mimi.decoder_transformer.transformer.layers.${match[1]}.${match[2]!.replace("/", ".")}.weight` : null;
-}
-
-function transposed(values: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(values.length);
-  for (let row = 0; row < rows; row++) for (let col = 0; col < cols; col++) out[col * rows + row] = values[row * cols + col]!;
-  return out;
 }
 
 function floatInitializer(tensor: OnnxInitializer | undefined, what: string): Float32Array {
@@ -87,7 +82,7 @@ export function mimiWeightsFromOnnx(graph: OnnxGraphWeights): MimiDecoderWeights
     }
     const [inFeatures, outFeatures] = stored.dims as [number, number];
     if (stored.dims.length !== 2) throw new Error(`${node.name}: weight of shape [${stored.dims.join(", ")}] is not a matrix`);
-    weights.set(name, { dims: [outFeatures, inFeatures], values: transposed(stored.values, inFeatures, outFeatures) });
+    weights.set(name, { dims: [outFeatures, inFeatures], values: transposeMatrix(stored.values, inFeatures, outFeatures) });
   }
   return weights;
 }
