@@ -3,25 +3,46 @@
  * sentence start at once (raw pcm over HTTP, and/or WebSocket with stream_audio), `--rounds` times. Per stream:
  * time to the first PCM byte, RTF (request → last byte over seconds of audio), and whether a player with a
  * 200 ms jitter buffer would run dry. Per row: p50/p95 first audio, median RTF, audio seconds delivered per
- * wall second across all streams, starving streams, and the server's peak RSS (sampled from /proc every 50 ms).
- *   bun bench/load.ts [--model <bundle>] [--concurrency 1,2,4,8] [--rounds 2] [--modes audio,ws] [-- extra server flags]
+ * wall second across all streams, starving streams, streams the server refused (HTTP 429 or the WebSocket
+ * equivalent, when it runs with admission limits; they have no first-audio figure and count in no other
+ * column), and the server's peak RSS (sampled from /proc every 50 ms).
+ *   bun bench/load.ts [--model <bundle>] [--concurrency 1,2,4,8,16] [--rounds 2] [--modes audio,ws]
+ *                     [--server-dir <checkout>] [--label <text>] [--markdown] [-- extra server flags]
  * Without --model it serves the offline classic engine. A random-weight bundle never emits EOS, so Pocket
  * streams are capped at the frames the sentence needs (--max-new-tokens, 275 as in bench/pocket.ts).
+ * --server-dir runs another checkout's src/main.ts (default: this one), so that one bench drives two
+ * versions; --label names the run in every row, so that their tables paste together (before/after):
+ *   bun bench/load.ts --server-dir /tmp/before --label before --markdown
+ *   bun bench/load.ts --label after --markdown -- --max-streams 8
  * The client runs on the same machine and takes some of its CPU. Linux only (RSS is read from /proc).
  */
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { encodeWav } from "../src/audio/wav.ts";
-import { BENCH_SENTENCE, syntheticVoice } from "./pocket-timing.ts";
-import { startChildServer } from "./support/child-server.ts";
+import { BENCH_SENTENCE } from "./pocket-timing.ts";
+import { checkoutRevision, startChildServer } from "./support/child-server.ts";
+import {
+  BENCH_VOICE_SECONDS,
+  BYTES_PER_SECOND,
+  SAMPLE_RATE_HZ,
+  rawPcmStream,
+  tablePrinter,
+  uploadBenchVoice,
+  webSocketStream,
+  type StreamOutcome,
+  type StreamTrace,
+} from "./support/streams.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     model: { type: "string" },
-    concurrency: { type: "string", default: "1,2,4,8" },
+    concurrency: { type: "string", default: "1,2,4,8,16" },
     rounds: { type: "string", default: "2" },
     modes: { type: "string", default: "audio,ws" },
     "max-new-tokens": { type: "string", default: "275" },
+    "server-dir": { type: "string" },
+    label: { type: "string" },
+    markdown: { type: "boolean", default: false },
   },
 });
 const concurrencies = values.concurrency!.split(",").map(Number);
@@ -29,74 +50,19 @@ const rounds = Number(values.rounds);
 const modes = values.modes!.split(",") as Mode[];
 type Mode = "audio" | "ws";
 for (const mode of modes) if (mode !== "audio" && mode !== "ws") throw new Error(`unknown mode "${mode}"; modes: audio, ws`);
+const serverDir = resolve(values["server-dir"] ?? `${import.meta.dir}/..`);
+// The server runs in serverDir, so a relative bundle path is taken from here first.
+const modelDir = values.model === undefined ? undefined : resolve(values.model);
 
-const SAMPLE_RATE_HZ = 24_000;
-const VOICE_SECONDS = 5.04;
-const BYTES_PER_SECOND = SAMPLE_RATE_HZ * 2;
 const JITTER_BUFFER_MS = 200;
-// The classic engine ends the sentence by itself, so it gets no cap; Pocket has no built-in voice, so it
-// speaks with an uploaded synthetic clip, as bench/pocket.ts does.
-const speechFields: Record<string, unknown> = {
-  response_format: "pcm",
-  sample_rate: SAMPLE_RATE_HZ,
-  ...(values.model ? { voice: "bench", max_new_tokens: Number(values["max-new-tokens"]) } : {}),
-};
-
-/** When each piece of audio arrived (ms since the request) and how many bytes it carried. */
-interface StreamTrace {
-  arrivals: { atMs: number; bytes: number }[];
-  endMs: number;
-}
+// The classic engine ends the sentence by itself, so it gets no cap.
+const speechFields: Record<string, unknown> = modelDir ? { voice: "bench", max_new_tokens: Number(values["max-new-tokens"]) } : {};
 
 interface StreamResult {
   firstAudioMs: number;
   rtf: number;
   audioSeconds: number;
   starved: boolean;
-}
-
-async function rawPcmStream(base: string): Promise<StreamTrace> {
-  const startMs = performance.now();
-  const response = await fetch(`${base}/v1/audio/speech`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ input: BENCH_SENTENCE, stream_format: "audio", ...speechFields }),
-  });
-  if (response.status !== 200) throw new Error(`raw stream: HTTP ${response.status} ${await response.text()}`);
-  const arrivals: StreamTrace["arrivals"] = [];
-  for await (const chunk of response.body!) arrivals.push({ atMs: performance.now() - startMs, bytes: chunk.byteLength });
-  return { arrivals, endMs: performance.now() - startMs };
-}
-
-async function webSocketStream(base: string): Promise<StreamTrace> {
-  const socket = new WebSocket(`${base.replace("http", "ws")}/v1/audio/speech/stream`);
-  socket.binaryType = "arraybuffer";
-  await new Promise((resolve, reject) => {
-    socket.addEventListener("open", resolve, { once: true });
-    socket.addEventListener("error", () => reject(new Error("WebSocket: could not connect")), { once: true });
-  });
-  socket.send(JSON.stringify({ type: "session.config", stream_audio: true, ...speechFields }));
-  const arrivals: StreamTrace["arrivals"] = [];
-  const startMs = performance.now();
-  const done = new Promise<void>((resolve, reject) => {
-    socket.addEventListener("message", (event) => {
-      if (typeof event.data !== "string") {
-        arrivals.push({ atMs: performance.now() - startMs, bytes: (event.data as ArrayBuffer).byteLength });
-        return;
-      }
-      const message = JSON.parse(event.data) as { type: string; message?: string; sample_rate?: number };
-      if (message.type === "error") reject(new Error(`WebSocket: ${message.message}`));
-      if (message.type === "audio.start" && message.sample_rate !== SAMPLE_RATE_HZ) reject(new Error(`WebSocket: audio at ${message.sample_rate} Hz`));
-      if (message.type === "session.done") resolve();
-    });
-    socket.addEventListener("close", () => reject(new Error("WebSocket: closed before session.done")), { once: true });
-  });
-  socket.send(JSON.stringify({ type: "input.text", text: BENCH_SENTENCE }));
-  socket.send(JSON.stringify({ type: "input.done" }));
-  await done;
-  const endMs = performance.now() - startMs;
-  socket.close();
-  return { arrivals, endMs };
 }
 
 /**
@@ -125,41 +91,53 @@ const percentile = (list: number[], fraction: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
 };
 
-const server = await startChildServer([...(values.model ? ["--engine", "pocket", "--model", values.model] : ["--engine", "classic"]), ...positionals]);
+const server = await startChildServer([...(modelDir ? ["--engine", "pocket", "--model", modelDir] : ["--engine", "classic"]), ...positionals], 60_000, { serverDir });
 try {
   const { data } = (await (await fetch(`${server.base}/v1/models`)).json()) as { data: { description: string }[] };
-  if (values.model) {
-    const form = new FormData();
-    form.append("name", "bench");
-    form.append("consent", "bench");
-    form.append("audio_sample", new File([encodeWav(syntheticVoice(VOICE_SECONDS, SAMPLE_RATE_HZ), SAMPLE_RATE_HZ) as Uint8Array<ArrayBuffer>], "bench.wav", { type: "audio/wav" }));
-    const upload = await fetch(`${server.base}/v1/audio/voices`, { method: "POST", body: form });
-    if (upload.status !== 200) throw new Error(`voice upload: HTTP ${upload.status} ${await upload.text()}`);
-  }
-  const streamOf = (mode: Mode) => (mode === "audio" ? rawPcmStream(server.base) : webSocketStream(server.base));
+  if (modelDir) await uploadBenchVoice(server.base);
+  const streamOf = (mode: Mode): Promise<StreamOutcome> => (mode === "audio" ? rawPcmStream : webSocketStream)(server.base, BENCH_SENTENCE, speechFields);
   // One stream per mode first, so graph warm-up and first-connection costs stay out of the table.
   for (const mode of modes) await streamOf(mode);
-  console.log(`engine: ${data[0]!.description}; ${BENCH_SENTENCE.split(/\s+/).length}-word sentence at ${SAMPLE_RATE_HZ} Hz${values.model ? `, max_new_tokens ${values["max-new-tokens"]}, a ${VOICE_SECONDS} s uploaded voice` : ""}; ${rounds} round(s) per row after 1 warm-up stream per mode; jitter buffer ${JITTER_BUFFER_MS} ms`);
-  console.log("| concurrency | mode | first audio ms p50 / p95 | per-stream RTF median | aggregate audio s / wall s | starving streams | peak RSS MiB |");
-  console.log("|---|---|---|---|---|---|---|");
+  const revision = checkoutRevision(serverDir);
+  console.log(`server: ${serverDir}${revision ? ` (${revision})` : ""}${positionals.length ? `, flags ${positionals.join(" ")}` : ""}`);
+  console.log(`engine: ${data[0]!.description}; ${BENCH_SENTENCE.split(/\s+/).length}-word sentence at ${SAMPLE_RATE_HZ} Hz${modelDir ? `, max_new_tokens ${values["max-new-tokens"]}, a ${BENCH_VOICE_SECONDS} s uploaded voice` : ""}; ${rounds} round(s) per row after 1 warm-up stream per mode; jitter buffer ${JITTER_BUFFER_MS} ms`);
+  const labelled = values.label !== undefined;
+  const printRow = tablePrinter(
+    [...(labelled ? ["label"] : []), "concurrency", "mode", "first audio ms p50 / p95", "per-stream RTF median", "aggregate audio s / wall s", "starving streams", "rejected", "peak RSS MiB"],
+    values.markdown!,
+    labelled ? [values.label!.length] : [],
+  );
   for (const concurrency of concurrencies) {
     for (const mode of modes) {
       const rss = server.watchRss();
       const results: StreamResult[] = [];
+      let rejected = 0;
       let wallSeconds = 0;
       for (let round = 0; round < rounds; round++) {
         const roundStartMs = performance.now();
-        const traces = await Promise.all(Array.from({ length: concurrency }, () => streamOf(mode)));
+        const outcomes = await Promise.all(Array.from({ length: concurrency }, () => streamOf(mode)));
         wallSeconds += (performance.now() - roundStartMs) / 1000;
-        results.push(...traces.map(resultOf));
+        for (const outcome of outcomes) {
+          if (outcome.kind === "rejected") rejected++;
+          else results.push(resultOf(outcome.trace));
+        }
       }
       const peakRssMiB = rss.stop();
       const firsts = results.map((result) => result.firstAudioMs);
       const audioSeconds = results.reduce((sum, result) => sum + result.audioSeconds, 0);
       const starving = results.filter((result) => result.starved).length;
-      console.log(
-        `| ${concurrency} | ${mode} | ${percentile(firsts, 0.5).toFixed(0)} / ${percentile(firsts, 0.95).toFixed(0)} | ${percentile(results.map((result) => result.rtf), 0.5).toFixed(3)} | ${(audioSeconds / wallSeconds).toFixed(2)} | ${starving} / ${results.length} | ${peakRssMiB.toFixed(0)} |`,
-      );
+      const served = results.length > 0;
+      printRow([
+        ...(labelled ? [values.label!] : []),
+        concurrency,
+        mode,
+        served ? `${percentile(firsts, 0.5).toFixed(0)} / ${percentile(firsts, 0.95).toFixed(0)}` : "-",
+        served ? percentile(results.map((result) => result.rtf), 0.5).toFixed(3) : "-",
+        (audioSeconds / wallSeconds).toFixed(2),
+        `${starving} / ${results.length}`,
+        `${rejected} / ${concurrency * rounds}`,
+        peakRssMiB.toFixed(0),
+      ]);
     }
   }
 } finally {

@@ -2,7 +2,7 @@
  * A voxedge server in a child process, for benchmarks that watch it from outside: its resident memory and
  * open descriptors come from /proc (Linux), its speaker folder is a fresh temp folder removed on stop.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -15,7 +15,22 @@ export interface ChildServer {
   /** Samples RSS every 50 ms from now: `idleMiB` is now's, `stop()` ends sampling and gives the peak. */
   watchRss(): { idleMiB: number; stop(): number };
   openDescriptors(): number;
+  /** How the process ended, or undefined while it runs (a crash, when the bench did not stop it). */
+  exitStatus(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
   stop(): void;
+}
+
+export interface ChildServerOptions {
+  /** The checkout whose src/main.ts runs (with its own bunfig.toml and node_modules); default: the current directory. */
+  serverDir?: string;
+}
+
+/** `dir`'s git commit (short), "+ local changes" when its src/ differs from it; "" outside git. For tables that compare checkouts. */
+export function checkoutRevision(dir: string): string {
+  const git = (...args: string[]) => spawnSync("git", ["-C", dir, ...args], { encoding: "utf8" });
+  const head = git("rev-parse", "--short", "HEAD");
+  if (head.status !== 0) return "";
+  return `${head.stdout.trim()}${git("status", "--porcelain", "--", "src").stdout.trim() ? " + local changes" : ""}`;
 }
 
 async function freePort(): Promise<number> {
@@ -28,11 +43,12 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts `src/main.ts serve` with `args` on a free loopback port and waits until /health says ok. */
-export async function startChildServer(args: readonly string[], startTimeoutMs = 60_000): Promise<ChildServer> {
+export async function startChildServer(args: readonly string[], startTimeoutMs = 60_000, options: ChildServerOptions = {}): Promise<ChildServer> {
   const port = await freePort();
   const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-bench-"));
   const child = spawn(process.execPath, ["src/main.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--speaker-dir", speakerDir, ...args], {
     stdio: ["ignore", "ignore", "inherit"],
+    cwd: options.serverDir,
     env: { ...process.env, VOXEDGE_LOG_LEVEL: "error" },
   });
   const stop = () => {
@@ -68,6 +84,7 @@ export async function startChildServer(args: readonly string[], startTimeoutMs =
       };
     },
     openDescriptors: () => readdirSync(`/proc/${child.pid}/fd`).length,
+    exitStatus: () => (child.exitCode === null && child.signalCode === null ? undefined : { code: child.exitCode, signal: child.signalCode }),
     stop,
   };
 }
