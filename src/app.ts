@@ -37,12 +37,17 @@ const CREDENTIAL_FREE_READS = new Set(["/v1/audio/models", "/v1/audio/voices"]);
 export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
   const metrics = new ServiceMetrics();
   const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
-  const service = new SpeechService(host, config, metrics, voices, resolver);
+  const service = new SpeechService(host, config, metrics, voices, resolver, logger);
+  metrics.watchEngine(() => host.engine);
+  void host.loaded.then(() => {
+    if (host.engine) host.engine.observer = metrics.engineObserver;
+  });
   const app = new Hono();
 
   app.onError((error, c) => {
     if (error instanceof ApiError) {
       const response = c.json(error.toBody(), error.status as ContentfulStatusCode);
+      for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
       // RFC 6750 §3: a 401 names the scheme the client must use.
       if (error.status === 401) response.headers.set("WWW-Authenticate", 'Bearer realm="voxedge"');
       return response;

@@ -23,6 +23,14 @@ interface OptionSpec {
   secret?: boolean;
 }
 
+/**
+ * Streams the engine runs at once by default: what two cores keep near real time with the real-size Pocket
+ * model (bench/load.ts, README: 8 streams stay ahead of their listeners, 16 fall behind). A queue of four
+ * times that absorbs a burst of arrivals, each waiting a few seconds, instead of refusing it.
+ */
+export const DEFAULT_MAX_STREAMS = 8;
+export const DEFAULT_MAX_QUEUE = 32;
+
 const OPTIONS = {
   host: { flag: "host", env: "VOXEDGE_HOST", schema: z.string().min(1).default("0.0.0.0"), description: "address to listen on" },
   port: { flag: "port", env: "VOXEDGE_PORT", schema: z.coerce.number().int().min(0).max(65535).default(8000), description: "TCP port (0 = any free port)" },
@@ -125,6 +133,18 @@ const OPTIONS = {
     // player reading in real time is never taken for stalled.
     schema: z.coerce.number().positive().default(180),
     description: "seconds a streaming client (raw, SSE, batch, WebSocket) may go without taking audio while audio waits for it; then the stream is aborted and its state freed",
+  },
+  maxStreams: {
+    flag: "max-streams",
+    env: "VOXEDGE_MAX_STREAMS",
+    schema: z.coerce.number().int().min(1).max(1024).default(DEFAULT_MAX_STREAMS),
+    description: "requests the engine runs at once (each HTTP stream, file, batch item or WebSocket sentence being spoken); more wait in the queue",
+  },
+  maxQueue: {
+    flag: "max-queue",
+    env: "VOXEDGE_MAX_QUEUE",
+    schema: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_QUEUE),
+    description: "requests that may wait for a running place; past it requests are refused with 429 and Retry-After (batch items wait instead)",
   },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
   cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },

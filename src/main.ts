@@ -5,7 +5,7 @@ import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
-import { ModelHost } from "./engine/host.ts";
+import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
 import { createLogger } from "./log/logger.ts";
 import { loadRuntime } from "./runtime/serve.ts";
@@ -76,7 +76,7 @@ async function runServe(config: Config): Promise<number> {
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
-  const host = ModelHost.load(() => loadModel(config, logger));
+  const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
   const { app } = createApp({ config, host, logger, voices, runtime });
   const server = runtime.serve(app.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
   logger.info("listening", { url: server.url });
@@ -87,7 +87,7 @@ async function runServe(config: Config): Promise<number> {
       return;
     }
     const label = capabilities.kind === "classic-fallback" ? "offline classic fallback engine (no neural weights)" : "neural model";
-    logger.info(`model ready: ${label}`, { model: capabilities.modelId, description: capabilities.description, voices: capabilities.voices.length });
+    logger.info(`model ready: ${label}`, { model: capabilities.modelId, description: capabilities.description, voices: capabilities.voices.length, ...host.engine?.limits });
   });
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
@@ -116,7 +116,7 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     seed: values.seed === undefined ? undefined : /^-?\d+$/.test(values.seed.trim()) ? BigInt(values.seed.trim()) : Number(values.seed),
   });
   const logger = createLogger(config.logLevel);
-  const host = ModelHost.load(() => loadModel(config, logger));
+  const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
   const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger), runtime: await loadRuntime() });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);

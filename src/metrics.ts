@@ -1,9 +1,15 @@
 /** Prometheus metrics, one registry per app instance so several apps (tests) never share counters. */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** How a streamed response ended: the one definition, for the HTTP streams, the WebSocket sessions and this counter's label. */
 export type StreamOutcome = "completed" | "aborted" | "failed";
 export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batch";
+
+/** What the engine gauges read at each scrape (src/engine/core.ts's Engine has this shape). */
+export interface EngineGaugeSource {
+  readonly counts: { waiting: number; running: number; paused: number };
+  readonly stateBytes: number;
+}
 
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -38,6 +44,66 @@ export class ServiceMetrics {
     help: "Seconds of audio produced",
     registers: [this.registry],
   });
+
+  #engine: () => EngineGaugeSource | undefined = () => undefined;
+  readonly engineRequests: Gauge<"state"> = new Gauge({
+    name: "voxedge_engine_requests",
+    help: "Requests in the engine by state: waiting for a running place, running, or paused behind a slow consumer",
+    labelNames: ["state"] as const,
+    registers: [this.registry],
+    collect: () => {
+      const counts = this.#engine()?.counts ?? { waiting: 0, running: 0, paused: 0 };
+      for (const [state, value] of Object.entries(counts)) this.engineRequests.set({ state }, value);
+    },
+  });
+  readonly engineStateBytes: Gauge = new Gauge({
+    name: "voxedge_engine_state_bytes",
+    help: "Bytes of per-request model state the engine holds (KV caches, decoder states)",
+    registers: [this.registry],
+    collect: () => {
+      this.engineStateBytes.set(this.#engine()?.stateBytes ?? 0);
+    },
+  });
+  readonly engineRejections = new Counter({
+    name: "voxedge_engine_rejections_total",
+    help: "Requests refused with 429 because every running and waiting place was taken",
+    registers: [this.registry],
+  });
+  readonly engineFinished = new Counter({
+    name: "voxedge_engine_finished_total",
+    help: "Requests that ended, by finish reason (stop: end of speech; length: a frame cap; abort: the client left; error)",
+    labelNames: ["finish_reason"] as const,
+    registers: [this.registry],
+  });
+  readonly engineTickSeconds = new Histogram({
+    name: "voxedge_engine_tick_seconds",
+    help: "Time one engine tick spent in each stage (prefill, flow_lm, flow_head, decode, step)",
+    labelNames: ["stage"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly engineBatchSize = new Histogram({
+    name: "voxedge_engine_batch_size",
+    help: "Rows (streams) per model call, by stage",
+    labelNames: ["stage"] as const,
+    buckets: [1, 2, 4, 8, 16, 32],
+    registers: [this.registry],
+  });
+
+  /** Reads the engine's gauges from `source` at every scrape (the engine exists once the model has loaded). */
+  watchEngine(source: () => EngineGaugeSource | undefined): void {
+    this.#engine = source;
+  }
+
+  /** The engine's observer: tick, finish and rejection events into the counters above. */
+  readonly engineObserver = {
+    tick: (stageSeconds: Record<string, number>, batchSizes: Record<string, number[]>) => {
+      for (const [stage, seconds] of Object.entries(stageSeconds)) this.engineTickSeconds.observe({ stage }, seconds);
+      for (const [stage, sizes] of Object.entries(batchSizes)) for (const size of sizes) this.engineBatchSize.observe({ stage }, size);
+    },
+    finished: (reason: string) => this.engineFinished.inc({ finish_reason: reason }),
+    rejected: () => this.engineRejections.inc(),
+  };
 
   /** Counts a streamed response that ended, by delivery mode and outcome. */
   countStreamEnd(mode: DeliveryMode, outcome: StreamOutcome): void {

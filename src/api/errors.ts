@@ -1,14 +1,17 @@
 /** One error type for every caller-facing failure, rendered in OpenAI's shape by one handler. */
 import type { ZodError } from "zod";
 
-export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedError" | "ServiceUnavailableError" | "server_error";
+export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedError" | "RateLimitError" | "ServiceUnavailableError" | "server_error";
 
 export class ApiError extends Error {
+  /** Headers the error response carries (e.g. Retry-After on a 429). */
+  headers: Record<string, string> = {};
+
   constructor(
-    readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 499 | 500 | 503 | 507,
+    readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 429 | 499 | 500 | 503 | 507,
     message: string,
     readonly param: string | null = null,
-    readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status >= 500 ? "server_error" : "BadRequestError",
+    readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status === 429 ? "RateLimitError" : status >= 500 ? "server_error" : "BadRequestError",
   ) {
     super(message);
   }

@@ -1,21 +1,34 @@
 /**
  * Owns the model's lifecycle: the server listens at once and reports `loading` on /health until
- * the explicit load finishes, then `ready`, or `failed` with the reason if the load threw.
+ * the explicit load finishes, then `ready`, or `failed` with the reason if the load threw. Once the model
+ * is loaded, its engine (core.ts) is made around the model's runner: from then on all model execution is
+ * the engine's.
  */
 import type { SpeechModel } from "../models/contract.ts";
+import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
+import { Engine, type EngineOptions } from "./core.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
+
+export const DEFAULT_ENGINE_OPTIONS: Readonly<EngineOptions> = Object.freeze({ maxStreams: DEFAULT_MAX_STREAMS, maxQueue: DEFAULT_MAX_QUEUE });
+
+/** The engine options a configuration sets (--max-streams, --max-queue). */
+export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue">): EngineOptions {
+  return { maxStreams: config.maxStreams, maxQueue: config.maxQueue };
+}
 
 export class ModelHost {
   #state: ModelState = "loading";
   #adapter: SpeechModel | undefined;
+  #engine: Engine | undefined;
   #failure: Error | undefined;
   readonly loaded: Promise<void>;
 
-  private constructor(load: Promise<SpeechModel>) {
+  private constructor(load: Promise<SpeechModel>, engineOptions: EngineOptions) {
     this.loaded = load.then(
       (adapter) => {
         this.#adapter = adapter;
+        this.#engine = new Engine(adapter.runner, adapter.capabilities, engineOptions);
         this.#state = "ready";
       },
       (error: unknown) => {
@@ -25,8 +38,8 @@ export class ModelHost {
     );
   }
 
-  static load(loader: () => Promise<SpeechModel>): ModelHost {
-    return new ModelHost(Promise.resolve().then(loader));
+  static load(loader: () => Promise<SpeechModel>, engineOptions: EngineOptions = DEFAULT_ENGINE_OPTIONS): ModelHost {
+    return new ModelHost(Promise.resolve().then(loader), engineOptions);
   }
 
   get state(): ModelState {
@@ -42,8 +55,14 @@ export class ModelHost {
     return this.#adapter;
   }
 
+  /** The engine that runs the model, once ready. */
+  get engine(): Engine | undefined {
+    return this.#engine;
+  }
+
   async close(): Promise<void> {
     await this.loaded;
+    await this.#engine?.close();
     await this.#adapter?.close();
   }
 }

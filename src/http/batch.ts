@@ -5,6 +5,7 @@
  * the totals. Only the running items and their results are held, never the whole body; the audio of the
  * whole batch is capped (--batch-max-audio-seconds), so a batch cannot grow without bound either.
  */
+import type { FinishReason } from "../engine/core.ts";
 import type { Hono } from "hono";
 import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
@@ -15,12 +16,11 @@ import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { base64 } from "./speech.ts";
 
 /** Items synthesised at once; the rest wait, so one large batch cannot hog every core. */
-const BATCH_CONCURRENCY = 4;
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
 
 type BatchItemResult =
-  | { index: number; status: "success"; audio: Uint8Array; media_type: string; usage: SpeechUsage; ignored_fields: string[] }
+  | { index: number; status: "success"; audio: Uint8Array; media_type: string; usage: SpeechUsage; finish_reason: FinishReason; ignored_fields: string[] }
   | { index: number; status: "error"; error: string };
 
 export interface BatchRouteDeps {
@@ -51,8 +51,9 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         const request: SpeechRequest = { ...definedFields(defaults), ...definedFields(parsedItem), input: parsedItem.input };
         if (budget.closed) throw budget.exceededError();
         const prepared = await deps.service.prepare(request, "batch", signal);
-        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => budget.spend(index, seconds));
-        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, ignored_fields: prepared.ignoredFields };
+        // Items never get a 429: each waits for a place in the engine, within its limits.
+        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => budget.spend(index, seconds), { whenFull: "wait" });
+        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, finish_reason: rendered.finishReason, ignored_fields: prepared.ignoredFields };
       } catch (error) {
         budget.release(index);
         if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });
@@ -62,7 +63,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
 
     const id = `speech-batch-${crypto.randomUUID()}`;
     const body = pullStream(
-      (signal) => batchJson(id, inOrder(items.length, BATCH_CONCURRENCY, (index) => runItem(items[index], index, signal))),
+      (signal) => batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, signal))),
       c.req.raw.signal,
       (outcome, error) => {
         if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
@@ -118,20 +119,15 @@ function definedFields<Fields extends object>(fields: Fields): Partial<Fields> {
 }
 
 /**
- * Runs `count` tasks, at most `limit` at once, and yields their results in index order. A task starts only
- * once the one `limit` places before it has been taken, so finished results waiting for a slower earlier
- * one never pile up: at most `limit` are held (a slow item holds back the start of later ones).
+ * Starts every task at once and yields their results in index order. How many run together is the
+ * engine's decision (its running places, in arrival order); what finished results may hold while an
+ * earlier one runs is bounded by the batch's audio budget.
  */
-async function* inOrder<R>(count: number, limit: number, run: (index: number) => Promise<R>): AsyncGenerator<R, void, undefined> {
-  const running: Promise<R>[] = [];
-  let started = 0;
-  const startNext = () => running.push(run(started++));
-  while (started < Math.min(limit, count)) startNext();
-  while (running.length > 0) {
-    const result = await running.shift()!;
-    if (started < count) startNext();
-    yield result;
-  }
+async function* inOrder<R>(count: number, run: (index: number) => Promise<R>): AsyncGenerator<R, void, undefined> {
+  const running = Array.from({ length: count }, (_, index) => run(index));
+  // Each is awaited below in turn; this keeps a later one's rejection from counting as unhandled meanwhile.
+  for (const task of running) task.catch(() => {});
+  for (const task of running) yield await task;
 }
 
 const encoder = new TextEncoder();
@@ -149,10 +145,10 @@ async function* batchJson(id: string, results: AsyncIterable<BatchItemResult>): 
       continue;
     }
     succeeded++;
-    const { index, status, audio, media_type, usage, ignored_fields } = result;
+    const { index, status, audio, media_type, usage, finish_reason, ignored_fields } = result;
     yield encoder.encode(`{"index":${index},"status":"${status}","audio_data":"`);
     for (let offset = 0; offset < audio.length; offset += AUDIO_PIECE_BYTES) yield encoder.encode(base64(audio.subarray(offset, offset + AUDIO_PIECE_BYTES)));
-    yield encoder.encode(`",${JSON.stringify({ media_type, usage, ...(ignored_fields.length > 0 ? { ignored_fields } : {}) }).slice(1)}`);
+    yield encoder.encode(`",${JSON.stringify({ media_type, usage, finish_reason, ...(ignored_fields.length > 0 ? { ignored_fields } : {}) }).slice(1)}`);
   }
   yield encoder.encode(`],"total":${total},"succeeded":${succeeded},"failed":${total - succeeded}}`);
 }

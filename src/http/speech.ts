@@ -9,6 +9,7 @@ import type { Logger } from "../log/logger.ts";
 import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { ApiError } from "../api/errors.ts";
+import type { EngineStream } from "../engine/core.ts";
 
 export interface SpeechRouteDeps {
   service: SpeechService;
@@ -27,33 +28,41 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     if (prepared.streaming === null) {
       const rendered = await deps.service.render(prepared, requestSignal);
       return new Response(rendered.audio as Uint8Array<ArrayBuffer>, {
-        headers: { "Content-Type": rendered.contentType, "Content-Length": String(rendered.audio.byteLength), ...usageHeaders(rendered.usage), ...ignoredFieldsHeader(prepared) },
+        headers: {
+          "Content-Type": rendered.contentType,
+          "Content-Length": String(rendered.audio.byteLength),
+          "X-Finish-Reason": rendered.finishReason,
+          ...usageHeaders(rendered.usage),
+          ...ignoredFieldsHeader(prepared),
+        },
       });
     }
 
+    // Admitted before the response starts, so a full engine is a 429 and not a broken stream.
+    const stream = await deps.service.admit(prepared, requestSignal);
     const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
     const onEnd = (outcome: StreamOutcome, error?: unknown) => {
       deps.metrics.countStreamEnd(mode, outcome);
       if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
     };
     if (prepared.streaming === "audio") {
-      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, signal), requestSignal, onEnd, deps.stallTimeoutMs);
+      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, stream, signal), requestSignal, onEnd, deps.stallTimeoutMs);
       return new Response(body, {
         headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) },
       });
     }
-    const body = pullStream((signal) => sseEvents(deps.service, prepared, signal, deps.logger), requestSignal, onEnd, deps.stallTimeoutMs);
+    const body = pullStream((signal) => sseEvents(deps.service, prepared, stream, signal, deps.logger), requestSignal, onEnd, deps.stallTimeoutMs);
     return new Response(body, {
       headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) },
     });
   });
 }
 
-async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
+async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
   // Sizes are unknown while streaming, so the WAV header carries 0xFFFFFFFF, which players read as "until EOF".
   if (prepared.responseFormat === "wav") yield wavHeader(prepared.outputSampleRateHz, "streaming");
   const tally: GenerationTally = { frames: 0, samples: 0 };
-  for await (const samples of service.generatePcm(prepared, signal, tally, "audio_stream")) yield pcm16Bytes(samples);
+  for await (const samples of service.generatePcm(prepared, stream, signal, tally, "audio_stream")) yield pcm16Bytes(samples);
 }
 
 const encoder = new TextEncoder();
@@ -66,12 +75,12 @@ function sseEvent(event: string, payload: unknown): Uint8Array {
  * SSE deltas are base64 pcm16, as in OpenAI's speech.audio.delta events. With wav the first delta opens with
  * the streaming WAV header (sizes 0xFFFFFFFF), as the seed does, so the joined deltas are a playable file.
  */
-async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, signal: AbortSignal, logger: Logger): AsyncGenerator<Uint8Array, void, undefined> {
+async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, logger: Logger): AsyncGenerator<Uint8Array, void, undefined> {
   const tally: GenerationTally = { frames: 0, samples: 0 };
   const responseFormat = prepared.responseFormat;
   let audioSent = false;
   try {
-    for await (const samples of service.generatePcm(prepared, signal, tally, "sse")) {
+    for await (const samples of service.generatePcm(prepared, stream, signal, tally, "sse")) {
       const pcm = pcm16Bytes(samples);
       const bytes = responseFormat === "wav" && !audioSent ? concatBytes([wavHeader(prepared.outputSampleRateHz, "streaming"), pcm]) : pcm;
       audioSent = true;
@@ -81,6 +90,8 @@ async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, sign
     yield sseEvent("speech.audio.done", {
       type: "speech.audio.done",
       usage: service.usage(prepared, tally.frames),
+      // "stop": the speech ended by itself; "length": a frame cap (max_new_tokens or the model's) cut it.
+      finish_reason: tally.finishReason,
       ...(prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {}),
     });
   } catch (error) {

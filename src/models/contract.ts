@@ -43,7 +43,7 @@ export interface SynthesisJob {
   instructions?: string;
   /** The request's extra_params as the model's paramsSchema parsed them. */
   extraParams: Record<string, unknown>;
-  /** Aborted when the client goes away; the adapter stops within one frame. */
+  /** Aborted when the client goes away; the engine ends the request at its next tick. */
   signal: AbortSignal;
 }
 
@@ -81,9 +81,90 @@ export interface SpeechModel {
    * job.extraParams is what it parsed.
    */
   readonly paramsSchema: z.ZodType<Record<string, unknown>>;
-  /** Audio for the job as it is made. Stops promptly once job.signal aborts. */
-  synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined>;
+  /** Runs the engine's plans over this model's requests: the only way its audio is made. */
+  readonly runner: ModelRunner;
   /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */
   encodeVoice?(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt>;
   close(): Promise<void>;
+}
+
+// What a model's runner and the engine exchange each tick (src/engine/ plans, the runner executes). The
+// types live here, not in src/engine/, because runners implement them and a model never imports the engine.
+
+/** The engine's id of one request, unique for the engine's life. */
+export type RequestId = number;
+
+/** Why a request ended: the end of its speech, a frame cap, its client leaving, or a failure. */
+export type FinishReason = "stop" | "length" | "abort" | "error";
+
+/** What a request can do next, as its model sees it: the scheduler plans from this alone. */
+export interface RequestWork {
+  /** Cost, in positions, of the prefill unit the request needs before it can step (voice, next text chunk); 0: none. */
+  prefillPositions: number;
+  /** Whether the request can take one AR step now. */
+  canStep: boolean;
+  /** Frames sampled and due for decoding by the model's own schedule, ready for one call now; 0: none. */
+  decodeFrames: number;
+}
+
+/** One tick's work, a plain value: the runner executes exactly this. */
+export interface StepPlan {
+  /** Requests seen for the first time: the runner makes their state (no model work yet) before anything else. */
+  newRequests: ReadonlyArray<{ requestId: RequestId; job: SynthesisJob }>;
+  /** Requests that run one prefill unit (voice load, a text chunk's conditioning and FlowLM prefill), oldest first. */
+  prefills: readonly RequestId[];
+  /** Requests that take one AR step, the one closest to running dry first. */
+  steps: readonly RequestId[];
+  /** Requests whose due frames are decoded, with how many; the runner may put equal counts into one call. */
+  decodes: ReadonlyArray<{ requestId: RequestId; frames: number }>;
+  /** Requests that ended since the last plan (finished, aborted, failed): the runner frees their state now, not at GC. */
+  finishedRequestIds: readonly RequestId[];
+}
+
+/** What one tick did to one request the plan named. */
+export interface RequestResult {
+  requestId: RequestId;
+  /** Audio made for the request this tick, in order (often none: a step makes a latent, a decode makes audio). */
+  audio: AudioChunk[];
+  /**
+   * Set when the request has nothing more to make and every frame has been handed out in `audio`: "stop" at
+   * the natural end of its speech, "length" when a frame cap cut it short.
+   */
+  finishReason?: "stop" | "length";
+  /** Set when the request failed; the engine ends it with "error" and the runner frees it with the others. */
+  error?: Error;
+}
+
+export interface StepOutput {
+  /** One entry per request the plan advanced (new requests included), in any order. */
+  results: RequestResult[];
+  /** Wall seconds per stage this tick, for the tick-time metric: e.g. { prefill: 0.01, flow_lm: 0.04 }. */
+  stageSeconds: Record<string, number>;
+  /** Rows of each model call this tick, by stage, for the batch-size metric. */
+  batchSizes: Record<string, number[]>;
+}
+
+/**
+ * Executes plans over many requests. The engine calls `execute` with a plan of prefills and steps, and may
+ * call it again with a plan of decodes only before the previous decode plan has settled (it overlaps a
+ * tick's decode with the next tick's sampling); no request is in two plans of the same kind at once.
+ */
+export interface ModelRunner {
+  /** Most requests the runner can hold at once (e.g. decoder state slots on a device); undefined: no limit of its own. */
+  readonly maxRequests?: number;
+  /**
+   * Whether a decode plan runs off the JS thread (a worker, a GPU), so the engine may leave it in flight
+   * while it samples the next tick; false or absent: decodes are awaited before the next tick.
+   */
+  readonly decodesOverlap?: boolean;
+  /** Most AR steps one tick should hold, when a step is long (a classic sentence); undefined: every running request. */
+  readonly stepsPerTick?: number;
+  execute(plan: StepPlan): Promise<StepOutput>;
+  /**
+   * What a request the runner knows can do next, asked when a tick is planned (never reported by a result:
+   * a decode settling while a step runs would make a reported value stale); undefined for one it never saw.
+   */
+  nextWork(requestId: RequestId): RequestWork | undefined;
+  /** Bytes of per-request model state held now (KV caches, decoder states, worker states). */
+  stateBytes(): number;
 }

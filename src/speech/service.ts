@@ -6,6 +6,10 @@ import type { Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
 import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
+import type { Engine, EngineStream, SubmitOptions } from "../engine/core.ts";
+import type { FinishReason } from "../models/contract.ts";
+import type { Logger } from "../log/logger.ts";
+import { silentLogger } from "../log/logger.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
@@ -62,10 +66,11 @@ export interface SpeechUsage {
   input_token_details: { text_tokens: number; audio_tokens: number };
 }
 
-/** Counts what a generation produced, filled in as audio flows. */
+/** Counts what a generation produced, filled in as audio flows; how it ended, once it has. */
 export interface GenerationTally {
   frames: number;
   samples: number;
+  finishReason?: FinishReason;
 }
 
 export interface RenderedSpeech {
@@ -73,6 +78,8 @@ export interface RenderedSpeech {
   contentType: string;
   usage: SpeechUsage;
   durationSeconds: number;
+  /** "stop" (the speech ended by itself) or "length" (a frame cap cut it). */
+  finishReason: FinishReason;
 }
 
 export class SpeechService {
@@ -89,6 +96,7 @@ export class SpeechService {
     private readonly metrics: ServiceMetrics,
     private readonly voices: VoiceStore,
     private readonly refAudio: RefAudioResolver,
+    private readonly logger: Logger = silentLogger,
   ) {
     voices.onEvict((nameLower) => {
       for (const key of this.#voicePrompts.keys()) if (key.startsWith(`${nameLower}\u0000`)) this.#voicePrompts.delete(key);
@@ -110,6 +118,12 @@ export class SpeechService {
     if (adapter) return adapter;
     if (this.host.state === "failed") throw new ApiError(503, `The speech model failed to load: ${this.host.failure?.message}`);
     throw new ApiError(503, "The speech model is still loading; retry shortly");
+  }
+
+  /** The engine that runs the ready model, or 503 as `model()`. */
+  engine(): Engine {
+    this.model();
+    return this.host.engine!;
   }
 
   servedModelIds(): string[] {
@@ -225,7 +239,7 @@ export class SpeechService {
     const capabilities = adapter.capabilities;
     if (request.ref_audio !== undefined) {
       const samples = await this.refAudio.resolve(request.ref_audio, capabilities.nativeSampleRateHz, signal);
-      const voicePrompt = await encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript: request.ref_text?.trim() || undefined }, signal);
+      const voicePrompt = await this.#encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript: request.ref_text?.trim() || undefined }, signal);
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
@@ -289,7 +303,7 @@ export class SpeechService {
       const stored = await this.voices.loadAudio(voice.name);
       if (!stored || stored.voice.created_at !== voice.created_at) throw badRequest(`voice '${voice.name}' was replaced or deleted; retry`, "voice");
       const samples = await resample(stored.samples, stored.sampleRateHz, rateHz);
-      return encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript }, new AbortController().signal);
+      return this.#encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript }, new AbortController().signal);
     })();
     this.#voicePrompts.set(key, prompt);
     prompt.catch(() => this.#voicePrompts.delete(key));
@@ -297,6 +311,13 @@ export class SpeechService {
       if (signal.aborted) throw signal.reason;
       return value;
     });
+  }
+
+  /** A voice encode is model work: the engine runs it between two plans, never beside one. */
+  #encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<SpeechModel["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
+    const encodeVoice = adapter.encodeVoice?.bind(adapter);
+    if (!encodeVoice) throw new Error(`adapter ${adapter.capabilities.modelId} claims cloning but has no encodeVoice`);
+    return this.engine().runTask(() => encodeVoice(reference, signal), signal);
   }
 
   usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
@@ -310,12 +331,20 @@ export class SpeechService {
   }
 
   /**
-   * Mono float PCM at the requested output rate, chunk by chunk as the model makes it. The resampler is
-   * streaming, so chunk borders leave no seams. Stops when `signal` aborts.
+   * Admits the job to the engine before any audio is sent: an EngineFullError (429 with Retry-After) when
+   * every running and waiting place is taken, unless `whenFull` is "wait" (batch items).
    */
-  async *generatePcm(prepared: PreparedSpeech, signal: AbortSignal, tally: GenerationTally, mode: DeliveryMode): AsyncGenerator<Float32Array, void, undefined> {
+  admit(prepared: PreparedSpeech, signal: AbortSignal, options: SubmitOptions = {}): Promise<EngineStream> {
+    return this.engine().submit({ ...prepared.job, signal }, options);
+  }
+
+  /**
+   * Mono float PCM at the requested output rate, chunk by chunk as the engine makes it. The resampler is
+   * streaming, so chunk borders leave no seams. Stops when `signal` aborts; `tally.finishReason` says how
+   * the generation ended.
+   */
+  async *generatePcm(prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, tally: GenerationTally, mode: DeliveryMode): AsyncGenerator<Float32Array, void, undefined> {
     const startedMs = performance.now();
-    const adapter = this.model();
     let resampler: Awaited<ReturnType<typeof createStreamingResampler>> | undefined;
     let firstAudioSeen = false;
     const emit = (samples: Float32Array) => {
@@ -327,7 +356,7 @@ export class SpeechService {
       return samples;
     };
     try {
-      for await (const chunk of adapter.synthesize({ ...prepared.job, signal })) {
+      for await (const chunk of stream) {
         tally.frames += chunk.frameCount;
         resampler ??= await createStreamingResampler(chunk.sampleRateHz, prepared.outputSampleRateHz);
         const resampled = resampler.push(chunk.samples);
@@ -343,6 +372,8 @@ export class SpeechService {
       }
     } finally {
       resampler?.close();
+      tally.finishReason = stream.finishReason ?? "abort";
+      this.logger.info("speech finished", { request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
     }
   }
 
@@ -350,10 +381,11 @@ export class SpeechService {
    * The whole utterance as one encoded file. `onAudio` hears the seconds of each chunk as delivered (after
    * the speed change); when it throws, generation stops and the error is the result.
    */
-  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file", onAudio?: (seconds: number) => void): Promise<RenderedSpeech> {
+  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file", onAudio?: (seconds: number) => void, admission: SubmitOptions = {}): Promise<RenderedSpeech> {
+    const stream = await this.admit(prepared, signal, admission);
     const tally: GenerationTally = { frames: 0, samples: 0 };
     const chunks: Float32Array[] = [];
-    for await (const chunk of this.generatePcm(prepared, signal, tally, mode)) {
+    for await (const chunk of this.generatePcm(prepared, stream, signal, tally, mode)) {
       onAudio?.(chunk.length / prepared.outputSampleRateHz / prepared.speed);
       chunks.push(chunk);
     }
@@ -366,6 +398,7 @@ export class SpeechService {
       contentType: CONTENT_TYPES[prepared.responseFormat],
       usage: this.usage(prepared, tally.frames),
       durationSeconds: samples.length / prepared.outputSampleRateHz,
+      finishReason: tally.finishReason ?? "stop",
     };
   }
 }
@@ -408,10 +441,6 @@ function streamingMode(request: SpeechRequest): StreamingMode {
   return request.stream === true ? "sse" : null;
 }
 
-function encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<SpeechModel["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
-  if (!adapter.encodeVoice) throw new Error(`adapter ${adapter.capabilities.modelId} claims cloning but has no encodeVoice`);
-  return adapter.encodeVoice(reference, signal);
-}
 
 /** What usage each header carries; each is sent as X-<name> and, for vLLM-Omni's clients, as X-VLLM-OMNI-<NAME>. */
 const USAGE_HEADERS: Record<string, (usage: SpeechUsage) => number> = {
@@ -427,7 +456,7 @@ function usageHeaderNames(name: string): string[] {
 }
 
 /** The headers a speech response may carry beyond the standard ones: what CORS lets a browser read. */
-export const SPEECH_RESPONSE_HEADERS: readonly string[] = [...Object.keys(USAGE_HEADERS).flatMap(usageHeaderNames), "X-Ignored-Fields"];
+export const SPEECH_RESPONSE_HEADERS: readonly string[] = [...Object.keys(USAGE_HEADERS).flatMap(usageHeaderNames), "X-Ignored-Fields", "X-Finish-Reason"];
 
 /** Names the fields the model ignored, so a client learns that they had no effect; none, no header. */
 export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, string> {

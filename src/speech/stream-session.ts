@@ -15,6 +15,8 @@ import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import { checkStreamable, type GenerationTally, type SpeechService } from "./service.ts";
+import { EngineFullError } from "../engine/core.ts";
+import type { FinishReason } from "../models/contract.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
@@ -238,27 +240,31 @@ export class SpeechStreamSession {
         sample_rate: prepared.outputSampleRateHz,
         channels: 1,
       });
+      let finishReason: FinishReason;
       if (streamAudio) {
+        const stream = await this.options.service.admit(prepared, signal);
         const tally: GenerationTally = { frames: 0, samples: 0 };
-        for await (const samples of this.options.service.generatePcm(prepared, signal, tally, "websocket")) {
+        for await (const samples of this.options.service.generatePcm(prepared, stream, signal, tally, "websocket")) {
           await this.#waitForDrain();
           if (this.#closed) return;
           const bytes = pcm16Bytes(samples);
           this.sink.sendBinary(bytes);
           sentBytes += bytes.byteLength;
         }
+        finishReason = tally.finishReason ?? "stop";
       } else {
         const rendered = await this.options.service.render(prepared, signal, "websocket");
         await this.#waitForDrain();
         if (this.#closed) return;
         this.sink.sendBinary(rendered.audio);
         sentBytes = rendered.audio.byteLength;
+        finishReason = rendered.finishReason;
       }
       if (this.#closed) return;
       this.options.metrics.countStreamEnd("websocket", "completed");
       // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
       const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null, ...ignored });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null, finish_reason: finishReason, ...ignored });
     } catch (error) {
       if (this.#closed || signal.aborted) {
         this.options.metrics.countStreamEnd("websocket", "aborted");
@@ -267,8 +273,10 @@ export class SpeechStreamSession {
       this.options.metrics.countStreamEnd("websocket", "failed");
       const message = error instanceof ApiError ? error.message : "speech generation failed";
       if (!(error instanceof ApiError)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
-      this.sink.sendJson({ type: "error", message, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: message });
+      // A full engine refuses the sentence, not the session: the client may send it again after retry_after.
+      const refusal = error instanceof EngineFullError ? { code: 429, retry_after: error.retryAfterSeconds } : {};
+      this.sink.sendJson({ type: "error", message, ...refusal, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: message, finish_reason: "error" });
     }
   }
 

@@ -10,13 +10,19 @@ import { PocketModel } from "../../src/models/pocket/model.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
 import { gpuForTests } from "./support.ts";
+import { engineFor, speak as speakThrough } from "../support/engine.ts";
 
 const BUNDLE = fixtureBundle();
 
 async function speak(engine: PocketModel, seed: number): Promise<Float32Array> {
   const job: SynthesisJob = { text: "Hello there, this is a test.", voice: engine.capabilities.defaultVoice, language: "en", seed: BigInt(seed), extraParams: {}, signal: new AbortController().signal };
   const pieces: number[] = [];
-  for await (const chunk of engine.synthesize(job)) pieces.push(...chunk.samples);
+  const scheduler = engineFor(engine);
+  try {
+    for await (const chunk of speakThrough(scheduler, job)) pieces.push(...chunk.samples);
+  } finally {
+    await scheduler.close();
+  }
   return Float32Array.from(pieces);
 }
 
@@ -35,15 +41,19 @@ describe("Mimi decoder choice", () => {
 
   test("with the WGSL decoder, more concurrent requests than its 16 state slots wait their turn instead of failing", async () => {
     const engine = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
+    // Asked for more streams than the decoder has slots: the engine runs 16 and queues the rest.
+    const scheduler = engineFor(engine, { maxStreams: 64 });
+    expect(scheduler.limits.maxStreams).toBe(16);
     try {
       const requests = Array.from({ length: 20 }, async (_, index) => {
         const job: SynthesisJob = { text: "Hi.", voice: engine.capabilities.defaultVoice, language: "en", seed: BigInt(index), maxNewTokens: 3, extraParams: {}, signal: new AbortController().signal };
         let samples = 0;
-        for await (const chunk of engine.synthesize(job)) samples += chunk.samples.length;
+        for await (const chunk of speakThrough(scheduler, job)) samples += chunk.samples.length;
         return samples;
       });
       expect(await Promise.all(requests)).toEqual(Array<number>(20).fill(3 * 1920));
     } finally {
+      await scheduler.close();
       await engine.close();
     }
   });

@@ -52,7 +52,8 @@ test("batch limits and batch-level errors are 400s", async () => {
 
 test("the response is written item by item, in the same JSON as a whole body, audio bytes identical to the single route", async () => {
   const adapter = new ToneAdapter({ frameDelayMs: 1 });
-  const { app } = await testApp(adapter);
+  // Two running places: items past them wait in the engine, so the first result leaves before the last starts.
+  const { app } = await testApp(adapter, { flags: { "max-streams": "2" } });
   // 300 characters → 12 s of 24 kHz WAV (576 KB): several pieces of audio_data per item.
   const input = "a".repeat(300);
   const items = Array.from({ length: 8 }, (_, index) => ({ input, seed: index }));
@@ -78,7 +79,8 @@ test("the response is written item by item, in the same JSON as a whole body, au
   expect(Object.keys(body)).toEqual(["id", "results", "total", "succeeded", "failed"]);
   expect(body).toMatchObject({ total: 8, succeeded: 8, failed: 0 });
   expect(text).toBe(JSON.stringify(body));
-  expect(Object.keys(body.results[0])).toEqual(["index", "status", "audio_data", "media_type", "usage"]);
+  expect(Object.keys(body.results[0])).toEqual(["index", "status", "audio_data", "media_type", "usage", "finish_reason"]);
+  expect(body.results[0].finish_reason).toBe("stop");
   const single = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input, seed: 7 }) });
   expect(Buffer.from(body.results[7].audio_data, "base64")).toEqual(Buffer.from(await single.arrayBuffer()));
 });

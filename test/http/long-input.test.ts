@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../src/config.ts";
-import { createClassicModel } from "../../src/models/classic/model.ts";
+import { ClassicModel, createClassicModel } from "../../src/models/classic/model.ts";
+import { GeneratorRunner } from "../../src/models/generator-runner.ts";
 import type { AudioChunk, SpeechModel, SynthesisJob } from "../../src/models/contract.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
@@ -25,11 +26,12 @@ function longText(chars: number): string {
 /** Wraps a model and counts the frames it produced; `ended` settles when a generation stops for any reason. */
 class CountingModel implements SpeechModel {
   framesProduced = 0;
+  readonly runner = new GeneratorRunner((job) => this.steps(job), { stepsPerTick: 2 });
   ended: Promise<{ aborted: boolean }> = new Promise(() => {});
   readonly capabilities: SpeechModel["capabilities"];
   readonly paramsSchema: SpeechModel["paramsSchema"];
 
-  constructor(private readonly inner: SpeechModel) {
+  constructor(private readonly inner: ClassicModel) {
     this.capabilities = inner.capabilities;
     this.paramsSchema = inner.paramsSchema;
   }
@@ -38,13 +40,13 @@ class CountingModel implements SpeechModel {
     return this.inner.countInputTokens(text);
   }
 
-  async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
+  async *steps(job: SynthesisJob): AsyncGenerator<AudioChunk[], void, undefined> {
     let settle!: (outcome: { aborted: boolean }) => void;
     this.ended = new Promise((resolve) => (settle = resolve));
     try {
-      for await (const chunk of this.inner.synthesize(job)) {
-        this.framesProduced += chunk.frameCount;
-        yield chunk;
+      for await (const frames of this.inner.sentenceSteps(job)) {
+        for (const chunk of frames) this.framesProduced += chunk.frameCount;
+        yield frames;
       }
     } finally {
       settle({ aborted: job.signal.aborted });

@@ -155,9 +155,11 @@ class EndlessToneAdapter extends ToneAdapter {
  * about 2.5 MB/s against a 2 s timeout.
  */
 const STALL_TIMEOUT_SECONDS = 2;
+/** Long enough that the frame cap of its length (10 s + 1 s a character) is never reached while the reader reads. */
+const ENDLESS_INPUT = "a sentence that goes on and on. ".repeat(20);
 const STREAM_REQUESTS = [
-  { mode: "audio_stream", body: { input: "a sentence that goes on and on", stream_format: "audio" } },
-  { mode: "sse", body: { input: "a sentence that goes on and on", stream: true } },
+  { mode: "audio_stream", body: { input: ENDLESS_INPUT, stream_format: "audio" } },
+  { mode: "sse", body: { input: ENDLESS_INPUT, stream: true } },
 ];
 
 describe("streams the client stops reading", () => {

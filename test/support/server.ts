@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createApp } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import type { SpeechModel } from "../../src/models/contract.ts";
-import { ModelHost } from "../../src/engine/host.ts";
+import { engineOptionsOf, ModelHost } from "../../src/engine/host.ts";
 import { silentLogger, type Logger } from "../../src/log/logger.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
 import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
@@ -26,7 +26,7 @@ export interface TestAppOptions {
 export async function testApp(adapter: SpeechModel, options: TestAppOptions = {}) {
   const speakerDir = options.flags?.["speaker-dir"] ?? mkdtempSync(join(SCRATCH_ROOT, "voices-"));
   const config: Config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, ...options.flags }, {});
-  const host = ModelHost.load(async () => adapter);
+  const host = ModelHost.load(async () => adapter, engineOptionsOf(config));
   await host.loaded;
   const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
   const refAudio = new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath, ...options.refAudio });

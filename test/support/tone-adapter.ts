@@ -5,6 +5,10 @@
  */
 import { z } from "zod";
 import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../../src/models/contract.ts";
+import { GeneratorRunner } from "../../src/models/generator-runner.ts";
+
+/** Bytes the tone model says each live request holds, so state-gauge tests see state come and go. */
+export const TONE_REQUEST_STATE_BYTES = 4096;
 
 export interface ToneAdapterOptions {
   sampleRateHz?: number;
@@ -34,6 +38,8 @@ export class ToneAdapter implements SpeechModel {
   readonly jobs: SynthesisJob[] = [];
   readonly encodedReferences: ReferenceAudio[] = [];
   encodeVoice?: (reference: ReferenceAudio, signal: AbortSignal) => Promise<VoicePrompt>;
+  /** One frame per engine step. */
+  readonly runner = new GeneratorRunner((job) => this.frameSteps(job), { bytesPerRequest: TONE_REQUEST_STATE_BYTES });
 
   constructor(private readonly options: ToneAdapterOptions = {}) {
     const sampleRateHz = options.sampleRateHz ?? 24000;
@@ -63,6 +69,10 @@ export class ToneAdapter implements SpeechModel {
 
   countInputTokens(text: string): number {
     return text.split(/\s+/).filter(Boolean).length;
+  }
+
+  async *frameSteps(job: SynthesisJob): AsyncGenerator<AudioChunk[], void, undefined> {
+    for await (const chunk of this.synthesize(job)) yield [chunk];
   }
 
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {

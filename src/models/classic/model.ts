@@ -8,11 +8,12 @@
  * `-voice V -t TEXT -o FILE` writing a 16-bit WAV into an in-memory folder (flite-program.ts says why it
  * reuses one module and one memory). Long input is spoken sentence by sentence (text/segmenter.ts, the
  * splitter the WebSocket route uses), at most MAX_SEGMENT_CHARS at a time, so an aborted request stops
- * after the segment in progress.
+ * after the segment in progress. One sentence is one step of the engine (GeneratorRunner).
  */
 import { z } from "zod";
 import type { ModelCapabilities, AudioChunk, SpeechModel, SynthesisJob } from "../contract.ts";
 import { FliteClient } from "./flite-client.ts";
+import { GeneratorRunner } from "../generator-runner.ts";
 import { decodeWav } from "../../audio/wav.ts";
 import { TextSegmenter } from "../../text/segmenter.ts";
 
@@ -68,10 +69,18 @@ export function countTokens(text: string): number {
   return text.match(/[\p{L}\p{N}]+(?:'[\p{L}\p{N}]+)*|[^\s\p{L}\p{N}]/gu)?.length ?? 0;
 }
 
-class ClassicModel implements SpeechModel {
+/**
+ * Sentences one engine tick holds: Flite takes about 100 ms a sentence on one core, so a tick stays near
+ * 200 ms and a new request's first sentence waits for at most two others, whatever the number of streams;
+ * the scheduler gives the turns to the streams closest to running dry (a sentence is seconds of audio).
+ */
+const SENTENCES_PER_TICK = 2;
+
+export class ClassicModel implements SpeechModel {
   readonly capabilities = CAPABILITIES;
   /** Flite has no sampling parameters: every extra_params key is ignored. */
   readonly paramsSchema = z.object({});
+  readonly runner = new GeneratorRunner((job) => this.sentenceSteps(job), { stepsPerTick: SENTENCES_PER_TICK });
 
   constructor(private readonly flite: FliteClient) {}
 
@@ -95,38 +104,47 @@ class ClassicModel implements SpeechModel {
     return channels[0]!;
   }
 
+  /** The job's audio as it is made, frame by frame (80 ms chunks, the last one shorter). */
   async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
+    for await (const frames of this.sentenceSteps(job)) {
+      for (const frame of frames) {
+        if (job.signal.aborted) return;
+        yield frame;
+      }
+    }
+  }
+
+  /**
+   * One step per sentence: its 80 ms frames, the samples left over carried into the next sentence's first
+   * frame so that every chunk but the last is exactly 80 ms.
+   */
+  async *sentenceSteps(job: SynthesisJob): AsyncGenerator<AudioChunk[], void, undefined> {
     const voice = job.voice.toLowerCase();
     if (!(FLITE_VOICES as readonly string[]).includes(voice)) {
       throw new Error(`unknown voice "${job.voice}" for ${CAPABILITIES.modelId}; voices: ${FLITE_VOICES.join(", ")}`);
     }
     const maxFrames = job.maxNewTokens !== undefined && job.maxNewTokens >= 0 ? job.maxNewTokens : Infinity;
     let frames = 0;
-    // Samples left over from the previous sentence: every chunk but the last is exactly 80 ms.
     let carry = new Float32Array(0);
 
     for (const sentence of splitSentences(job.text)) {
       if (job.signal.aborted || frames >= maxFrames) return;
       const synthesized = await this.synthesizeSentence(sentence, voice, job.signal);
       if (job.signal.aborted) return;
-      let pending: Float32Array;
-      if (carry.length > 0) {
-        pending = new Float32Array(carry.length + synthesized.length);
-        pending.set(carry, 0);
-        pending.set(synthesized, carry.length);
-      } else {
-        pending = synthesized;
-      }
-      let off = 0;
-      for (; off + SAMPLES_PER_FRAME <= pending.length; off += SAMPLES_PER_FRAME) {
-        if (job.signal.aborted || frames >= maxFrames) return;
+      const pending = new Float32Array(carry.length + synthesized.length);
+      pending.set(carry, 0);
+      pending.set(synthesized, carry.length);
+      const step: AudioChunk[] = [];
+      let offset = 0;
+      for (; offset + SAMPLES_PER_FRAME <= pending.length && frames < maxFrames; offset += SAMPLES_PER_FRAME) {
         frames++;
-        yield { samples: pending.slice(off, off + SAMPLES_PER_FRAME), sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 };
+        step.push({ samples: pending.slice(offset, offset + SAMPLES_PER_FRAME), sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 });
       }
-      carry = pending.slice(off);
+      carry = pending.slice(offset);
+      yield step;
     }
     if (carry.length > 0 && !job.signal.aborted && frames < maxFrames) {
-      yield { samples: carry, sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 };
+      yield [{ samples: carry, sampleRateHz: NATIVE_RATE_HZ, frameCount: 1 }];
     }
   }
 
@@ -139,6 +157,6 @@ class ClassicModel implements SpeechModel {
  * Loads the classic engine: starts the Flite worker thread, which compiles Flite 2.3's wasm (about 21 MB,
  * ~100 ms). Nothing happens at import time.
  */
-export async function createClassicModel(): Promise<SpeechModel> {
+export async function createClassicModel(): Promise<ClassicModel> {
   return new ClassicModel(await FliteClient.start());
 }

@@ -3,19 +3,18 @@
  * → stages, the tokenizer, predefined voices from the bundle's voices folder, cloning through the Mimi
  * encoder, and generation that streams each decoded 80 ms frame as soon as it exists.
  *
- * Stage calls go through one queue: concurrent requests interleave step by step instead of several runs
- * contending for the same cores and the wasm heap (which only raises every stream's per-frame latency).
- * The Mimi decoder runs in a worker thread of its own where it can (decoder/worker-client.ts): both onnxruntime
- * packages run a session on the calling thread, so only there does decoding overlap sampling, one core
- * each. Where the worker cannot start, the decoder runs in-process, in the same queue.
+ * Requests are advanced by the engine, tick by tick, through the runner (runner.ts): one owner of every
+ * session call, so runs never contend for the same cores and the wasm heap. The Mimi decoder runs in a
+ * worker thread of its own where it can (decoder/worker-client.ts): both onnxruntime packages run a session
+ * on the calling thread, so only there does decoding overlap sampling, one core each. Where the worker
+ * cannot start, the decoder runs in-process, between the engine's sampling plans.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
 import type { Logger } from "../../log/logger.ts";
-import type { ModelCapabilities, AudioChunk, ReferenceAudio, SpeechModel, SynthesisJob, VoicePrompt } from "../contract.ts";
+import type { ModelCapabilities, ReferenceAudio, SpeechModel, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
-import { chunkTokenBudget, generateSpeech, planTextChunks, type GenerationStages } from "./loop.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";
@@ -25,11 +24,10 @@ import { type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./decoder/worker-client.ts";
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
-import type { MimiGpuDecoder } from "./mimi-wgsl/decoder.ts";
+import type { MimiGpuDecoder, MimiGpuState } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
-import { generationParams, pocketParamsSchema } from "./params.ts";
-import { Semaphore } from "../../async/semaphore.ts";
-import { SerialQueue } from "../../async/serial-queue.ts";
+import { pocketParamsSchema } from "./params.ts";
+import { PocketRunner, type RunnerDecoder } from "./runner.ts";
 
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
 type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
@@ -84,13 +82,25 @@ export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: Late
   };
 }
 
+/** The runner's view of the WGSL decoder: its device slots bound the streams, equal frame counts batch. */
+function wgslRunnerDecoder(decoder: MimiGpuDecoder, config: LatentDecoder<unknown>["config"]): RunnerDecoder {
+  return {
+    config,
+    // Device work leaves the JS thread: its readback overlaps the next tick's sampling.
+    concurrent: true,
+    maxStates: WGSL_DECODER_STREAMS,
+    emptyState: () => decoder.emptyState(),
+    decode: (state, latents) => decoder.decode(state as MimiGpuState, latents),
+    decodeBatch: (requests) => decoder.decodeBatch(requests as ReadonlyArray<{ state: MimiGpuState; latents: Float32Array }>),
+    release: (state) => decoder.release(state as MimiGpuState),
+  };
+}
+
 export class PocketModel implements SpeechModel {
   readonly capabilities: ModelCapabilities;
   readonly paramsSchema = pocketParamsSchema;
-  readonly #queue = new SerialQueue();
+  readonly runner: PocketRunner;
   readonly #decoder: MimiDecoderPlacement;
-  readonly #streamPermits: Semaphore | null;
-  readonly #stages: GenerationStages;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
 
   private constructor(
@@ -118,29 +128,19 @@ export class PocketModel implements SpeechModel {
       framesPerSecond: bundle.dims.frameRateHz,
       speakerEmbeddingDims: [],
     };
-    // Only the methods that run a session are queued; the rest (e.g. emptyState) stay synchronous.
-    const queued = <T extends object>(stage: T, sessionMethods: readonly (keyof T & string)[], queue = this.#queue): T =>
-      new Proxy(stage, {
-        get: (target, property, receiver) => {
-          const value = Reflect.get(target, property, receiver);
-          if (typeof value !== "function") return value;
-          if (!sessionMethods.includes(property as keyof T & string)) return value.bind(target);
-          return (...args: unknown[]) => queue.run(async () => value.apply(target, args));
-        },
-      });
-    this.#stages = {
-      textConditioner: queued(stages.textConditioner, ["embed"]),
-      flowLm: queued(stages.flowLm, ["prefill", "step"]),
-      flowHead: queued(stages.flowHead, ["sample"]),
-      mimiDecoder:
-        decoder.kind === "in-process"
-          ? queued(stages.mimiDecoder, ["decode"])
-          : decoder.kind === "worker"
-            ? withInProcessFallback(decoder.decoder, queued(stages.mimiDecoder, ["decode"]), logger)
-            : queued(decoder.decoder, ["decode"], new SerialQueue()),
-    };
-    // The WGSL decoder holds one state slot per stream on the device: requests beyond that wait their turn.
-    this.#streamPermits = decoder.kind === "wgsl" ? new Semaphore(WGSL_DECODER_STREAMS) : null;
+    const runnerDecoder: RunnerDecoder =
+      decoder.kind === "in-process" ? stages.mimiDecoder : decoder.kind === "worker" ? withInProcessFallback(decoder.decoder, stages.mimiDecoder, logger) : wgslRunnerDecoder(decoder.decoder, stages.mimiDecoder.config);
+    this.runner = new PocketRunner({
+      textConditioner: stages.textConditioner,
+      flowLm: stages.flowLm,
+      flowHead: stages.flowHead,
+      decoder: runnerDecoder,
+      tokenizer,
+      flags: bundle.flags,
+      sampleRateHz: bundle.dims.sampleRateHz,
+      builtInVoice: (name) => this.#predefinedVoice(name),
+      decoderStateBytes: stateBytes(stages.mimiDecoder.emptyState()),
+    });
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
@@ -163,27 +163,16 @@ export class PocketModel implements SpeechModel {
     return this.tokenizer.encode(prepareTextPrompt(text, options).text).length;
   }
 
-  async encodeVoice(reference: ReferenceAudio, _signal: AbortSignal): Promise<VoicePrompt> {
+  /**
+   * The voice prompt of reference audio: the Mimi encoder, then a FlowLM prefill. The engine runs it
+   * between two plans (Engine.runTask); an aborted request's encode never starts.
+   */
+  async encodeVoice(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt> {
+    signal.throwIfAborted();
     const { samplesPerFrame } = this.bundle.dims;
-    const state = await this.#queue.run(() => voiceStateFromAudio(this.stages, reference.samples));
+    const state = await voiceStateFromAudio(this.stages, reference.samples);
     // ref_text is accepted by the API but Pocket TTS conditions on the audio alone.
     return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
-  }
-
-  async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
-    const voice = job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : await this.#predefinedVoice(job.voice);
-    const { maxTokensPerChunk } = this.bundle.flags;
-    const chunks = planTextChunks(job.text, this.tokenizer, this.bundle.flags, chunkTokenBudget(maxTokensPerChunk, this.stages.flowLm.config.cachePositions, voice.positions));
-    let frames = 0;
-    const releasePermit = await this.#streamPermits?.acquire();
-    try {
-      for await (const frame of generateSpeech(this.#stages, { voice, chunks, params: generationParams(job.extraParams), seed: job.seed, signal: job.signal })) {
-        yield { samples: frame.samples, sampleRateHz: this.bundle.dims.sampleRateHz, frameCount: 1 };
-        if (job.maxNewTokens !== undefined && ++frames >= job.maxNewTokens) return;
-      }
-    } finally {
-      releasePermit?.();
-    }
   }
 
   #predefinedVoice(name: string): Promise<FlowLmState> {
@@ -191,7 +180,7 @@ export class PocketModel implements SpeechModel {
     if (!path) throw badRequest(`this Pocket TTS bundle has no built-in voice '${name}'; upload a voice or pass ref_audio`, "voice");
     let state = this.#voiceStates.get(name);
     if (!state) {
-      state = readFile(path).then((bytes) => this.#queue.run(() => voiceStateFromSafetensors(new Uint8Array(bytes), this.stages.flowLm)));
+      state = readFile(path).then((bytes) => voiceStateFromSafetensors(new Uint8Array(bytes), this.stages.flowLm));
       this.#voiceStates.set(name, state);
       state.catch(() => this.#voiceStates.delete(name));
     }
@@ -218,6 +207,6 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
   return files;
 }
 
-function stateBytes(state: FlowLmState): number {
+function stateBytes(state: FlowLmState | MimiState): number {
   return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AudioChunk, SpeechModel, SynthesisJob } from "../../../src/models/contract.ts";
-import { createClassicModel, splitSentences } from "../../../src/models/classic/model.ts";
+import { ClassicModel, createClassicModel, splitSentences } from "../../../src/models/classic/model.ts";
 import { TextSegmenter } from "../../../src/text/segmenter.ts";
 import { INTELLIGIBILITY_SENTENCES } from "../../support/test-sentences.ts";
 import { transcribe } from "../../support/asr.ts";
@@ -18,7 +18,7 @@ import { readdirSync } from "node:fs";
 const MAX_CORPUS_WER = 0.15;
 const SAMPLES_PER_CHUNK = 1280; // 80 ms at 16 kHz
 
-let engine: SpeechModel;
+let engine: ClassicModel;
 
 beforeAll(async () => {
   engine = await createClassicModel();

@@ -41,6 +41,40 @@ describe("Pocket TTS through the speech API", () => {
     expect(other).not.toEqual(first);
   });
 
+  test("same seed, same bytes: a stream that ran beside others (raw, SSE, file, other seeds) gives exactly what it gives alone", async () => {
+    const body = { seed: 21, stream_format: "audio", input: "Hello there, how are you? I am fine, thank you." };
+    const alone = new Uint8Array(await (await speak(body)).arrayBuffer());
+    const crowd = await Promise.all([
+      speak(body),
+      speak({ ...body, seed: 22 }),
+      speak({ ...body, seed: 23, stream_format: undefined, stream: true }),
+      speak({ ...body, seed: 24, stream_format: undefined }),
+      speak(body),
+    ]);
+    const bytes = await Promise.all(crowd.map(async (response) => new Uint8Array(await response.arrayBuffer())));
+    expect(bytes[0]).toEqual(alone);
+    expect(bytes[4]).toEqual(alone);
+    expect(bytes[1]).not.toEqual(alone);
+  });
+
+  test("an abort frees the request's FlowLM caches and decoder states at once: the state gauge returns to 0", async () => {
+    const engineOfServer = server.host.engine!;
+    const controller = new AbortController();
+    const response = await speak({ seed: 3, stream_format: "audio", input: "Hello there. ".repeat(40) }, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    expect(engineOfServer.stateBytes).toBeGreaterThan(0);
+    expect(engineOfServer.counts.running).toBe(1);
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    for (let attempt = 0; attempt < 200 && engineOfServer.stateBytes > 0; attempt++) await Bun.sleep(10);
+    expect(engineOfServer.stateBytes).toBe(0);
+    expect(engineOfServer.counts).toEqual({ waiting: 0, running: 0, paused: 0 });
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toContain("voxedge_engine_state_bytes 0");
+    expect(metrics).toContain('voxedge_engine_finished_total{finish_reason="abort"}');
+  });
+
   test("int64 seeds reach the noise whole: seeds above 2^53 that a double cannot tell apart give different audio, each reproducibly", async () => {
     // Written as a pydantic client writes an int: JSON.stringify cannot write a bigint.
     const speakSeed = async (seed: string) => {

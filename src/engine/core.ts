@@ -1,0 +1,384 @@
+/**
+ * The engine: one loop owns all model execution. Each tick is plan → runner.execute(plan) → apply, twice:
+ * first the prefill and step work (awaited: the next tick plans from its results), then the decodes that
+ * work made due, which are left in flight so that a decode running off the JS thread (a worker, a GPU)
+ * overlaps the next tick's sampling; at most `maxInFlightDecodes` decode plans are outstanding.
+ *
+ * Aborts are queued when a request's signal fires (or its consumer stops reading) and applied at the start
+ * of the next tick, so they never race a plan: the runner frees the request's state in the plan after.
+ * Admission: `maxStreams` run at once and `maxQueue` wait; past both a submission is refused with a 429
+ * (`EngineFullError`), or, for callers that asked to wait (batch items), waits for room.
+ */
+import { ApiError } from "../api/errors.ts";
+import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, StepPlan, SynthesisJob } from "../models/contract.ts";
+import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
+import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
+
+export type { FinishReason } from "../models/contract.ts";
+
+export interface EngineOptions {
+  /** Requests running at once. */
+  maxStreams: number;
+  /** Requests waiting for a running place; past it submissions get a 429. */
+  maxQueue: number;
+  /** Positions of prefill work one tick may hold. */
+  prefillPositionsPerTick?: number;
+  /** Seconds of audio made and not taken above which a request pauses. */
+  pauseAboveSeconds?: number;
+  /** Decode plans left in flight at once. */
+  maxInFlightDecodes?: number;
+}
+
+/** Two text chunks: a new request's first prefill and one more fit in a tick beside the running streams' steps. */
+export const DEFAULT_PREFILL_POSITIONS_PER_TICK = 128;
+/** A slow consumer may fall this far behind before its stream pauses (the client-side buffer it may fill). */
+export const DEFAULT_PAUSE_ABOVE_SECONDS = 2;
+const DEFAULT_MAX_IN_FLIGHT_DECODES = 2;
+
+/** What the engine tells metrics; the composition root wires it to Prometheus. */
+export interface EngineObserver {
+  /** One tick's stage times and model-call batch sizes (as the runner reported them). */
+  tick(stageSeconds: Record<string, number>, batchSizes: Record<string, number[]>): void;
+  finished(reason: FinishReason): void;
+  rejected(): void;
+}
+
+export class EngineFullError extends ApiError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    limits: { maxStreams: number; maxQueue: number },
+  ) {
+    super(429, `The server is at capacity (${limits.maxStreams} streams running, ${limits.maxQueue} waiting); retry after ${retryAfterSeconds} s`, null, "RateLimitError");
+    this.headers = { "Retry-After": String(retryAfterSeconds) };
+  }
+}
+
+export interface SubmitOptions {
+  /** "reject" (default): a 429 when full. "wait": wait for room (until the job's signal aborts). */
+  whenFull?: "reject" | "wait";
+}
+
+/** One request's audio as the engine makes it; iterate it once. */
+export class EngineStream implements AsyncIterable<AudioChunk> {
+  constructor(
+    private readonly engine: Engine,
+    readonly request: EngineRequest,
+  ) {}
+
+  get requestId(): RequestId {
+    return this.request.id;
+  }
+
+  /** How the request ended; undefined while it runs. */
+  get finishReason(): FinishReason | undefined {
+    return this.request.finishReason;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<AudioChunk> {
+    return this.engine.chunksOf(this.request);
+  }
+}
+
+export class Engine {
+  readonly #runner: ModelRunner;
+  readonly #scheduler: Scheduler;
+  readonly #limits: { maxStreams: number; maxQueue: number };
+  readonly #maxInFlightDecodes: number;
+  #nextId = 1;
+  #looping = false;
+  #wake: (() => void) | undefined;
+  readonly #abortQueue: RequestId[] = [];
+  readonly #inFlight = new Set<Promise<void>>();
+  /** Consumers waiting for their request's next chunk or its end. */
+  readonly #consumers = new Map<RequestId, () => void>();
+  /** Submissions waiting for room (whenFull "wait"), oldest first. */
+  readonly #roomWaiters: Array<() => void> = [];
+  /** Auxiliary model work (voice encodes) run one per tick, between plans. */
+  readonly #tasks: Array<() => Promise<void>> = [];
+  /** Running seconds of recent requests (exponential average), for Retry-After. */
+  #meanRequestSeconds = 1;
+  #closed = false;
+  readonly #workOf = (id: RequestId) => this.#runner.nextWork(id);
+  observer: EngineObserver | undefined;
+
+  constructor(runner: ModelRunner, model: { nativeSampleRateHz: number; framesPerSecond: number }, options: EngineOptions) {
+    this.#runner = runner;
+    const maxStreams = Math.min(options.maxStreams, runner.maxRequests ?? Infinity);
+    this.#limits = { maxStreams, maxQueue: options.maxQueue };
+    this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
+    this.#scheduler = new Scheduler(
+      {
+        maxRunning: maxStreams,
+        maxWaiting: options.maxQueue,
+        prefillPositionsPerTick: options.prefillPositionsPerTick ?? DEFAULT_PREFILL_POSITIONS_PER_TICK,
+        stepsPerTick: runner.stepsPerTick ?? Infinity,
+        pauseAboveSeconds: options.pauseAboveSeconds ?? DEFAULT_PAUSE_ABOVE_SECONDS,
+      },
+      Math.round(model.nativeSampleRateHz / model.framesPerSecond),
+    );
+  }
+
+  get limits(): { maxStreams: number; maxQueue: number } {
+    return this.#limits;
+  }
+
+  /** Requests waiting, running and paused now. */
+  get counts(): SchedulerCounts {
+    return this.#scheduler.counts;
+  }
+
+  /** Bytes of per-request model state the runner holds now. */
+  get stateBytes(): number {
+    return this.#runner.stateBytes();
+  }
+
+  /**
+   * Admits a job: its audio, as made, through the returned stream. Refused at once (EngineFullError, a 429)
+   * when every running and waiting place is taken, unless `whenFull` is "wait".
+   */
+  async submit(job: SynthesisJob, options: SubmitOptions = {}): Promise<EngineStream> {
+    if (this.#closed) throw new ApiError(503, "The engine is shutting down");
+    job.signal.throwIfAborted();
+    while (!this.#scheduler.hasRoom) {
+      if (options.whenFull !== "wait") {
+        this.observer?.rejected();
+        throw new EngineFullError(this.#retryAfterSeconds(), this.#limits);
+      }
+      await this.#roomFor(job.signal);
+    }
+    const request = new EngineRequest(this.#nextId++, job, performance.now());
+    this.#scheduler.add(request);
+    job.signal.addEventListener("abort", () => this.#queueAbort(request.id), { once: true });
+    this.#kick();
+    return new EngineStream(this, request);
+  }
+
+  /**
+   * Runs model work that belongs to no request (a voice encode) between two plans, so it delays the
+   * running streams by one unit of work at most, never by a queue of them. Never starts once `signal` aborted.
+   */
+  runTask<T>(task: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    signal.throwIfAborted();
+    return new Promise<T>((resolve, reject) => {
+      this.#tasks.push(async () => {
+        if (signal.aborted) return reject(signal.reason);
+        try {
+          resolve(await task());
+        } catch (error) {
+          reject(error);
+        }
+      });
+      this.#kick();
+    });
+  }
+
+  /** @internal The consumer side of EngineStream. */
+  async *chunksOf(request: EngineRequest): AsyncGenerator<AudioChunk, void, undefined> {
+    try {
+      for (;;) {
+        const wasPaused = request.status === RequestStatus.PAUSED;
+        const chunk = this.#scheduler.take(request, performance.now());
+        if (chunk) {
+          if (wasPaused && request.status !== RequestStatus.PAUSED) this.#kick();
+          yield chunk;
+          continue;
+        }
+        if (isFinished(request.status)) {
+          if (request.status === RequestStatus.FINISHED_ERROR) throw request.error ?? new Error("speech generation failed");
+          return;
+        }
+        await new Promise<void>((resolve) => this.#consumers.set(request.id, resolve));
+      }
+    } finally {
+      this.#consumers.delete(request.id);
+      // The consumer stopped reading before the end: nobody wants the rest.
+      if (!isFinished(request.status)) this.#queueAbort(request.id);
+    }
+  }
+
+  /** Ends every request and stops the loop; the runner frees their state in a last plan. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const waiter of this.#roomWaiters.splice(0)) waiter();
+    // Aborting every request ends the loop once the runner has freed them.
+    for (const request of this.#scheduler.liveRequests()) this.#queueAbort(request.id);
+    this.#kick();
+    while (this.#looping) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  #queueAbort(id: RequestId): void {
+    if (!this.#scheduler.get(id)) return;
+    this.#abortQueue.push(id);
+    this.#kick();
+  }
+
+  #applyAborts(): void {
+    for (const id of this.#abortQueue.splice(0)) this.#finish(id, "abort");
+  }
+
+  /** Starts the loop if it is not running, or wakes it if it is waiting for something to do. */
+  #kick(): void {
+    if (!this.#looping) {
+      this.#looping = true;
+      void this.#loop();
+      return;
+    }
+    this.#wake?.();
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      for (;;) {
+        this.#applyAborts();
+        if (this.#scheduler.idle && this.#tasks.length === 0 && this.#inFlight.size === 0) return;
+        let worked = false;
+        const task = this.#tasks.shift();
+        if (task) {
+          await task();
+          worked = true;
+          this.#applyAborts();
+        }
+        const plan = this.#scheduler.schedule(performance.now(), this.#workOf);
+        if (hasWork(plan)) {
+          worked = true;
+          await this.#executeNow(plan);
+          this.#applyAborts();
+        }
+        const decodes = this.#scheduler.scheduleDecodes(this.#workOf);
+        if (hasWork(decodes)) {
+          worked = true;
+          if (this.#runner.decodesOverlap) this.#launch(decodes);
+          else await this.#executeNow(decodes);
+        }
+        // Bound the decodes in flight; with nothing else to do, wait for one to settle or for news.
+        if (this.#inFlight.size >= this.#maxInFlightDecodes || (!worked && this.#inFlight.size > 0)) {
+          await Promise.race([...this.#inFlight, this.#nextWake()]);
+          continue;
+        }
+        if (worked || this.#tasks.length > 0 || this.#abortQueue.length > 0) continue;
+        this.#failStuck();
+        if (!this.#scheduler.idle) await this.#nextWake();
+      }
+    } catch (error) {
+      // A fault of the engine itself: every request ends with it rather than hanging.
+      const failure = error instanceof Error ? error : new Error(String(error));
+      for (const request of this.#scheduler.liveRequests()) this.#finish(request.id, "error", failure);
+    } finally {
+      this.#looping = false;
+      this.#wake = undefined;
+    }
+  }
+
+  #nextWake(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#wake = () => {
+        this.#wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  async #executeNow(plan: StepPlan): Promise<void> {
+    let output: StepOutput;
+    try {
+      output = await this.#runner.execute(plan);
+    } catch (error) {
+      this.#failPlan(plan, error);
+      return;
+    }
+    this.#applyOutput(output, plan);
+  }
+
+  /** The runner threw for a whole plan: every request it named fails with that error. */
+  #failPlan(plan: StepPlan, error: unknown): void {
+    this.#scheduler.apply({ results: [], stageSeconds: {}, batchSizes: {} }, plan, performance.now());
+    const failure = error instanceof Error ? error : new Error(String(error));
+    for (const id of [...plan.prefills, ...plan.steps, ...plan.decodes.map((decode) => decode.requestId)]) this.#finish(id, "error", failure);
+  }
+
+  #finish(id: RequestId, reason: FinishReason, error?: Error): void {
+    const request = this.#scheduler.get(id);
+    if (!request) return;
+    this.#scheduler.finish(id, reason, error);
+    this.#ended(reason, request);
+    this.#notify(id);
+  }
+
+  #launch(plan: StepPlan): void {
+    const settled: Promise<void> = this.#runner.execute(plan).then(
+      (output) => this.#applyOutput(output, plan),
+      (error: unknown) => this.#failPlan(plan, error),
+    );
+    this.#inFlight.add(settled);
+    void settled.finally(() => {
+      this.#inFlight.delete(settled);
+      this.#wake?.();
+    });
+  }
+
+  #applyOutput(output: StepOutput, plan: StepPlan): void {
+    const live = new Map(output.results.map((result) => [result.requestId, this.#scheduler.get(result.requestId)]));
+    this.#scheduler.apply(output, plan, performance.now());
+    for (const [id, request] of live) {
+      if (request && isFinished(request.status)) this.#ended(request.finishReason!, request);
+      this.#notify(id);
+    }
+    this.observer?.tick(output.stageSeconds, output.batchSizes);
+  }
+
+  /** Running requests the model gave nothing to do, with nothing in flight: a runner bug, ended rather than hung. */
+  #failStuck(): void {
+    for (const request of this.#scheduler.liveRequests()) {
+      if (request.status === RequestStatus.WAITING || request.status === RequestStatus.PAUSED || request.decoding || !request.known) continue;
+      const work = this.#runner.nextWork(request.id);
+      if (!work) continue;
+      const { prefillPositions, canStep, decodeFrames } = work;
+      if (prefillPositions > 0 || canStep || decodeFrames > 0) continue;
+      this.#finish(request.id, "error", new Error("the model reported no further work for an unfinished request"));
+    }
+  }
+
+  #ended(reason: FinishReason, request?: EngineRequest): void {
+    if (request?.admittedAtMs !== undefined && reason !== "abort") {
+      const seconds = (performance.now() - request.admittedAtMs) / 1000;
+      this.#meanRequestSeconds = 0.8 * this.#meanRequestSeconds + 0.2 * seconds;
+    }
+    this.observer?.finished(reason);
+    // A place is free: the oldest submission waiting for room may take it.
+    this.#roomWaiters.shift()?.();
+  }
+
+  #notify(id: RequestId): void {
+    const consumer = this.#consumers.get(id);
+    this.#consumers.delete(id);
+    consumer?.();
+  }
+
+  #roomFor(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const index = this.#roomWaiters.indexOf(wake);
+        if (index >= 0) this.#roomWaiters.splice(index, 1);
+        reject(signal.reason);
+      };
+      const wake = () => {
+        signal.removeEventListener("abort", onAbort);
+        if (this.#closed) return reject(new ApiError(503, "The engine is shutting down"));
+        resolve();
+      };
+      this.#roomWaiters.push(wake);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** How long a refused client should wait: the running places turn over about every mean request time. */
+  #retryAfterSeconds(): number {
+    const { waiting } = this.#scheduler.counts;
+    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / this.#limits.maxStreams);
+    return Math.min(60, Math.max(1, seconds));
+  }
+}
+
+function hasWork(plan: StepPlan): boolean {
+  return plan.newRequests.length > 0 || plan.prefills.length > 0 || plan.steps.length > 0 || plan.decodes.length > 0 || plan.finishedRequestIds.length > 0;
+}

@@ -1,0 +1,256 @@
+/**
+ * Pocket TTS's runner: executes the engine's plans over many requests. A prefill unit loads the request's
+ * voice (once) and prefills its next text chunk; a step runs FlowLM and the flow head for one request (both
+ * graphs are batch 1 here: the int8 flow head quantizes its input per tensor, so rows in one call would
+ * change each other's results); a decode sends a request's due latents to the Mimi decoder, and on WGSL
+ * kernels puts every request with the same frame count into one `decodeBatch` call (a row's audio does not
+ * depend on the others: test/models/pocket/mimi-wgsl/decoder.test.ts). States are freed when the engine
+ * says a request ended (`finishedRequestIds`), or, if a decode still uses them, when it settles.
+ */
+import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../contract.ts";
+import { chunkTokenBudget, planTextChunks } from "./loop.ts";
+import { seededLatentNoise } from "./noise.ts";
+import { generationParams } from "./params.ts";
+import { PocketRequest, type DecodingChunk } from "./request-state.ts";
+import type { FlowHead } from "./stages/flow-head.ts";
+import type { FlowLm } from "./stages/flow-lm.ts";
+import type { LatentDecoder } from "./stages/mimi-decoder.ts";
+import type { FlowLmState } from "./stages/state.ts";
+import type { TextConditioner } from "./stages/text-conditioner.ts";
+import type { PocketModelFlags } from "./bundle.ts";
+import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
+import { concatFloat32 } from "../../audio/concat.ts";
+
+/** How the runner reaches the Mimi decoder, wherever it runs (decoder/choice.ts). */
+export interface RunnerDecoder extends LatentDecoder<unknown> {
+  /** Several streams' decodes of the same frame count in one call, where the decoder can (WGSL); else absent. */
+  decodeBatch?(requests: ReadonlyArray<{ state: unknown; latents: Float32Array }>): Promise<Array<{ state: unknown; audio: Float32Array }>>;
+  /** Most states the decoder can hold at once (device slots); undefined: no limit. */
+  readonly maxStates?: number;
+}
+
+export interface PocketRunnerParts {
+  textConditioner: TextConditioner;
+  flowLm: FlowLm;
+  flowHead: FlowHead;
+  decoder: RunnerDecoder;
+  tokenizer: SentencePieceTokenizer;
+  flags: PocketModelFlags;
+  sampleRateHz: number;
+  /** The FlowLM state of a built-in voice (loaded once, shared read-only). */
+  builtInVoice(name: string): Promise<FlowLmState>;
+  /** Bytes one Mimi decoder state holds (the decoder's streaming buffers), for the state gauge. */
+  decoderStateBytes: number;
+}
+
+export class PocketRunner implements ModelRunner {
+  readonly #requests = new Map<RequestId, PocketRequest>();
+  /** Decoder states alive (requests' chunks not yet released), for the state gauge. */
+  #liveDecoderStates = 0;
+
+  constructor(private readonly parts: PocketRunnerParts) {}
+
+  get maxRequests(): number | undefined {
+    return this.parts.decoder.maxStates;
+  }
+
+  /** A worker or GPU decode leaves the JS thread and may overlap the next tick's sampling; an in-process one may not. */
+  get decodesOverlap(): boolean {
+    return this.parts.decoder.concurrent;
+  }
+
+  nextWork(requestId: RequestId): RequestWork | undefined {
+    return this.#requests.get(requestId)?.work();
+  }
+
+  stateBytes(): number {
+    let bytes = this.#liveDecoderStates * this.parts.decoderStateBytes;
+    for (const request of this.#requests.values()) if (request.sampling) bytes += flowStateBytes(request.sampling.state);
+    return bytes;
+  }
+
+  async execute(plan: StepPlan): Promise<StepOutput> {
+    for (const id of plan.finishedRequestIds) this.#free(id);
+    for (const { requestId, job } of plan.newRequests) this.#requests.set(requestId, this.#newRequest(job));
+    const stageSeconds: Record<string, number> = {};
+    const batchSizes: Record<string, number[]> = {};
+    const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
+      const started = performance.now();
+      try {
+        return await work();
+      } finally {
+        stageSeconds[stage] = (stageSeconds[stage] ?? 0) + (performance.now() - started) / 1000;
+      }
+    };
+    const results = new Map<RequestId, RequestResult>();
+    const resultOf = (requestId: RequestId) => {
+      let result = results.get(requestId);
+      if (!result) results.set(requestId, (result = { requestId, audio: [] }));
+      return result;
+    };
+    const failed = (requestId: RequestId, error: unknown) => {
+      resultOf(requestId).error = error instanceof Error ? error : new Error(String(error));
+    };
+
+    for (const id of plan.prefills) {
+      const request = this.#requests.get(id);
+      if (!request) continue;
+      try {
+        await timed("prefill", () => this.#prefill(request));
+        resultOf(id);
+      } catch (error) {
+        failed(id, error);
+      }
+    }
+    if (plan.steps.length > 0) batchSizes.flow_lm = [];
+    for (const id of plan.steps) {
+      const request = this.#requests.get(id);
+      if (!request?.sampling) continue;
+      try {
+        await this.#step(request, timed);
+        batchSizes.flow_lm!.push(1);
+        this.#releaseDecoded(request);
+        resultOf(id);
+      } catch (error) {
+        failed(id, error);
+      }
+    }
+    if (plan.decodes.length > 0) {
+      const decoded = await timed("decode", () => this.#decode(plan.decodes, batchSizes));
+      for (const [id, outcome] of decoded) {
+        if ("error" in outcome) failed(id, outcome.error);
+        else resultOf(id).audio.push(...outcome.chunks);
+      }
+    }
+    for (const result of results.values()) {
+      const request = this.#requests.get(result.requestId);
+      if (!result.error && request?.finished) result.finishReason = request.truncated ? "length" : "stop";
+    }
+    return { results: [...results.values()], stageSeconds, batchSizes };
+  }
+
+  #newRequest(job: SynthesisJob): PocketRequest {
+    const params = generationParams(job.extraParams);
+    const noise = seededLatentNoise(job.seed ?? BigInt(Math.floor(Math.random() * 2 ** 32)), params.temperature ?? 0.7);
+    const request = new PocketRequest(job, params, noise);
+    if (job.voicePrompt) request.voice = job.voicePrompt.state as FlowLmState;
+    return request;
+  }
+
+  /** Voice (once), the chunk plan (once the voice says how much room is left), then the next chunk's prefill. */
+  async #prefill(request: PocketRequest): Promise<void> {
+    const { flowLm, textConditioner, tokenizer, flags } = this.parts;
+    if (!request.voice) request.voice = await this.parts.builtInVoice(request.job.voice);
+    if (request.nextChunk === 0 && request.chunks.length === 0) {
+      request.chunks = planTextChunks(request.job.text, tokenizer, flags, chunkTokenBudget(flags.maxTokensPerChunk, flowLm.config.cachePositions, request.voice.positions));
+      if (request.chunks.length === 0) {
+        request.samplingDone = true;
+        return;
+      }
+    }
+    const chunk = request.chunks[request.nextChunk]!;
+    if (chunk.tokenIds.length === 0) throw new RangeError(`text chunk ${request.nextChunk} has no tokens`);
+    const conditioning = await textConditioner.embed(chunk.tokenIds);
+    const state = await flowLm.prefill(request.voice, conditioning);
+    request.startChunk(state, chunk, flowLm.config.cachePositions, this.#newDecoderState());
+    this.#releaseDecoded(request);
+  }
+
+  async #step(request: PocketRequest, timed: <T>(stage: string, work: () => Promise<T>) => Promise<T>): Promise<void> {
+    const { flowLm, flowHead } = this.parts;
+    const chunk = request.sampling!;
+    // The chunk's state is its own (the prefill copied the shared voice caches), so the step writes into it.
+    const result = await timed("flow_lm", () => flowLm.step(chunk.state, chunk.input, { reuseState: true }));
+    chunk.state = result.state;
+    const latent = await timed("flow_head", () => flowHead.sample(result.conditioning, request.noise.next(flowLm.config.latentDim), request.params.lsdSteps));
+    request.applyStep(latent, result.eosLogit);
+  }
+
+  /** Each request's due latents through the decoder; on WGSL, equal frame counts share one call. */
+  async #decode(
+    decodes: StepPlan["decodes"],
+    batchSizes: Record<string, number[]>,
+  ): Promise<Map<RequestId, { chunks: AudioChunk[] } | { error: unknown }>> {
+    const { decoder, sampleRateHz } = this.parts;
+    const calls: Array<{ id: RequestId; request: PocketRequest; chunk: DecodingChunk; latents: Float32Array; frames: number }> = [];
+    for (const { requestId, frames } of decodes) {
+      const request = this.#requests.get(requestId);
+      const due = request?.dueDecode();
+      if (!request || !due || request.decodeInFlight) continue;
+      const take = Math.min(frames, due.frames);
+      const latents = concatFloat32(due.chunk.pending.splice(0, take));
+      due.chunk.sentFrames += take;
+      request.decodeInFlight = true;
+      calls.push({ id: requestId, request, chunk: due.chunk, latents, frames: take });
+    }
+    const outcomes = new Map<RequestId, { chunks: AudioChunk[] } | { error: unknown }>();
+    const { samplesPerFrame } = decoder.config;
+    const settle = (call: (typeof calls)[number], outcome: { state: unknown; audio: Float32Array } | { error: unknown }) => {
+      call.request.decodeInFlight = false;
+      if ("error" in outcome) {
+        outcomes.set(call.id, outcome);
+      } else {
+        call.chunk.decoderState = outcome.state;
+        // Frame by frame, as a stream's consumer takes it (one SSE delta, one WebSocket message per 80 ms).
+        const chunks = Array.from({ length: call.frames }, (_, frame) => ({ samples: outcome.audio.subarray(frame * samplesPerFrame, (frame + 1) * samplesPerFrame), sampleRateHz, frameCount: 1 }));
+        outcomes.set(call.id, { chunks });
+      }
+      if (call.request.freed) this.#releaseAll(call.request);
+      else this.#releaseDecoded(call.request);
+    };
+    const groups = new Map<number, typeof calls>();
+    for (const call of calls) {
+      const key = decoder.decodeBatch ? call.frames : -groups.size - 1;
+      groups.set(key, [...(groups.get(key) ?? []), call]);
+    }
+    batchSizes.decode = [...groups.values()].map((group) => group.length);
+    await Promise.all(
+      [...groups.values()].map(async (group) => {
+        try {
+          if (decoder.decodeBatch && group.length > 1) {
+            const decoded = await decoder.decodeBatch(group.map((call) => ({ state: call.chunk.decoderState, latents: call.latents })));
+            group.forEach((call, index) => settle(call, decoded[index]!));
+          } else {
+            for (const call of group) settle(call, await decoder.decode(call.chunk.decoderState, call.latents, { reuseState: true }));
+          }
+        } catch (error) {
+          for (const call of group) if (call.request.decodeInFlight) settle(call, { error });
+        }
+      }),
+    );
+    return outcomes;
+  }
+
+  #newDecoderState(): unknown {
+    const state = this.parts.decoder.emptyState();
+    this.#liveDecoderStates++;
+    return state;
+  }
+
+  #releaseDecoderState(state: unknown): void {
+    this.parts.decoder.release?.(state);
+    this.#liveDecoderStates--;
+  }
+
+  #releaseDecoded(request: PocketRequest): void {
+    for (const chunk of request.takeDecodedChunks()) this.#releaseDecoderState(chunk.decoderState);
+  }
+
+  /** Frees everything the request holds: its FlowLM state now, its decoder states once no decode uses them. */
+  #free(requestId: RequestId): void {
+    const request = this.#requests.get(requestId);
+    if (!request) return;
+    this.#requests.delete(requestId);
+    request.freed = true;
+    request.sampling = undefined;
+    if (!request.decodeInFlight) this.#releaseAll(request);
+  }
+
+  #releaseAll(request: PocketRequest): void {
+    for (const chunk of request.decoding.splice(0)) this.#releaseDecoderState(chunk.decoderState);
+  }
+}
+
+function flowStateBytes(state: FlowLmState): number {
+  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
+}

@@ -1,0 +1,306 @@
+/**
+ * The engine's loop with a fake runner: plan → execute → apply, fairness, aborts that free state at once,
+ * admission and 429s, decodes left in flight beside the next tick's sampling, failures, finish reasons.
+ */
+import { describe, expect, test } from "bun:test";
+import { Engine, EngineFullError, type EngineOptions } from "../../src/engine/core.ts";
+import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../../src/models/contract.ts";
+
+const RATE = 24_000;
+const FRAME = 1920;
+const MODEL = { nativeSampleRateHz: RATE, framesPerSecond: 12.5 };
+const STATE_BYTES_PER_REQUEST = 1000;
+
+interface FakeRequest {
+  framesLeft: number;
+  /** Sampled, not yet decoded. */
+  pending: number;
+  decoding: boolean;
+  prefilled: boolean;
+}
+
+/**
+ * Each request's text is the number of frames it makes: a prefill, then one step per frame, each frame
+ * decoded by a decode plan (`decodeDelayMs` long, in flight when `decodesOverlap`).
+ */
+class FakeRunner implements ModelRunner {
+  readonly requests = new Map<RequestId, FakeRequest>();
+  readonly seen: RequestId[] = [];
+  readonly freed: RequestId[] = [];
+  /** Every plan's kinds of work, in the order they started. */
+  readonly log: string[] = [];
+  stepsDuringDecodes = 0;
+  #decodesRunning = 0;
+  failStepOf: RequestId | undefined;
+
+  constructor(
+    readonly decodesOverlap = false,
+    private readonly decodeDelayMs = 0,
+    readonly stepsPerTick?: number,
+  ) {}
+
+  nextWork(id: RequestId): RequestWork | undefined {
+    const request = this.requests.get(id);
+    if (!request) return undefined;
+    return { prefillPositions: request.prefilled ? 0 : 8, canStep: request.prefilled && request.framesLeft > 0, decodeFrames: request.decoding ? 0 : request.pending };
+  }
+
+  stateBytes(): number {
+    return this.requests.size * STATE_BYTES_PER_REQUEST;
+  }
+
+  async execute(plan: StepPlan): Promise<StepOutput> {
+    for (const id of plan.finishedRequestIds) {
+      this.freed.push(id);
+      this.requests.delete(id);
+    }
+    for (const { requestId, job } of plan.newRequests) {
+      this.seen.push(requestId);
+      this.requests.set(requestId, { framesLeft: Number(job.text), pending: 0, decoding: false, prefilled: false });
+    }
+    const results: RequestResult[] = [];
+    if (plan.prefills.length + plan.steps.length > 0) this.log.push(`sample:${plan.steps.join(",")}`);
+    for (const id of plan.prefills) {
+      this.requests.get(id)!.prefilled = true;
+      results.push({ requestId: id, audio: [] });
+    }
+    for (const id of plan.steps) {
+      if (this.#decodesRunning > 0) this.stepsDuringDecodes++;
+      if (id === this.failStepOf) {
+        results.push({ requestId: id, audio: [], error: new Error(`step of ${id} broke`) });
+        continue;
+      }
+      const request = this.requests.get(id)!;
+      request.framesLeft--;
+      request.pending++;
+      results.push({ requestId: id, audio: [] });
+    }
+    if (plan.decodes.length > 0) {
+      this.log.push(`decode:${plan.decodes.map((decode) => decode.requestId).join(",")}`);
+      const taken = plan.decodes.map(({ requestId, frames }) => {
+        const request = this.requests.get(requestId)!;
+        request.pending -= frames;
+        request.decoding = true;
+        return { requestId, frames, request };
+      });
+      this.#decodesRunning++;
+      await new Promise((resolve) => setTimeout(resolve, this.decodeDelayMs));
+      this.#decodesRunning--;
+      for (const { requestId, frames, request } of taken) {
+        request.decoding = false;
+        const audio: AudioChunk[] = Array.from({ length: frames }, () => ({ samples: new Float32Array(FRAME).fill(requestId), sampleRateHz: RATE, frameCount: 1 }));
+        const done = request.framesLeft === 0 && request.pending === 0;
+        results.push({ requestId, audio, ...(done ? { finishReason: "stop" as const } : {}) });
+      }
+    }
+    return { results, stageSeconds: {}, batchSizes: {} };
+  }
+}
+
+function job(frames: number, signal = new AbortController().signal, overrides: Partial<SynthesisJob> = {}): SynthesisJob {
+  return { text: String(frames), voice: "v", language: "Auto", extraParams: {}, signal, ...overrides };
+}
+
+function engineWith(runner: FakeRunner, options: Partial<EngineOptions> = {}): Engine {
+  return new Engine(runner, MODEL, { maxStreams: 8, maxQueue: 8, ...options });
+}
+
+async function collect(stream: AsyncIterable<AudioChunk>): Promise<number> {
+  let frames = 0;
+  for await (const chunk of stream) frames += chunk.frameCount;
+  return frames;
+}
+
+async function settle(engine: Engine): Promise<void> {
+  for (let attempt = 0; attempt < 200 && (engine.stateBytes > 0 || engine.counts.running + engine.counts.waiting + engine.counts.paused > 0); attempt++) await Bun.sleep(5);
+}
+
+describe("the loop", () => {
+  test("every frame of every request arrives, in order, and each request ends with stop", async () => {
+    const runner = new FakeRunner();
+    const engine = engineWith(runner);
+    const streams = await Promise.all([3, 5, 1].map((frames) => engine.submit(job(frames))));
+    expect(await Promise.all(streams.map(collect))).toEqual([3, 5, 1]);
+    expect(streams.map((stream) => stream.finishReason)).toEqual(["stop", "stop", "stop"]);
+    await settle(engine);
+    expect(runner.freed.sort()).toEqual(streams.map((stream) => stream.requestId).sort());
+    expect(engine.stateBytes).toBe(0);
+    expect(engine.counts).toEqual({ waiting: 0, running: 0, paused: 0 });
+  });
+
+  test("fairness: a short request arriving after a long one finishes first", async () => {
+    const engine = engineWith(new FakeRunner());
+    const ends: string[] = [];
+    const long = engine.submit(job(200)).then(async (stream) => (await collect(stream), ends.push("long")));
+    await Bun.sleep(5);
+    const short = engine.submit(job(5)).then(async (stream) => (await collect(stream), ends.push("short")));
+    await Promise.all([long, short]);
+    expect(ends).toEqual(["short", "long"]);
+  });
+
+  test("max_new_tokens ends a request with length, its audio cut at the cap", async () => {
+    const engine = engineWith(new FakeRunner());
+    const stream = await engine.submit(job(50, undefined, { maxNewTokens: 7 }));
+    expect(await collect(stream)).toBe(7);
+    expect(stream.finishReason).toBe("length");
+    await settle(engine);
+    expect(engine.stateBytes).toBe(0);
+  });
+
+  test("decodes off the JS thread stay in flight while the next tick samples; in-process ones are awaited", async () => {
+    for (const overlap of [true, false]) {
+      const runner = new FakeRunner(overlap, 20);
+      const engine = engineWith(runner);
+      const streams = await Promise.all([6, 6].map((frames) => engine.submit(job(frames))));
+      expect(await Promise.all(streams.map(collect))).toEqual([6, 6]);
+      if (overlap) expect(runner.stepsDuringDecodes).toBeGreaterThan(0);
+      else expect(runner.stepsDuringDecodes).toBe(0);
+    }
+  });
+
+  test("a runner's steps-per-tick bounds the steps of one tick", async () => {
+    const runner = new FakeRunner(false, 0, 1);
+    const engine = engineWith(runner);
+    await Promise.all((await Promise.all([3, 3, 3].map((frames) => engine.submit(job(frames))))).map(collect));
+    const steps = runner.log.filter((entry) => entry.startsWith("sample:")).map((entry) => entry.slice("sample:".length));
+    expect(steps.every((ids) => ids.split(",").filter(Boolean).length <= 1)).toBe(true);
+  });
+});
+
+describe("aborts", () => {
+  test("an abort is applied at the next tick: the stream ends with abort and the runner frees the state at once", async () => {
+    const runner = new FakeRunner(false, 2);
+    const engine = engineWith(runner);
+    const controller = new AbortController();
+    const stream = await engine.submit(job(100_000, controller.signal));
+    let frames = 0;
+    for await (const chunk of stream) {
+      frames += chunk.frameCount;
+      if (frames === 5) controller.abort();
+    }
+    expect(stream.finishReason).toBe("abort");
+    expect(frames).toBeLessThan(50);
+    await settle(engine);
+    expect(runner.freed).toEqual([stream.requestId]);
+    expect(engine.stateBytes).toBe(0);
+  });
+
+  test("a consumer that stops iterating aborts its request", async () => {
+    const runner = new FakeRunner();
+    const engine = engineWith(runner);
+    const stream = await engine.submit(job(100_000));
+    for await (const _ of stream) break;
+    await settle(engine);
+    expect(stream.finishReason).toBe("abort");
+    expect(runner.freed).toEqual([stream.requestId]);
+  });
+
+  test("a queued request whose client left never runs", async () => {
+    const runner = new FakeRunner(false, 5);
+    const engine = engineWith(runner, { maxStreams: 1 });
+    const running = await engine.submit(job(20));
+    const controller = new AbortController();
+    const queued = await engine.submit(job(20, controller.signal));
+    expect(engine.counts.waiting).toBe(1);
+    controller.abort();
+    expect(await collect(running)).toBe(20);
+    expect(await collect(queued)).toBe(0);
+    expect(queued.finishReason).toBe("abort");
+    expect(runner.seen).toEqual([running.requestId]);
+  });
+
+  test("an already aborted signal is refused before admission", async () => {
+    const engine = engineWith(new FakeRunner());
+    const controller = new AbortController();
+    controller.abort(new Error("gone"));
+    let refused: unknown;
+    await engine.submit(job(3, controller.signal)).catch((error) => (refused = error));
+    expect((refused as Error).message).toBe("gone");
+    expect(engine.counts).toEqual({ waiting: 0, running: 0, paused: 0 });
+  });
+});
+
+describe("admission", () => {
+  test("past --max-streams running and --max-queue waiting a submission is a 429 with Retry-After; with whenFull wait it waits", async () => {
+    const runner = new FakeRunner(false, 2);
+    const engine = engineWith(runner, { maxStreams: 1, maxQueue: 1 });
+    const first = await engine.submit(job(30));
+    const second = await engine.submit(job(3));
+    let refused: unknown;
+    await engine.submit(job(3)).catch((error) => (refused = error));
+    expect(refused).toBeInstanceOf(EngineFullError);
+    const full = refused as EngineFullError;
+    expect(full.status).toBe(429);
+    expect(full.type).toBe("RateLimitError");
+    expect(Number(full.headers["Retry-After"])).toBeGreaterThanOrEqual(1);
+    expect(full.retryAfterSeconds).toBe(Number(full.headers["Retry-After"]));
+
+    const waiting = engine.submit(job(2), { whenFull: "wait" });
+    expect(await Promise.all([collect(first), collect(second), waiting.then(collect)])).toEqual([30, 3, 2]);
+  });
+
+  test("a waiting submission whose signal aborts gives up its turn", async () => {
+    const engine = engineWith(new FakeRunner(false, 2), { maxStreams: 1, maxQueue: 0 });
+    const first = await engine.submit(job(20));
+    const controller = new AbortController();
+    const waiting = engine.submit(job(2, controller.signal), { whenFull: "wait" });
+    controller.abort(new Error("left"));
+    let refused: unknown;
+    await waiting.catch((error) => (refused = error));
+    expect((refused as Error).message).toBe("left");
+    expect(await collect(first)).toBe(20);
+  });
+
+  test("a runner's own limit (decoder slots) caps --max-streams", () => {
+    const runner = Object.assign(new FakeRunner(), { maxRequests: 3 });
+    expect(engineWith(runner, { maxStreams: 16 }).limits.maxStreams).toBe(3);
+  });
+});
+
+describe("failures", () => {
+  test("a request that fails ends with error and throws to its consumer; the others go on", async () => {
+    const runner = new FakeRunner();
+    const engine = engineWith(runner);
+    const [broken, fine] = await Promise.all([engine.submit(job(10)), engine.submit(job(10))]);
+    runner.failStepOf = broken.requestId;
+    let failure: unknown;
+    await collect(broken).catch((error) => (failure = error));
+    expect((failure as Error).message).toBe(`step of ${broken.requestId} broke`);
+    expect(broken.finishReason).toBe("error");
+    expect(await collect(fine)).toBe(10);
+    await settle(engine);
+    expect(engine.stateBytes).toBe(0);
+  });
+
+  test("a runner that throws for a whole plan fails the requests it named, not the engine", async () => {
+    const runner = new FakeRunner();
+    const engine = engineWith(runner);
+    const original = runner.execute.bind(runner);
+    let throwOnce = true;
+    runner.execute = async (plan) => {
+      if (throwOnce && plan.steps.length > 0) {
+        throwOnce = false;
+        throw new Error("device lost");
+      }
+      return original(plan);
+    };
+    const failed = await engine.submit(job(5));
+    let failure: unknown;
+    await collect(failed).catch((error) => (failure = error));
+    expect((failure as Error).message).toBe("device lost");
+    const later = await engine.submit(job(4));
+    expect(await collect(later)).toBe(4);
+  });
+
+  test("close ends every request and frees their state", async () => {
+    const runner = new FakeRunner(false, 2);
+    const engine = engineWith(runner);
+    const streams = await Promise.all([1000, 1000].map((frames) => engine.submit(job(frames))));
+    const reading = streams.map((stream) => collect(stream));
+    await Bun.sleep(20);
+    await engine.close();
+    await Promise.all(reading);
+    expect(streams.map((stream) => stream.finishReason)).toEqual(["abort", "abort"]);
+    expect(engine.stateBytes).toBe(0);
+  });
+});

@@ -1,0 +1,98 @@
+/**
+ * The runner against the reference loop: for any seed and parameters, a request advanced by the engine
+ * tick by tick (alone or beside others) gives exactly the samples of loop.ts's generateSpeech, the loop the
+ * golden cases check (conformance/harness.ts); and its state is gone once the request ends.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { SynthesisJob } from "../../../src/models/contract.ts";
+import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
+import { chunkTokenBudget, generateSpeech, planTextChunks } from "../../../src/models/pocket/loop.ts";
+import { PocketModel } from "../../../src/models/pocket/model.ts";
+import { generationParams } from "../../../src/models/pocket/params.ts";
+import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
+import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
+import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
+import { silentLogger } from "../../../src/log/logger.ts";
+import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { engineFor, speak } from "../../support/engine.ts";
+import { fixtureBundle } from "./bundle-fixture.ts";
+
+const BUNDLE = fixtureBundle();
+let model: PocketModel;
+let bundle: PocketBundle;
+let sessions: PocketSessions;
+let stages: PocketStages;
+let tokenizer: SentencePieceTokenizer;
+
+beforeAll(async () => {
+  // In-process decoding on both sides: the same sessions' kind, so equal means bit-identical.
+  model = await PocketModel.load(BUNDLE, {}, { logger: silentLogger, decoderWorker: false, decoder: "onnx", device: "cpu" });
+  bundle = await loadPocketBundle(BUNDLE, { precision: "int8" });
+  sessions = await openPocketSessions(bundle);
+  stages = await createPocketStages(bundle, sessions);
+  tokenizer = await SentencePieceTokenizer.fromFile((bundle.tokenizer as { modelPath: string }).modelPath);
+});
+afterAll(async () => {
+  await model.close();
+  await closePocketSessions(sessions);
+});
+
+function job(text: string, seed: bigint, extraParams: Record<string, unknown> = {}, maxNewTokens?: number): SynthesisJob {
+  return { text, voice: "alba", language: "Auto", seed, extraParams, maxNewTokens, signal: new AbortController().signal };
+}
+
+async function reference(request: SynthesisJob): Promise<Float32Array> {
+  const voice = await voiceStateFromSafetensors(new Uint8Array(await readFile(join(BUNDLE, "voices", "alba.safetensors"))), stages.flowLm);
+  const chunks = planTextChunks(request.text, tokenizer, bundle.flags, chunkTokenBudget(bundle.flags.maxTokensPerChunk, stages.flowLm.config.cachePositions, voice.positions));
+  const pieces: Float32Array[] = [];
+  let frames = 0;
+  for await (const frame of generateSpeech(stages, { voice, chunks, params: generationParams(request.extraParams), seed: request.seed })) {
+    pieces.push(Float32Array.from(frame.samples));
+    if (++frames >= (request.maxNewTokens ?? Infinity)) break;
+  }
+  return concatFloat32(pieces);
+}
+
+const CASES: Array<{ name: string; job: SynthesisJob }> = [
+  { name: "defaults, several text chunks", job: job("Hello there, how are you? ".repeat(8), 5n) },
+  { name: "an EOS that fires at once (eos_threshold −10, frames_after_eos 0)", job: job("Hello there.", 6n, { eos_threshold: -10, frames_after_eos: 0 }) },
+  { name: "two LSD steps at a low temperature", job: job("Good morning to you.", 7n, { lsd_steps: 2, temperature: 0.3 }) },
+  { name: "max_new_tokens 7", job: job("Good morning to you, and good night.", 8n, {}, 7) },
+];
+
+describe("PocketRunner", () => {
+  for (const { name, job: request } of CASES) {
+    test(`${name}: the engine's samples are generateSpeech's, alone and beside other requests`, async () => {
+      const expected = await reference(request);
+      const engine = engineFor(model);
+      try {
+        const alone = concatFloat32(await Array.fromAsync(speak(engine, request), (chunk) => chunk.samples));
+        expect(alone.length).toBe(expected.length);
+        expect(alone).toEqual(expected);
+        const crowd = await Promise.all([request, job("Another text entirely.", 99n), request, job("And a third one, longer than the others.", 100n, { lsd_steps: 3 })].map((each) => Array.fromAsync(speak(engine, each), (chunk) => chunk.samples)));
+        expect(concatFloat32(crowd[0]!)).toEqual(expected);
+        expect(concatFloat32(crowd[2]!)).toEqual(expected);
+      } finally {
+        await engine.close();
+      }
+      expect(model.runner.stateBytes()).toBe(0);
+    });
+  }
+
+  test("finish reasons: stop when EOS ends the speech, length when a cap cuts it", async () => {
+    const engine = engineFor(model);
+    try {
+      const stopped = await engine.submit(job("Hello there.", 6n, { eos_threshold: -10, frames_after_eos: 0 }));
+      for await (const _ of stopped);
+      expect(stopped.finishReason).toBe("stop");
+      const capped = await engine.submit(job("Hello there.", 6n, {}, 2));
+      for await (const _ of capped);
+      expect(capped.finishReason).toBe("length");
+    } finally {
+      await engine.close();
+    }
+  });
+});
