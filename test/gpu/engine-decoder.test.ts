@@ -58,6 +58,26 @@ describe("Mimi decoder choice", () => {
     }
   });
 
+  test("on WGSL the engine decodes streams with the same frame count in one call, and a stream's bytes are those it has alone", async () => {
+    const model = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
+    const scheduler = engineFor(model);
+    const decodeRows: number[] = [];
+    scheduler.observer = { tick: (_, sizes) => decodeRows.push(...(sizes.decode ?? [])), finished: () => {}, rejected: () => {} };
+    const job = (seed: number): SynthesisJob => ({ text: "Hello there, this is a test.", voice: model.capabilities.defaultVoice, language: "en", seed: BigInt(seed), extraParams: {}, signal: new AbortController().signal });
+    const samplesOf = async (seed: number) => Float32Array.from((await Array.fromAsync(speakThrough(scheduler, job(seed)))).flatMap((chunk) => [...chunk.samples]));
+    try {
+      const alone = await samplesOf(5);
+      const together = await Promise.all([5, 6, 7, 5].map(samplesOf));
+      expect(together[0]).toEqual(alone);
+      expect(together[3]).toEqual(alone);
+      expect(together[1]).not.toEqual(alone);
+      expect(Math.max(...decodeRows)).toBeGreaterThan(1);
+    } finally {
+      await scheduler.close();
+      await model.close();
+    }
+  });
+
   test("--decoder wgsl serves with the WGSL kernels, and the speech matches the ONNX decoder's for a seed", async () => {
     const wgsl = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "wgsl" });
     const onnx = await PocketModel.load(BUNDLE, { provider: "onnxruntime-node" }, { logger: silentLogger, decoder: "onnx", device: "cpu" });
