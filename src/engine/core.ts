@@ -153,7 +153,10 @@ export class Engine {
     }
     const request = new EngineRequest(this.#nextId++, job, performance.now());
     this.#scheduler.add(request);
-    job.signal.addEventListener("abort", () => this.#queueAbort(request.id), { once: true });
+    // A WebSocket session's signal outlives its sentences: each request's listener goes when it is read out.
+    const onAbort = () => this.#queueAbort(request.id);
+    job.signal.addEventListener("abort", onAbort, { once: true });
+    request.detach = () => job.signal.removeEventListener("abort", onAbort);
     this.#kick();
     return new EngineStream(this, request);
   }
@@ -195,6 +198,7 @@ export class Engine {
         await new Promise<void>((resolve) => this.#consumers.set(request.id, resolve));
       }
     } finally {
+      request.detach();
       this.#consumers.delete(request.id);
       // The consumer stopped reading before the end: nobody wants the rest.
       if (!isFinished(request.status)) this.#queueAbort(request.id);

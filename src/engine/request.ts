@@ -67,6 +67,9 @@ export class EngineRequest {
   /** When it got a running place (performance.now() ms): its running time feeds Retry-After. */
   admittedAtMs: number | undefined;
 
+  /** Removes the request's listener from its job's signal. */
+  detach: () => void = () => {};
+
   constructor(
     readonly id: RequestId,
     readonly job: SynthesisJob,

@@ -447,6 +447,46 @@ describe("queue caps, session.close and stalled readers", () => {
   });
 });
 
+describe("backpressure", () => {
+  test("a sentence whose client stops reading is paused in the engine (state kept, no turns) and resumes to the end when it reads again", async () => {
+    // One 300-character sentence × 10 frames: 4 minutes of pcm, far more than the socket buffers hold.
+    const adapter = new ToneAdapter({ framesPerChar: 10 });
+    const server = await startTestServer(adapter);
+    const gauge = async (series: string) => {
+      const line = (await (await fetch(`${server.url}/metrics`)).text()).split("\n").find((candidate) => candidate.startsWith(`${series} `));
+      return line ? Number(line.slice(series.length + 1)) : 0;
+    };
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, "127.0.0.1");
+    try {
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      await new Promise((resolve) => socket.once("data", resolve));
+      socket.pause();
+      for (const message of [{ type: "session.config", stream_audio: true, response_format: "pcm" }, { type: "input.text", text: "word ".repeat(60).trim() + "." }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
+      const deadline = Date.now() + 15_000;
+      while ((await gauge('voxedge_engine_requests{state="paused"}')) !== 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await gauge('voxedge_engine_requests{state="paused"}')).toBe(1);
+      const framesWhilePaused = adapter.framesProduced;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(adapter.framesProduced).toBe(framesWhilePaused);
+      expect(framesWhilePaused).toBeLessThan(3000);
+      expect(await gauge("voxedge_engine_state_bytes")).toBeGreaterThan(0);
+
+      socket.on("data", () => {});
+      socket.resume();
+      const endBy = Date.now() + 60_000;
+      while ((adapter.framesProduced < 3000 || (await gauge('voxedge_engine_requests{state="running"}')) > 0) && Date.now() < endBy) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(adapter.framesProduced).toBe(3000);
+      expect(await gauge("voxedge_engine_state_bytes")).toBe(0);
+      expect(await gauge('voxedge_engine_requests{state="paused"}')).toBe(0);
+    } finally {
+      socket.destroy();
+      await server.stop();
+    }
+  });
+});
+
 /** The status code of the close frame that ends a server → client byte stream (unmasked frames), if it ends in one. */
 function lastFrameCloseCode(stream: Buffer): number | undefined {
   let closeCode: number | undefined;
