@@ -9,16 +9,8 @@ import { startTestServer, type TestServer } from "../support/server.ts";
 import { parseSse } from "../support/sse.ts";
 import { TONE_REQUEST_STATE_BYTES, ToneAdapter } from "../support/tone-adapter.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
+import { eventually } from "../support/eventually.ts";
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 15_000): Promise<T> {
-  const giveUpAt = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > giveUpAt) throw new Error(`gave up waiting: ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 /** The value of one sample line of /metrics (0 when absent). */
 async function metric(server: TestServer, series: string): Promise<number> {

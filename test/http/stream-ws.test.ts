@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { randomBytes } from "node:crypto";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
@@ -176,12 +176,8 @@ describe("with a tone model", () => {
     // ~4096 chars × 4 frames × 3840 bytes ≈ 63 MB of pcm if nothing held generation back.
     const adapter = new ToneAdapter({ framesPerChar: 4 });
     const server = await startTestServer(adapter);
-    const port = Number(new URL(server.url).port);
-    const socket = connect(port, "127.0.0.1");
+    const socket = await upgradedSocket(server);
     try {
-      await new Promise((resolve) => socket.once("connect", resolve));
-      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-      await new Promise((resolve) => socket.once("data", resolve));
       // From here on the client never reads: the kernel buffers fill, then the server's own queue.
       socket.pause();
       for (const message of [{ type: "session.config", stream_audio: true }, { type: "input.text", text: "word ".repeat(800) }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
@@ -421,12 +417,8 @@ describe("queue caps, session.close and stalled readers", () => {
   test("a client that reads nothing for --stream-stall-timeout: its generation is aborted and the socket closed with 1008", async () => {
     const adapter = new ToneAdapter({ framesPerChar: 4 });
     const server = await startTestServer(adapter, { flags: { "stream-stall-timeout": "0.5" } });
-    const port = Number(new URL(server.url).port);
-    const socket = connect(port, "127.0.0.1");
+    const socket = await upgradedSocket(server);
     try {
-      await new Promise((resolve) => socket.once("connect", resolve));
-      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-      await new Promise((resolve) => socket.once("data", resolve));
       socket.pause();
       for (const message of [{ type: "session.config", stream_audio: true }, { type: "input.text", text: "word ".repeat(800) }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
       const deadline = Date.now() + 15_000;
@@ -456,12 +448,8 @@ describe("backpressure", () => {
       const line = (await (await fetch(`${server.url}/metrics`)).text()).split("\n").find((candidate) => candidate.startsWith(`${series} `));
       return line ? Number(line.slice(series.length + 1)) : 0;
     };
-    const port = Number(new URL(server.url).port);
-    const socket = connect(port, "127.0.0.1");
+    const socket = await upgradedSocket(server);
     try {
-      await new Promise((resolve) => socket.once("connect", resolve));
-      socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
-      await new Promise((resolve) => socket.once("data", resolve));
       socket.pause();
       for (const message of [{ type: "session.config", stream_audio: true, response_format: "pcm" }, { type: "input.text", text: "word ".repeat(60).trim() + "." }, { type: "input.done" }]) socket.write(maskedTextFrame(JSON.stringify(message)));
       const deadline = Date.now() + 15_000;
@@ -486,6 +474,16 @@ describe("backpressure", () => {
     }
   });
 });
+
+/** A bare TCP socket upgraded to a WebSocket on the stream route, for clients that must control their reads. */
+async function upgradedSocket(server: TestServer): Promise<Socket> {
+  const port = Number(new URL(server.url).port);
+  const socket = connect(port, "127.0.0.1");
+  await new Promise((resolve) => socket.once("connect", resolve));
+  socket.write(`GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  await new Promise((resolve) => socket.once("data", resolve));
+  return socket;
+}
 
 /** The status code of the close frame that ends a server → client byte stream (unmasked frames), if it ends in one. */
 function lastFrameCloseCode(stream: Buffer): number | undefined {

@@ -9,17 +9,8 @@ import { createLogger } from "../../src/log/logger.ts";
 import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
+import { eventually } from "../support/eventually.ts";
 
-/** Polls until `probe` gives a value; the bound only keeps a broken server from hanging the test. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 15_000): Promise<T> {
-  const giveUpAt = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > giveUpAt) throw new Error(`gave up waiting: ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 const sleep = (ms: number) => Bun.sleep(ms);
 
