@@ -24,6 +24,7 @@ import {
   BENCH_VOICE_SECONDS,
   BYTES_PER_SECOND,
   SAMPLE_RATE_HZ,
+  metricValue,
   rawPcmStream,
   tablePrinter,
   uploadBenchVoice,
@@ -86,6 +87,9 @@ function resultOf(trace: StreamTrace): StreamResult {
   return { firstAudioMs: trace.arrivals[0]!.atMs, rtf: trace.endMs / 1000 / audioSeconds, audioSeconds, starved: starves(trace) };
 }
 
+/** The stages the engine's runners report tick times for (Pocket: prefill, flow_lm, flow_head, decode; classic: step). */
+const STAGES = ["prefill", "flow_lm", "flow_head", "decode", "step"] as const;
+
 const percentile = (list: number[], fraction: number) => {
   const sorted = [...list].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
@@ -107,8 +111,21 @@ try {
     values.markdown!,
     labelled ? [values.label!.length] : [],
   );
+  /** Per row, what the engine's tick histograms gained: where the time went, stage by stage. */
+  const stageRows: (string | number)[][] = [];
+  const engineTotals = async () => {
+    const exposition = await (await fetch(`${server.base}/metrics`)).text();
+    const totals = new Map<string, number>();
+    for (const stage of STAGES) {
+      for (const [key, name] of [["seconds", "voxedge_engine_tick_seconds_sum"], ["ticks", "voxedge_engine_tick_seconds_count"], ["rows", "voxedge_engine_batch_size_sum"], ["calls", "voxedge_engine_batch_size_count"]] as const) {
+        totals.set(`${stage}.${key}`, metricValue(exposition, name, `stage="${stage}"`) ?? 0);
+      }
+    }
+    return totals;
+  };
   for (const concurrency of concurrencies) {
     for (const mode of modes) {
+      const before = await engineTotals();
       const rss = server.watchRss();
       const results: StreamResult[] = [];
       let rejected = 0;
@@ -138,7 +155,21 @@ try {
         `${rejected} / ${concurrency * rounds}`,
         peakRssMiB.toFixed(0),
       ]);
+      const after = await engineTotals();
+      const gained = (key: string) => after.get(key)! - before.get(key)!;
+      const cells = STAGES.flatMap((stage) => {
+        const ticks = gained(`${stage}.ticks`);
+        const calls = gained(`${stage}.calls`);
+        return [ticks > 0 ? ((gained(`${stage}.seconds`) / ticks) * 1000).toFixed(2) : "-", calls > 0 ? (gained(`${stage}.rows`) / calls).toFixed(1) : "-"];
+      });
+      if (cells.some((cell) => cell !== "-")) stageRows.push([...(labelled ? [values.label!] : []), concurrency, mode, ...cells]);
     }
+  }
+  if (stageRows.length > 0) {
+    // Only servers with the engine's tick metrics (voxedge_engine_tick_seconds) have this table.
+    console.log("\nwhere a tick's time goes (ms per tick in which the stage ran; rows = streams per model call):");
+    const printStages = tablePrinter([...(labelled ? ["label"] : []), "concurrency", "mode", ...STAGES.flatMap((stage) => [`${stage} ms`, `${stage} rows`])], values.markdown!, labelled ? [values.label!.length] : []);
+    for (const row of stageRows) printStages(row);
   }
 } finally {
   server.stop();
