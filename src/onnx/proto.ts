@@ -265,7 +265,7 @@ function repeatedVarints(field: ProtobufField): number[] {
   return values;
 }
 
-function parseTensor(bytes: Uint8Array): OnnxInitializer {
+export function parseTensor(bytes: Uint8Array): OnnxInitializer {
   const text = new TextDecoder();
   let name = "";
   let dataType = 0;

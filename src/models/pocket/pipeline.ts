@@ -39,7 +39,7 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
     textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
     voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
     flowLm: await FlowLm.create(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites, sessions.flowLmWindowedInputs),
-    flowHead: new FlowHead(sessions.flowLmFlow, { latentDim, conditioningDim }),
+    flowHead: await FlowHead.create(sessions.flowLmFlow, { latentDim, conditioningDim }, sessions.flowLmFlowRows),
     mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
   };
 }

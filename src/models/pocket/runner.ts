@@ -102,19 +102,7 @@ export class PocketRunner implements ModelRunner {
         failed(id, error);
       }
     }
-    if (plan.steps.length > 0) batchSizes.flow_lm = [];
-    for (const id of plan.steps) {
-      const request = this.#requests.get(id);
-      if (!request?.sampling) continue;
-      try {
-        await this.#step(request, timed);
-        batchSizes.flow_lm!.push(1);
-        this.#releaseDecoded(request);
-        resultOf(id);
-      } catch (error) {
-        failed(id, error);
-      }
-    }
+    if (plan.steps.length > 0) await this.#steps(plan.steps, timed, batchSizes, resultOf, failed);
     if (plan.decodes.length > 0) {
       const decoded = await timed("decode", () => this.#decode(plan.decodes, batchSizes));
       for (const [id, outcome] of decoded) {
@@ -156,14 +144,51 @@ export class PocketRunner implements ModelRunner {
     this.#releaseDecoded(request);
   }
 
-  async #step(request: PocketRequest, timed: <T>(stage: string, work: () => Promise<T>) => Promise<T>): Promise<void> {
+  /**
+   * The tick's AR steps: FlowLM one request after another (its graph is batch 1), then the flow head for
+   * all of them, one call per Euler sub-step for the rows that share their LSD steps where its rows are
+   * independent (stages/flow-head.ts); then each request's loop rule.
+   */
+  async #steps(
+    ids: readonly RequestId[],
+    timed: <T>(stage: string, work: () => Promise<T>) => Promise<T>,
+    batchSizes: Record<string, number[]>,
+    resultOf: (id: RequestId) => RequestResult,
+    failed: (id: RequestId, error: unknown) => void,
+  ): Promise<void> {
     const { flowLm, flowHead } = this.parts;
-    const chunk = request.sampling!;
-    // The chunk's state is its own (the prefill copied the shared voice caches), so the step writes into it.
-    const result = await timed("flow_lm", () => flowLm.step(chunk.state, chunk.input, { reuseState: true }));
-    chunk.state = result.state;
-    const latent = await timed("flow_head", () => flowHead.sample(result.conditioning, request.noise.next(flowLm.config.latentDim), request.params.lsdSteps));
-    request.applyStep(latent, result.eosLogit);
+    const stepped: Array<{ id: RequestId; request: PocketRequest; conditioning: Float32Array; eosLogit: number; x0: Float32Array }> = [];
+    batchSizes.flow_lm = [];
+    for (const id of ids) {
+      const request = this.#requests.get(id);
+      const chunk = request?.sampling;
+      if (!request || !chunk) continue;
+      try {
+        // The chunk's state is its own (the prefill copied the shared voice caches), so the step writes into it.
+        const result = await timed("flow_lm", () => flowLm.step(chunk.state, chunk.input, { reuseState: true }));
+        batchSizes.flow_lm.push(1);
+        chunk.state = result.state;
+        stepped.push({ id, request, conditioning: result.conditioning, eosLogit: result.eosLogit, x0: request.noise.next(flowLm.config.latentDim) });
+      } catch (error) {
+        failed(id, error);
+      }
+    }
+    const byLsdSteps = new Map<number, typeof stepped>();
+    for (const row of stepped) byLsdSteps.set(row.request.params.lsdSteps, [...(byLsdSteps.get(row.request.params.lsdSteps) ?? []), row]);
+    batchSizes.flow_head = [];
+    for (const [lsdSteps, rows] of byLsdSteps) {
+      try {
+        const latents = await timed("flow_head", () => flowHead.sampleRows(rows, lsdSteps));
+        batchSizes.flow_head.push(...(flowHead.batchesRows ? [rows.length] : rows.map(() => 1)));
+        rows.forEach((row, index) => {
+          row.request.applyStep(latents[index]!, row.eosLogit);
+          this.#releaseDecoded(row.request);
+          resultOf(row.id);
+        });
+      } catch (error) {
+        for (const row of rows) failed(row.id, error);
+      }
+    }
   }
 
   /** Each request's due latents through the decoder; on WGSL, equal frame counts share one call. */

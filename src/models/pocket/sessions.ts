@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { PocketBundle, StateEntry } from "./bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
+import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";
 
 /** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
 export const FLOW_LM_POSITIONS_AXIS = 2;
@@ -20,17 +21,23 @@ export interface PocketSessions {
   /** flow_lm_main's inputs declared with a symbolic positions axis (cache-writes.ts). */
   flowLmWindowedInputs: string[];
   flowLmFlow: OnnxSession;
+  /**
+   * The flow head for several rows in one call: the int8 graph with its activations quantized per row
+   * (onnx/row-quantization.ts), or the fp32 graph itself, whose rows never mixed. The flow head checks
+   * that rows come out as they do alone before it batches (stages/flow-head.ts).
+   */
+  flowLmFlowRows: OnnxSession;
   mimiDecoder: OnnxSession;
 }
 
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
   const runtime = await loadOnnxRuntime(options);
   const { graphs } = bundle;
-  const [textConditioner, voiceEncoder, flowLm, flowLmFlow, mimi] = await Promise.all([
+  const [textConditioner, voiceEncoder, flowLm, [flowLmFlow, flowLmFlowRows], mimi] = await Promise.all([
     runtime.createSession(graphs.textConditioner.path),
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
     createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
-    runtime.createSession(graphs.flowLmFlow.path),
+    createFlowHeadSessions(runtime, graphs.flowLmFlow.path),
     // Not the Mimi decoder: its ring writes replace a whole K/V plane per call, so fetching the writes
     // instead of the caches would save nothing.
     runtime.createSession(graphs.mimiDecoder.path),
@@ -44,8 +51,17 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     flowLmCacheWrites: flowLm.cacheWrites,
     flowLmWindowedInputs: flowLm.windowed,
     flowLmFlow,
+    flowLmFlowRows,
     mimiDecoder: mimi,
   };
+}
+
+/** The published flow head, and the one for many rows (per-row quantization where the graph quantizes). */
+async function createFlowHeadSessions(runtime: OnnxRuntime, path: string): Promise<[OnnxSession, OnnxSession]> {
+  const model = new Uint8Array(await readFile(path));
+  const rowQuantized = quantizeRowsSeparately(model);
+  const published = await runtime.createSession(path, model);
+  return [published, rowQuantized ? await runtime.createSession(path, rowQuantized.model) : published];
 }
 
 /**
@@ -65,6 +81,7 @@ export async function createCacheWritingSession(
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
-  const { textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder } = sessions;
-  await Promise.all([textConditioner, voiceEncoder, flowLmMain, flowLmFlow, mimiDecoder].map((session) => session?.release()));
+  const { textConditioner, voiceEncoder, flowLmMain, flowLmFlow, flowLmFlowRows, mimiDecoder } = sessions;
+  const distinct = new Set([textConditioner, voiceEncoder, flowLmMain, flowLmFlow, flowLmFlowRows, mimiDecoder]);
+  await Promise.all([...distinct].map((session) => session?.release()));
 }

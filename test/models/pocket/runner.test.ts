@@ -72,9 +72,13 @@ describe("PocketRunner", () => {
         const alone = concatFloat32(await Array.fromAsync(speak(engine, request), (chunk) => chunk.samples));
         expect(alone.length).toBe(expected.length);
         expect(alone).toEqual(expected);
+        const flowHeadRows: number[] = [];
+        engine.observer = { tick: (_, sizes) => flowHeadRows.push(...(sizes.flow_head ?? [])), finished: () => {}, rejected: () => {} };
         const crowd = await Promise.all([request, job("Another text entirely.", 99n), request, job("And a third one, longer than the others.", 100n, { lsd_steps: 3 })].map((each) => Array.fromAsync(speak(engine, each), (chunk) => chunk.samples)));
         expect(concatFloat32(crowd[0]!)).toEqual(expected);
         expect(concatFloat32(crowd[2]!)).toEqual(expected);
+        // The rows sharing their LSD steps went through the flow head in one call.
+        expect(Math.max(...flowHeadRows)).toBeGreaterThan(1);
       } finally {
         await engine.close();
       }
