@@ -41,7 +41,15 @@ describe("conformance with the WGSL Mimi decoder (on the software adapter here)"
   test("the CLI takes --decoder wgsl, prints one JSON report and exits 0; other decoders are refused", () => {
     const run = (decoder: string) => spawnSync(process.execPath, ["src/main.ts", "conformance", join(FIXTURES_DIR, "pocket-tiny"), "--decoder", decoder], { cwd: ROOT, maxBuffer: 1 << 24 });
     const result = run("wgsl");
-    expect(result.status).toBe(0);
+    // On failure, say why: the cases that failed (exit 1) or what the process printed.
+    const failedCases = () => {
+      try {
+        return (JSON.parse(result.stdout.toString()).cases as { case: string; pass: boolean; detail?: string; relRms?: number }[]).filter((entry) => !entry.pass);
+      } catch {
+        return result.stderr.toString().slice(-2000);
+      }
+    };
+    expect({ status: result.status, why: result.status === 0 ? null : failedCases() }).toEqual({ status: 0, why: null });
     expect(JSON.parse(result.stdout.toString())).toMatchObject({ fixture: "pocket-tiny", decoder: "wgsl", pass: true });
     const refused = run("cuda");
     expect(refused.status).toBe(2);
