@@ -95,7 +95,8 @@ export class Engine {
   readonly #limits: { maxStreams: number; maxQueue: number };
   readonly #maxInFlightDecodes: number;
   #nextId = 1;
-  #looping = false;
+  /** The running loop, until it runs out of work. */
+  #loopDone: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   readonly #abortQueue: RequestId[] = [];
   readonly #inFlight = new Set<Promise<void>>();
@@ -217,7 +218,7 @@ export class Engine {
     // Aborting every request ends the loop once the runner has freed them.
     for (const request of this.#scheduler.liveRequests()) this.#queueAbort(request.id);
     this.#kick();
-    while (this.#looping) await new Promise((resolve) => setTimeout(resolve, 5));
+    await this.#loopDone;
   }
 
   #queueAbort(id: RequestId): void {
@@ -232,9 +233,9 @@ export class Engine {
 
   /** Starts the loop if it is not running, or wakes it if it is waiting for something to do. */
   #kick(): void {
-    if (!this.#looping) {
-      this.#looping = true;
-      void this.#loop();
+    if (!this.#loopDone) {
+      // Started a microtask later, so the loop's own end (which clears this) always comes after it is set.
+      this.#loopDone = Promise.resolve().then(() => this.#loop());
       return;
     }
     this.#wake?.();
@@ -278,7 +279,7 @@ export class Engine {
       const failure = error instanceof Error ? error : new Error(String(error));
       for (const request of this.#scheduler.liveRequests()) this.#finish(request.id, "error", failure);
     } finally {
-      this.#looping = false;
+      this.#loopDone = undefined;
       this.#wake = undefined;
     }
   }

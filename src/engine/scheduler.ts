@@ -9,14 +9,11 @@
  * is PAUSED: it keeps its state, gives up its turns, and resumes once its consumer has drained its audio.
  * Decodes are planned separately, after the tick's steps, so that the frames a step made decode at once.
  */
-import type { AudioChunk, RequestId, RequestWork, StepOutput, StepPlan } from "../models/contract.ts";
+import { NO_WORK, type AudioChunk, type RequestId, type RequestWork, type StepOutput, type StepPlan } from "../models/contract.ts";
 import { EngineRequest, FINISHED_STATUS_OF, isFinished, NEW_REQUEST_WORK, RequestStatus } from "./request.ts";
 
 /** The runner's answer to "what can this request do next" (ModelRunner.nextWork). */
 export type WorkOf = (requestId: RequestId) => RequestWork | undefined;
-
-/** A known request the runner has no answer for gets nothing (the engine ends it as stuck) rather than a second first prefill. */
-const NO_WORK: RequestWork = Object.freeze({ prefillPositions: 0, canStep: false, decodeFrames: 0 });
 
 export interface SchedulerLimits {
   /** Requests running at once (prefilling, running or paused). */
@@ -97,6 +94,7 @@ export class Scheduler {
   /** Prefill and step work for this tick (no decodes: see `scheduleDecodes`). */
   schedule(nowMs: number, workOf: WorkOf): StepPlan {
     this.#admit(nowMs);
+    // A known request the runner has no answer for gets nothing (the engine ends it as stuck), not a second first prefill.
     const work = new Map(this.#running.map((request) => [request.id, request.known ? (workOf(request.id) ?? NO_WORK) : NEW_REQUEST_WORK]));
     for (const request of this.#running) {
       if (request.status !== RequestStatus.PAUSED) request.status = work.get(request.id)!.prefillPositions > 0 ? RequestStatus.PREFILLING : RequestStatus.RUNNING;

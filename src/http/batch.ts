@@ -15,7 +15,6 @@ import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { base64 } from "./speech.ts";
 
-/** Items synthesised at once; the rest wait, so one large batch cannot hog every core. */
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
 

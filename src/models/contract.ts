@@ -107,6 +107,9 @@ export interface RequestWork {
   decodeFrames: number;
 }
 
+/** A request with nothing to do (finished, or unknown to its runner). */
+export const NO_WORK: Readonly<RequestWork> = Object.freeze({ prefillPositions: 0, canStep: false, decodeFrames: 0 });
+
 /** One tick's work, a plain value: the runner executes exactly this. */
 export interface StepPlan {
   /** Requests seen for the first time: the runner makes their state (no model work yet) before anything else. */

@@ -4,7 +4,7 @@
  * yields one step's audio per `next()`. A tick's steps are started together, most urgent first, and the
  * tick waits for all of them.
  */
-import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "./contract.ts";
+import { NO_WORK, type AudioChunk, type ModelRunner, type RequestId, type RequestResult, type RequestWork, type StepOutput, type StepPlan, type SynthesisJob } from "./contract.ts";
 
 /** One request's steps: each yielded array is the audio of one step. Must stop soon once `job.signal` aborts. */
 export type StepGenerator = (job: SynthesisJob) => AsyncGenerator<AudioChunk[], void, undefined>;
@@ -18,7 +18,6 @@ interface GeneratorRequest {
 }
 
 const READY: RequestWork = Object.freeze({ prefillPositions: 0, canStep: true, decodeFrames: 0 });
-const NOTHING_LEFT: RequestWork = Object.freeze({ prefillPositions: 0, canStep: false, decodeFrames: 0 });
 
 export class GeneratorRunner implements ModelRunner {
   readonly #requests = new Map<RequestId, GeneratorRequest>();
@@ -64,7 +63,7 @@ export class GeneratorRunner implements ModelRunner {
   nextWork(requestId: RequestId): RequestWork | undefined {
     const request = this.#requests.get(requestId);
     if (!request) return undefined;
-    return request.done ? NOTHING_LEFT : READY;
+    return request.done ? NO_WORK : READY;
   }
 
   async #step(requestId: RequestId): Promise<RequestResult> {

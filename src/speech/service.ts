@@ -8,8 +8,7 @@ import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "
 import type { ModelHost } from "../engine/host.ts";
 import type { Engine, EngineStream, SubmitOptions } from "../engine/core.ts";
 import type { FinishReason } from "../models/contract.ts";
-import type { Logger } from "../log/logger.ts";
-import { silentLogger } from "../log/logger.ts";
+import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";

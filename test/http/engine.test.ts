@@ -10,6 +10,7 @@ import { parseSse } from "../support/sse.ts";
 import { TONE_REQUEST_STATE_BYTES, ToneAdapter } from "../support/tone-adapter.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
 import { eventually } from "../support/eventually.ts";
+import { seededRandom } from "../gpu/support.ts";
 
 
 /** The value of one sample line of /metrics (0 when absent). */
@@ -164,8 +165,7 @@ describe("soak", () => {
     const adapter = new ToneAdapter({ frameDelayMs: 1, framesPerChar: 1 });
     const server = await startTestServer(adapter, { flags: { "max-streams": "6", "max-queue": "400" } });
     try {
-      let seed = 12345;
-      const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const random = seededRandom(12345);
       let completed = 0;
       let left = 0;
       const one = async () => {

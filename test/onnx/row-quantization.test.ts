@@ -14,6 +14,7 @@ import { quantizeRowsSeparately } from "../../src/onnx/row-quantization.ts";
 import { loadOnnxRuntime, type OnnxSession } from "../../src/onnx/runtime.ts";
 import { FlowHead } from "../../src/models/pocket/stages/flow-head.ts";
 import { loadPocketBundle } from "../../src/models/pocket/bundle.ts";
+import { randomArray, seededRandom } from "../gpu/support.ts";
 
 const FIXTURE = join(import.meta.dir, "..", "..", "..", "shared", "fixtures", "pocket-tiny");
 const QUANTIZER = join(import.meta.dir, "..", "..", "..", "shared", "tools", "quantize_int8.py");
@@ -35,9 +36,9 @@ let dim: number;
 let published: OnnxSession;
 let rows: OnnxSession;
 
+/** `count` rows of `width` values in [−scale/2, scale/2), the same for a seed. */
 function randomRows(seed: number, count: number, width: number, scale = 1): Float32Array {
-  let state = seed;
-  return Float32Array.from({ length: count * width }, () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5) * scale);
+  return randomArray(seededRandom(seed), count * width, scale / 2);
 }
 
 async function flowDir(session: OnnxSession, c: Float32Array, s: Float32Array, x: Float32Array): Promise<Float32Array> {

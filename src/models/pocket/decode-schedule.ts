@@ -13,6 +13,16 @@ export interface LatentBatchDecoder {
 }
 
 /**
+ * Latents the next decoder call of a chunk takes once `sentFrames` have been sent: 1, 2, 4, … up to
+ * `maxBatchFrames`, so first audio leaves at once and later calls grow with what was sent. A function of
+ * counts alone, never of timing: a different split changes float rounding, and the same seed must give
+ * the same bytes.
+ */
+export function decodeBatchFrames(sentFrames: number, maxBatchFrames: number): number {
+  return Math.min(maxBatchFrames, sentFrames + 1);
+}
+
+/**
  * Decodes a chunk's latents in growing batches, each batch's audio yielded as soon as it is decoded. The
  * first latent is decoded alone, so first audio leaves at once; later batches take at least 1, 2, 4, … up
  * to `maxBatchFrames` latents (doubling with the latents already sent), since one decoder call on k latents
@@ -23,9 +33,7 @@ export interface LatentBatchDecoder {
 export async function* decodeAlongside(latents: AsyncIterable<Float32Array>, decoder: LatentBatchDecoder, options: { latentDim: number; maxBatchFrames: number }): AsyncGenerator<Float32Array, void, undefined> {
   const pending: Float32Array[] = [];
   let sentFrames = 0;
-  // Batch sizes follow the schedule alone, never timing: a different split changes float rounding, and
-  // the same seed must give the same bytes.
-  const batchSize = () => Math.min(options.maxBatchFrames, sentFrames + 1);
+  const batchSize = () => decodeBatchFrames(sentFrames, options.maxBatchFrames);
   const takeBatch = (count = pending.length) => {
     const batch = concatFloat32(pending.splice(0, count));
     sentFrames += batch.length / options.latentDim;

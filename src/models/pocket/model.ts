@@ -19,7 +19,7 @@ import { closePocketSessions, openPocketSessions, type PocketSessions } from "./
 import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";
 import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
-import { type FlowLmState, type MimiState } from "./stages/state.ts";
+import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
 import { type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./decoder/worker-client.ts";
@@ -205,8 +205,4 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
     if (file.endsWith(".safetensors")) files.set(file.slice(0, -".safetensors".length).toLowerCase(), join(bundle.voicesDirectory, file));
   }
   return files;
-}
-
-function stateBytes(state: FlowLmState | MimiState): number {
-  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
 }

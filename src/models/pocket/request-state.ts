@@ -7,7 +7,8 @@
  */
 import type { RequestWork, SynthesisJob } from "../contract.ts";
 import { DEFAULT_GENERATION_PARAMS, maxFramesForTokens, type GenerationParams, type TextChunk } from "./loop.ts";
-import type { LatentNoise } from "./noise.ts";
+import { seededLatentNoise, type LatentNoise } from "./noise.ts";
+import { decodeBatchFrames } from "./decode-schedule.ts";
 import type { FlowLmState } from "./stages/state.ts";
 
 /** The chunk being sampled: its own FlowLM state (a copy of the voice's, written in place step by step). */
@@ -36,6 +37,8 @@ export interface DecodingChunk {
 
 export class PocketRequest {
   readonly params: GenerationParams;
+  /** x0 of each AR step: the job's seed (a random one without), at the request's temperature. */
+  readonly noise: LatentNoise;
   voice: FlowLmState | undefined;
   chunks: readonly TextChunk[] = [];
   /** Next chunk to prefill. */
@@ -56,9 +59,9 @@ export class PocketRequest {
   constructor(
     readonly job: SynthesisJob,
     params: Partial<GenerationParams>,
-    readonly noise: LatentNoise,
   ) {
     this.params = { ...DEFAULT_GENERATION_PARAMS, ...params };
+    this.noise = seededLatentNoise(job.seed ?? BigInt(Math.floor(Math.random() * 2 ** 32)), this.params.temperature);
   }
 
   get needsVoice(): boolean {
@@ -128,8 +131,7 @@ export class PocketRequest {
   dueDecode(): { chunk: DecodingChunk; frames: number } | undefined {
     const chunk = this.decoding[0];
     if (!chunk || chunk.pending.length === 0) return undefined;
-    // 1, 2, 4, … up to decodeBatchFrames: first audio leaves at once, later calls grow with what was sent.
-    const batch = Math.min(this.params.decodeBatchFrames, chunk.sentFrames + 1);
+    const batch = decodeBatchFrames(chunk.sentFrames, this.params.decodeBatchFrames);
     if (chunk.pending.length >= batch) return { chunk, frames: batch };
     return chunk.sampled ? { chunk, frames: chunk.pending.length } : undefined;
   }

@@ -1,21 +1,20 @@
 /**
  * Pocket TTS's runner: executes the engine's plans over many requests. A prefill unit loads the request's
- * voice (once) and prefills its next text chunk; a step runs FlowLM and the flow head for one request (both
- * graphs are batch 1 here: the int8 flow head quantizes its input per tensor, so rows in one call would
- * change each other's results); a decode sends a request's due latents to the Mimi decoder, and on WGSL
+ * voice (once) and prefills its next text chunk; a tick's steps run FlowLM one request after another (its
+ * graph is batch 1), then the flow head for all of them in one call where its rows are independent
+ * (stages/flow-head.ts); a decode sends a request's due latents to the Mimi decoder, and on WGSL
  * kernels puts every request with the same frame count into one `decodeBatch` call (a row's audio does not
  * depend on the others: test/models/pocket/mimi-wgsl/decoder.test.ts). States are freed when the engine
  * says a request ended (`finishedRequestIds`), or, if a decode still uses them, when it settles.
  */
 import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../contract.ts";
 import { chunkTokenBudget, planTextChunks } from "./loop.ts";
-import { seededLatentNoise } from "./noise.ts";
 import { generationParams } from "./params.ts";
 import { PocketRequest, type DecodingChunk } from "./request-state.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
 import type { LatentDecoder } from "./stages/mimi-decoder.ts";
-import type { FlowLmState } from "./stages/state.ts";
+import { stateBytes, type FlowLmState } from "./stages/state.ts";
 import type { TextConditioner } from "./stages/text-conditioner.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
@@ -65,7 +64,7 @@ export class PocketRunner implements ModelRunner {
 
   stateBytes(): number {
     let bytes = this.#liveDecoderStates * this.parts.decoderStateBytes;
-    for (const request of this.#requests.values()) if (request.sampling) bytes += flowStateBytes(request.sampling.state);
+    for (const request of this.#requests.values()) if (request.sampling) bytes += stateBytes(request.sampling.state);
     return bytes;
   }
 
@@ -118,9 +117,7 @@ export class PocketRunner implements ModelRunner {
   }
 
   #newRequest(job: SynthesisJob): PocketRequest {
-    const params = generationParams(job.extraParams);
-    const noise = seededLatentNoise(job.seed ?? BigInt(Math.floor(Math.random() * 2 ** 32)), params.temperature ?? 0.7);
-    const request = new PocketRequest(job, params, noise);
+    const request = new PocketRequest(job, generationParams(job.extraParams));
     if (job.voicePrompt) request.voice = job.voicePrompt.state as FlowLmState;
     return request;
   }
@@ -274,8 +271,4 @@ export class PocketRunner implements ModelRunner {
   #releaseAll(request: PocketRequest): void {
     for (const chunk of request.decoding.splice(0)) this.#releaseDecoderState(chunk.decoderState);
   }
-}
-
-function flowStateBytes(state: FlowLmState): number {
-  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
 }

@@ -2,6 +2,7 @@
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { float32Output } from "./state.ts";
 import { concatFloat32 as concatRows } from "../../../audio/concat.ts";
+import { seededLatentNoise } from "../noise.ts";
 
 export interface FlowHeadConfig {
   latentDim: number;
@@ -48,9 +49,8 @@ export class FlowHead {
 
   private async rowsMatchAlone(): Promise<boolean> {
     const { conditioningDim, latentDim } = this.config;
-    let seed = 7;
-    const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 4 - 2;
-    const rows = Array.from({ length: ROW_CHECK_ROWS }, (_, index) => ({ c: Float32Array.from({ length: conditioningDim }, next), x: Float32Array.from({ length: latentDim }, next), s: index / ROW_CHECK_ROWS }));
+    const noise = seededLatentNoise(7, 1);
+    const rows = Array.from({ length: ROW_CHECK_ROWS }, (_, index) => ({ c: noise.next(conditioningDim), x: noise.next(latentDim), s: index / ROW_CHECK_ROWS }));
     // Rows of very different ranges: a per-tensor quantization would couple them.
     rows[1]!.c.forEach((value, index, array) => (array[index] = value * 40));
     const batched = await this.run(

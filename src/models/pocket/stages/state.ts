@@ -18,6 +18,11 @@ export interface StateTensors {
   readonly tensors: readonly ort.Tensor[];
 }
 
+/** Bytes a state's tensors hold. */
+export function stateBytes(state: StateTensors): number {
+  return state.tensors.reduce((sum, tensor) => sum + (tensor.data as ArrayBufferView).byteLength, 0);
+}
+
 /** FlowLM KV caches and step counters after `positions` conditioning and latent positions (§2.2 table). */
 export interface FlowLmState extends StateTensors {
   readonly positions: number;
