@@ -17,6 +17,7 @@
 import type { PocketModelFlags } from "./bundle.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
+import type { FlowLmStepper } from "./stages/flow-lm-slots.ts";
 import type { FlowLmState } from "./stages/state.ts";
 import type { LatentDecoder } from "./stages/mimi-decoder.ts";
 import type { TextConditioner } from "./stages/text-conditioner.ts";
@@ -151,6 +152,8 @@ export async function* chunkLatents(step: ArStepFunction, options: ChunkLoopOpti
 export interface GenerationStages {
   textConditioner: TextConditioner;
   flowLm: FlowLm;
+  /** AR steps through a slot of the batched step, as the runner does; absent or null: the published graph. */
+  flowLmSlots?: FlowLmStepper | null;
   flowHead: FlowHead;
   /** The ONNX decoder or the WGSL one: both keep the same decode contract. */
   mimiDecoder: LatentDecoder<unknown>;
@@ -191,12 +194,20 @@ export async function* generateSpeech(stages: GenerationStages, request: Generat
     let flowState = await stages.flowLm.prefill(request.voice, textConditioning);
     // Each AR step adds one cache position; stop before the static cache overflows (§6.10).
     const maxFrames = Math.min(maxFramesForTokens(chunk.tokenIds.length), params.maxFramesPerChunk ?? Infinity, cachePositions - flowState.positions);
+    const slots = stages.flowLmSlots ?? null;
+    const slot = slots?.admit(flowState);
 
     const step: ArStepFunction = async (inputLatent) => {
-      // flowState is this chunk's own (the prefill above copied the shared voice caches), so each step
-      // may write into it.
-      const result = await stages.flowLm.step(flowState, inputLatent, { reuseState: true });
-      flowState = result.state;
+      let result: { conditioning: Float32Array; eosLogit: number };
+      if (slots && slot) {
+        [result] = (await slots.step([{ slot, latent: inputLatent }])) as [typeof result];
+      } else {
+        // flowState is this chunk's own (the prefill above copied the shared voice caches), so each step
+        // may write into it.
+        const stepped = await stages.flowLm.step(flowState, inputLatent, { reuseState: true });
+        flowState = stepped.state;
+        result = stepped;
+      }
       const latent = await stages.flowHead.sample(result.conditioning, noise.next(latentDim), params.lsdSteps);
       return { latent, eosLogit: result.eosLogit };
     };
@@ -229,6 +240,7 @@ export async function* generateSpeech(stages: GenerationStages, request: Generat
       }
     } finally {
       stages.mimiDecoder.release?.(decoderState);
+      if (slot) slots?.release(slot);
     }
   }
 }

@@ -114,11 +114,12 @@ export class PocketModel implements SpeechModel {
     logger: Logger,
   ) {
     this.#decoder = decoder;
+    if (!stages.flowLmSlots) logger.warn("FlowLM runs one stream per call", { reason: stages.flowLmSlotsUnavailable });
     const voices = [...voiceFiles.keys()];
     this.capabilities = {
       modelId: "pocket-tts",
       kind: "neural",
-      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${describePlacement(decoder)}`,
+      description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${stages.flowLmSlots ? "FlowLM steps batched across streams" : "FlowLM one stream per call"}, ${describePlacement(decoder)}`,
       voices,
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
@@ -133,6 +134,7 @@ export class PocketModel implements SpeechModel {
     this.runner = new PocketRunner({
       textConditioner: stages.textConditioner,
       flowLm: stages.flowLm,
+      flowLmSlots: stages.flowLmSlots,
       flowHead: stages.flowHead,
       decoder: runnerDecoder,
       tokenizer,

@@ -22,6 +22,7 @@ import { VoiceEncoder } from "./stages/voice-encoder.ts";
 import { FlowLm } from "./stages/flow-lm.ts";
 import { FlowHead } from "./stages/flow-head.ts";
 import { MimiDecoder } from "./stages/mimi-decoder.ts";
+import { createFlowLmSlots, type FlowLmSlots } from "./stages/flow-lm-slots.ts";
 
 
 /** All stages of a bundle, built from its sessions. */
@@ -29,16 +30,23 @@ export interface PocketStages {
   textConditioner: TextConditioner;
   voiceEncoder: VoiceEncoder | null;
   flowLm: FlowLm;
+  /** FlowLM's AR steps for many streams in one call, or null (with why) where the batched step is not usable. */
+  flowLmSlots: FlowLmSlots | null;
+  flowLmSlotsUnavailable?: string;
   flowHead: FlowHead;
   mimiDecoder: MimiDecoder;
 }
 
 export async function createPocketStages(bundle: PocketBundle, sessions: PocketSessions): Promise<PocketStages> {
   const { latentDim, conditioningDim, samplesPerFrame, flowLmCachePositions } = bundle.dims;
+  const flowLm = await FlowLm.create(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites, sessions.flowLmWindowedInputs);
+  const slots = await createFlowLmSlots(sessions.flowLmBatched, flowLm);
   return {
     textConditioner: new TextConditioner(sessions.textConditioner, conditioningDim),
     voiceEncoder: sessions.voiceEncoder ? await VoiceEncoder.create(sessions.voiceEncoder, { samplesPerFrame, conditioningDim, bosBeforeVoice: bundle.bosBeforeVoice }) : null,
-    flowLm: await FlowLm.create(sessions.flowLmMain, bundle.flowLmStateManifest, { latentDim, conditioningDim, cachePositions: flowLmCachePositions }, sessions.flowLmCacheWrites, sessions.flowLmWindowedInputs),
+    flowLm,
+    flowLmSlots: slots.slots,
+    ...(slots.slots ? {} : { flowLmSlotsUnavailable: slots.reason }),
     flowHead: await FlowHead.create(sessions.flowLmFlow, { latentDim, conditioningDim }, sessions.flowLmFlowRows),
     mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
   };

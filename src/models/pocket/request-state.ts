@@ -10,10 +10,14 @@ import { DEFAULT_GENERATION_PARAMS, maxFramesForTokens, type GenerationParams, t
 import { seededLatentNoise, type LatentNoise } from "./noise.ts";
 import { decodeBatchFrames } from "./decode-schedule.ts";
 import type { FlowLmState } from "./stages/state.ts";
+import type { FlowLmSlot } from "./stages/flow-lm-slots.ts";
 
-/** The chunk being sampled: its own FlowLM state (a copy of the voice's, written in place step by step). */
+/**
+ * The chunk being sampled, with its FlowLM caches: a slot of the batched step (stages/flow-lm-slots.ts),
+ * or, where there is none, its own state (a copy of the voice's, written in place step by step).
+ */
 export interface SamplingChunk {
-  state: FlowLmState;
+  cache: { slot: FlowLmSlot } | { state: FlowLmState };
   /** k within the chunk. */
   step: number;
   maxFrames: number;
@@ -85,13 +89,13 @@ export class PocketRequest {
     return this.samplingDone && this.decoding.length === 0 && !this.decodeInFlight;
   }
 
-  /** Starts sampling the next chunk from its prefilled state. */
-  startChunk(state: FlowLmState, chunk: TextChunk, cachePositions: number, decoderState: unknown): void {
+  /** Starts sampling the next chunk from its prefilled caches, which hold `positions` positions. */
+  startChunk(cache: SamplingChunk["cache"], positions: number, chunk: TextChunk, cachePositions: number, decoderState: unknown): void {
     this.sampling = {
-      state,
+      cache,
       step: 0,
       // Each AR step adds one cache position; stop before the static cache overflows (§6.10).
-      maxFrames: Math.min(maxFramesForTokens(chunk.tokenIds.length), this.params.maxFramesPerChunk ?? Infinity, cachePositions - state.positions),
+      maxFrames: Math.min(maxFramesForTokens(chunk.tokenIds.length), this.params.maxFramesPerChunk ?? Infinity, cachePositions - positions),
       framesAfterEos: this.params.framesAfterEos ?? chunk.framesAfterEos,
       eosStep: undefined,
       input: null,

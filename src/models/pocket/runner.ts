@@ -1,8 +1,9 @@
 /**
  * Pocket TTS's runner: executes the engine's plans over many requests. A prefill unit loads the request's
- * voice (once) and prefills its next text chunk; a tick's steps run FlowLM one request after another (its
- * graph is batch 1), then the flow head for all of them in one call where its rows are independent
- * (stages/flow-head.ts); a decode sends a request's due latents to the Mimi decoder, and on WGSL
+ * voice (once) and prefills its next text chunk with the published graph, then moves its caches into a
+ * slot of the batched step (stages/flow-lm-slots.ts); a tick's steps run FlowLM for every stepping
+ * request in one call (or one request after another where the batched step is not usable), then the flow
+ * head for all of them in one call where its rows are independent (stages/flow-head.ts); a decode sends a request's due latents to the Mimi decoder, and on WGSL
  * kernels puts every request with the same frame count into one `decodeBatch` call (a row's audio does not
  * depend on the others: test/models/pocket/mimi-wgsl/decoder.test.ts). States are freed when the engine
  * says a request ended (`finishedRequestIds`), or, if a decode still uses them, when it settles.
@@ -13,6 +14,7 @@ import { generationParams } from "./params.ts";
 import { PocketRequest, type DecodingChunk } from "./request-state.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
+import type { FlowLmSlot, FlowLmSlots } from "./stages/flow-lm-slots.ts";
 import type { LatentDecoder } from "./stages/mimi-decoder.ts";
 import { stateBytes, type FlowLmState } from "./stages/state.ts";
 import type { TextConditioner } from "./stages/text-conditioner.ts";
@@ -31,6 +33,8 @@ export interface RunnerDecoder extends LatentDecoder<unknown> {
 export interface PocketRunnerParts {
   textConditioner: TextConditioner;
   flowLm: FlowLm;
+  /** FlowLM's AR steps for many requests in one call; null: one request per call on `flowLm`. */
+  flowLmSlots: FlowLmSlots | null;
   flowHead: FlowHead;
   decoder: RunnerDecoder;
   tokenizer: SentencePieceTokenizer;
@@ -63,8 +67,8 @@ export class PocketRunner implements ModelRunner {
   }
 
   stateBytes(): number {
-    let bytes = this.#liveDecoderStates * this.parts.decoderStateBytes;
-    for (const request of this.#requests.values()) if (request.sampling) bytes += stateBytes(request.sampling.state);
+    let bytes = this.#liveDecoderStates * this.parts.decoderStateBytes + (this.parts.flowLmSlots?.stateBytes ?? 0);
+    for (const request of this.#requests.values()) if (request.sampling && "state" in request.sampling.cache) bytes += stateBytes(request.sampling.cache.state);
     return bytes;
   }
 
@@ -137,14 +141,22 @@ export class PocketRunner implements ModelRunner {
     if (chunk.tokenIds.length === 0) throw new RangeError(`text chunk ${request.nextChunk} has no tokens`);
     const conditioning = await textConditioner.embed(chunk.tokenIds);
     const state = await flowLm.prefill(request.voice, conditioning);
-    request.startChunk(state, chunk, flowLm.config.cachePositions, this.#newDecoderState());
+    const { flowLmSlots } = this.parts;
+    let cache: { slot: FlowLmSlot } | { state: FlowLmState } = { state };
+    if (flowLmSlots) {
+      const slot = flowLmSlots.admit(state);
+      this.#slotOf.set(request, slot);
+      cache = { slot };
+    }
+    request.startChunk(cache, state.positions, chunk, flowLm.config.cachePositions, this.#newDecoderState());
+    this.#releaseEndedSlot(request);
     this.#releaseDecoded(request);
   }
 
   /**
-   * The tick's AR steps: FlowLM one request after another (its graph is batch 1), then the flow head for
-   * all of them, one call per Euler sub-step for the rows that share their LSD steps where its rows are
-   * independent (stages/flow-head.ts); then each request's loop rule.
+   * The tick's AR steps: FlowLM for all of them in one call (or one after another without the batched
+   * step), then the flow head for all of them, one call per Euler sub-step for the rows that share their
+   * LSD steps where its rows are independent (stages/flow-head.ts); then each request's loop rule.
    */
   async #steps(
     ids: readonly RequestId[],
@@ -153,21 +165,36 @@ export class PocketRunner implements ModelRunner {
     resultOf: (id: RequestId) => RequestResult,
     failed: (id: RequestId, error: unknown) => void,
   ): Promise<void> {
-    const { flowLm, flowHead } = this.parts;
-    const stepped: Array<{ id: RequestId; request: PocketRequest; conditioning: Float32Array; eosLogit: number; x0: Float32Array }> = [];
-    batchSizes.flow_lm = [];
+    const { flowLm, flowLmSlots, flowHead } = this.parts;
+    const stepping: Array<{ id: RequestId; request: PocketRequest; chunk: NonNullable<PocketRequest["sampling"]> }> = [];
     for (const id of ids) {
       const request = this.#requests.get(id);
-      const chunk = request?.sampling;
-      if (!request || !chunk) continue;
+      if (request?.sampling) stepping.push({ id, request, chunk: request.sampling });
+    }
+    const stepped: Array<{ id: RequestId; request: PocketRequest; conditioning: Float32Array; eosLogit: number; x0: Float32Array }> = [];
+    const row = (entry: (typeof stepping)[number], result: { conditioning: Float32Array; eosLogit: number }) => ({ id: entry.id, request: entry.request, ...result, x0: entry.request.noise.next(flowLm.config.latentDim) });
+    batchSizes.flow_lm = [];
+    const inSlots = stepping.filter((entry) => "slot" in entry.chunk.cache);
+    if (flowLmSlots && inSlots.length > 0) {
+      try {
+        const results = await timed("flow_lm", () => flowLmSlots.step(inSlots.map(({ chunk }) => ({ slot: (chunk.cache as { slot: FlowLmSlot }).slot, latent: chunk.input }))));
+        batchSizes.flow_lm.push(inSlots.length);
+        inSlots.forEach((entry, index) => stepped.push(row(entry, results[index]!)));
+      } catch (error) {
+        for (const entry of inSlots) failed(entry.id, error);
+      }
+    }
+    for (const entry of stepping) {
+      const { cache } = entry.chunk;
+      if (!("state" in cache)) continue;
       try {
         // The chunk's state is its own (the prefill copied the shared voice caches), so the step writes into it.
-        const result = await timed("flow_lm", () => flowLm.step(chunk.state, chunk.input, { reuseState: true }));
+        const result = await timed("flow_lm", () => flowLm.step(cache.state, entry.chunk.input, { reuseState: true }));
         batchSizes.flow_lm.push(1);
-        chunk.state = result.state;
-        stepped.push({ id, request, conditioning: result.conditioning, eosLogit: result.eosLogit, x0: request.noise.next(flowLm.config.latentDim) });
+        cache.state = result.state;
+        stepped.push(row(entry, result));
       } catch (error) {
-        failed(id, error);
+        failed(entry.id, error);
       }
     }
     const byLsdSteps = new Map<number, typeof stepped>();
@@ -179,6 +206,7 @@ export class PocketRunner implements ModelRunner {
         batchSizes.flow_head.push(...(flowHead.batchesRows ? [rows.length] : rows.map(() => 1)));
         rows.forEach((row, index) => {
           row.request.applyStep(latents[index]!, row.eosLogit);
+          this.#releaseEndedSlot(row.request);
           this.#releaseDecoded(row.request);
           resultOf(row.id);
         });
@@ -254,6 +282,20 @@ export class PocketRunner implements ModelRunner {
     this.#liveDecoderStates--;
   }
 
+  /** Slots held by requests, so a chunk that ended (or a request freed) gives its slot back once. */
+  readonly #slotOf = new Map<PocketRequest, FlowLmSlot>();
+
+  /** Gives back the slot of a chunk that ended, and records the slot of the chunk sampling now. */
+  #releaseEndedSlot(request: PocketRequest): void {
+    const held = this.#slotOf.get(request);
+    const current = request.sampling && "slot" in request.sampling.cache ? request.sampling.cache.slot : undefined;
+    if (held && held !== current) {
+      this.parts.flowLmSlots?.release(held);
+      this.#slotOf.delete(request);
+    }
+    if (current) this.#slotOf.set(request, current);
+  }
+
   #releaseDecoded(request: PocketRequest): void {
     for (const chunk of request.takeDecodedChunks()) this.#releaseDecoderState(chunk.decoderState);
   }
@@ -265,6 +307,7 @@ export class PocketRunner implements ModelRunner {
     this.#requests.delete(requestId);
     request.freed = true;
     request.sampling = undefined;
+    this.#releaseEndedSlot(request);
     if (!request.decodeInFlight) this.#releaseAll(request);
   }
 

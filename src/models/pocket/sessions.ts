@@ -4,6 +4,10 @@ import type { PocketBundle, StateEntry } from "./bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
 import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";
+import { readOnnxGraphWeights } from "../../onnx/proto.ts";
+import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
+import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
+import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
 
 /** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
 export const FLOW_LM_POSITIONS_AXIS = 2;
@@ -20,6 +24,11 @@ export interface PocketSessions {
   flowLmCacheWrites: CacheWritePlan[];
   /** flow_lm_main's inputs declared with a symbolic positions axis (cache-writes.ts). */
   flowLmWindowedInputs: string[];
+  /**
+   * FlowLM's AR step over many streams (batched/flow-lm-graph.ts), built from flow_lm_main's own weights;
+   * the published graph still runs prefills. Checked against it before use (stages/flow-lm-slots.ts).
+   */
+  flowLmBatched: BatchedStepSession;
   flowLmFlow: OnnxSession;
   /**
    * The flow head for several rows in one call: the int8 graph with its activations quantized per row
@@ -33,10 +42,11 @@ export interface PocketSessions {
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
   const runtime = await loadOnnxRuntime(options);
   const { graphs } = bundle;
-  const [textConditioner, voiceEncoder, flowLm, [flowLmFlow, flowLmFlowRows], mimi] = await Promise.all([
+  const [textConditioner, voiceEncoder, flowLm, flowLmBatched, [flowLmFlow, flowLmFlowRows], mimi] = await Promise.all([
     runtime.createSession(graphs.textConditioner.path),
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
     createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
+    createBatchedStepSession(runtime, bundle),
     createFlowHeadSessions(runtime, graphs.flowLmFlow.path),
     // Not the Mimi decoder: its ring writes replace a whole K/V plane per call, so fetching the writes
     // instead of the caches would save nothing.
@@ -50,10 +60,27 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     flowLmMain: flowLm.session,
     flowLmCacheWrites: flowLm.cacheWrites,
     flowLmWindowedInputs: flowLm.windowed,
+    flowLmBatched,
     flowLmFlow,
     flowLmFlowRows,
     mimiDecoder: mimi,
   };
+}
+
+/** The batched FlowLM step from the bundle's flow_lm_main weights, or why it cannot be built or run. */
+async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle): Promise<BatchedStepSession> {
+  const caches = bundle.flowLmStateManifest.filter((entry) => entry.key === "cache" && entry.shape.length === 5);
+  if (caches.length === 0) return { session: null, reason: "the FlowLM manifest has no KV caches" };
+  const [, , , heads, headDim] = caches[0]!.shape as [number, number, number, number, number];
+  const config = { layers: caches.length, heads, headDim, latentDim: bundle.dims.latentDim, cachePositions: bundle.dims.flowLmCachePositions };
+  const path = bundle.graphs.flowLmMain.path;
+  const read = flowLmWeightsFromGraph(await readOnnxGraphWeights(path), config);
+  if ("reason" in read) return { session: null, reason: read.reason };
+  try {
+    return { session: await runtime.createSession(path, buildBatchedFlowLmStep(read.weights)), config };
+  } catch (error) {
+    return { session: null, reason: `the runtime cannot run the batched step graph: ${(error as Error).message}` };
+  }
 }
 
 /** The published flow head, and the one for many rows (per-row quantization where the graph quantizes). */
@@ -84,7 +111,7 @@ export async function createCacheWritingSession(
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
-  const { textConditioner, voiceEncoder, flowLmMain, flowLmFlow, flowLmFlowRows, mimiDecoder } = sessions;
-  const distinct = new Set([textConditioner, voiceEncoder, flowLmMain, flowLmFlow, flowLmFlowRows, mimiDecoder]);
+  const { textConditioner, voiceEncoder, flowLmMain, flowLmBatched, flowLmFlow, flowLmFlowRows, mimiDecoder } = sessions;
+  const distinct = new Set([textConditioner, voiceEncoder, flowLmMain, flowLmBatched.session, flowLmFlow, flowLmFlowRows, mimiDecoder]);
   await Promise.all([...distinct].map((session) => session?.release()));
 }

@@ -14,12 +14,11 @@
  * - A stream never holds more than `cachePositions` (1000, §3.1) positions, as with the published graph.
  */
 import type * as ort from "onnxruntime-web";
-import type { OnnxRuntime, OnnxSession } from "../../../onnx/runtime.ts";
-import { readOnnxGraphWeights } from "../../../onnx/proto.ts";
+import type { OnnxSession } from "../../../onnx/runtime.ts";
 import type { StateEntry } from "../bundle.ts";
-import { batchedKeysInput, batchedNewKeysOutput, batchedNewValuesOutput, batchedValuesInput, BATCHED_STEP_INPUTS, buildBatchedFlowLmStep } from "../batched/flow-lm-graph.ts";
-import { flowLmWeightsFromGraph } from "../batched/flow-lm-weights.ts";
+import { batchedKeysInput, batchedNewKeysOutput, batchedNewValuesOutput, batchedValuesInput, BATCHED_STEP_INPUTS } from "../batched/flow-lm-graph.ts";
 import { FLOW_LM_POSITIONS_AXIS } from "../sessions.ts";
+import type { FlowLmDimensions } from "../batched/flow-lm-weights.ts";
 import type { FlowLm } from "./flow-lm.ts";
 import { float32Output, requiredOutput, type FlowLmState } from "./state.ts";
 
@@ -28,17 +27,20 @@ export interface FlowLmSlot {
   readonly positions: number;
 }
 
-export interface FlowLmSlotsConfig {
-  layers: number;
-  heads: number;
-  headDim: number;
-  latentDim: number;
+export interface FlowLmSlotsConfig extends FlowLmDimensions {
   cachePositions: number;
 }
 
 export interface SlotStepResult {
   conditioning: Float32Array;
   eosLogit: number;
+}
+
+/** What steps streams through slots: FlowLmSlots, or a wrapper of it (the conformance harness's crowd). */
+export interface FlowLmStepper {
+  admit(state: FlowLmState): FlowLmSlot;
+  release(slot: FlowLmSlot): void;
+  step(rows: ReadonlyArray<{ slot: FlowLmSlot; latent: Float32Array | null }>): Promise<SlotStepResult[]>;
 }
 
 /** T grows and shrinks in blocks of this many positions. */
@@ -52,7 +54,7 @@ class Slot implements FlowLmSlot {
   released = false;
 }
 
-export class FlowLmSlots {
+export class FlowLmSlots implements FlowLmStepper {
   readonly #slots: Slot[] = [];
   /** Per layer, in layer order. */
   #keys: Float32Array[] = [];
@@ -82,14 +84,14 @@ export class FlowLmSlots {
     return this.#slots.length;
   }
 
-  /** Bytes the pools hold. */
+  /** Bytes the pools hold (none while no stream holds a slot). */
   get stateBytes(): number {
     return 2 * this.config.layers * this.#slotCapacity * this.#rowValues * this.#positionCapacity * Float32Array.BYTES_PER_ELEMENT;
   }
 
   /** A slot holding the prefilled `state`'s rows (published layout [2, 1, rows, H, Dh] per layer). */
   admit(state: FlowLmState): FlowLmSlot {
-    if (state.positions >= this.config.cachePositions) throw new RangeError(`FlowLM cache overflow: ${state.positions} positions leave no room below ${this.config.cachePositions}`);
+    if (state.positions > this.config.cachePositions) throw new RangeError(`FlowLM cache overflow: ${state.positions} positions exceed ${this.config.cachePositions}`);
     const slot = new Slot(this.#slots.length, state.positions);
     this.#ensure(this.#slots.length + 1, state.positions + 1);
     this.#slots.push(slot);
@@ -125,6 +127,7 @@ export class FlowLmSlots {
       last.index = slot.index;
       this.#slots[slot.index] = last;
     }
+    if (this.#slots.length === 0) return this.#allocate(0, POSITION_BLOCK);
     const longest = this.#slots.reduce((most, each) => Math.max(most, each.positions), 0);
     // Shrink only well below the capacity, so a stream ending does not make the next step grow it back.
     if (this.#positionCapacity > blocksFor(longest + 1) + POSITION_BLOCK) this.#allocate(this.#slotCapacity, blocksFor(longest + 1));
@@ -239,6 +242,9 @@ export const BATCHED_STEP_TOLERANCE = 1e-5;
 
 export type FlowLmSlotsOutcome = { slots: FlowLmSlots; check: BatchedStepCheck } | { slots: null; reason: string };
 
+/** The batched step's session (sessions.ts), or why there is none. */
+export type BatchedStepSession = { session: OnnxSession; config: FlowLmSlotsConfig } | { session: null; reason: string };
+
 /** What the load-time check measured. */
 export interface BatchedStepCheck {
   /** Largest difference from the published graph's step, relative to the largest magnitude of each output. */
@@ -248,35 +254,21 @@ export interface BatchedStepCheck {
 }
 
 /**
- * The batched step graph built from `graphPath`'s weights, in a session of `runtime`, if it reproduces the
- * published graph: a probe stream prefilled by the published graph steps once through both, alone and
- * beside two others at other positions; its outputs must agree within BATCHED_STEP_TOLERANCE with the
- * published step and be bit-identical alone and batched. Otherwise null, with why, and FlowLM keeps one
- * stream per call.
+ * Slots over the batched step's session if it reproduces the published graph: a probe stream prefilled
+ * by the published graph steps once through both, alone and beside two others at other positions; its
+ * outputs must agree within BATCHED_STEP_TOLERANCE with the published step and be bit-identical alone and
+ * batched. Otherwise null, with why, and FlowLM keeps one stream per call.
  */
-export async function createFlowLmSlots(runtime: OnnxRuntime, graphPath: string, flowLm: FlowLm): Promise<FlowLmSlotsOutcome> {
-  const caches = flowLm.manifest.filter((entry) => entry.key === "cache" && entry.shape.length === 5);
-  if (caches.length === 0) return { slots: null, reason: "the FlowLM manifest has no KV caches" };
-  const [, , , heads, headDim] = caches[0]!.shape as [number, number, number, number, number];
-  const config: FlowLmSlotsConfig = { layers: caches.length, heads, headDim, latentDim: flowLm.config.latentDim, cachePositions: flowLm.config.cachePositions };
-  const read = flowLmWeightsFromGraph(await readOnnxGraphWeights(graphPath), config);
-  if ("reason" in read) return { slots: null, reason: read.reason };
-  let session: OnnxSession;
-  try {
-    session = await runtime.createSession(graphPath, buildBatchedFlowLmStep(read.weights));
-  } catch (error) {
-    return { slots: null, reason: `the runtime cannot run the batched step graph: ${(error as Error).message}` };
-  }
-  const slots = new FlowLmSlots(session, config, flowLm.manifest);
+export async function createFlowLmSlots(batched: BatchedStepSession, flowLm: FlowLm): Promise<FlowLmSlotsOutcome> {
+  if (!batched.session) return { slots: null, reason: batched.reason };
+  const slots = new FlowLmSlots(batched.session, batched.config, flowLm.manifest);
   try {
     const check = await checkAgainstPublished(slots, flowLm);
     if (check.relativeDifference > BATCHED_STEP_TOLERANCE || !check.rowsIndependent) {
-      await session.release();
       return { slots: null, reason: `the batched step differs from the published graph by ${check.relativeDifference.toExponential(2)} (relative)${check.rowsIndependent ? "" : " and its rows are not independent"}` };
     }
     return { slots, check };
   } catch (error) {
-    await session.release();
     return { slots: null, reason: `the batched step failed its check: ${(error as Error).message}` };
   }
 }
