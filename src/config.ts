@@ -195,6 +195,8 @@ export function parseCommandLine(argv: string[]) {
       language: { type: "string" },
       precision: { type: "string" },
       decoder: { type: "string" },
+      batch: { type: "string" },
+      provider: { type: "string" },
     },
   });
 }

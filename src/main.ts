@@ -26,8 +26,10 @@ const USAGE = `Usage:
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
   voxedge models pull [name] [--language L] [--precision int8|fp32]
                                                     download a Pocket TTS bundle into the model cache
-  voxedge conformance <fixture-dir> [--decoder onnx|wgsl]
-                                                    run every golden case of a Pocket TTS fixture; prints JSON
+  voxedge conformance <fixture-dir> [--decoder onnx|wgsl] [--batch N] [--provider auto|onnxruntime-node|onnxruntime-web|webgpu]
+                                                    run every golden case of a Pocket TTS fixture; prints JSON;
+                                                    --batch N: each golden stream inside model calls of N streams;
+                                                    --provider webgpu: the language-model graphs on the WebGPU EP
   voxedge --help`;
 
 async function main(argv: string[]): Promise<number> {
@@ -65,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
-  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder);
+  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider);
   console.error(`unknown command '${command}'\n\n${USAGE}`);
   return 2;
 }
@@ -134,7 +136,9 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   }
 }
 
-async function runConformanceCommand(fixtureDir: string | undefined, decoder = "onnx"): Promise<number> {
+const CONFORMANCE_PROVIDERS = ["auto", "onnxruntime-node", "onnxruntime-web", "webgpu"] as const;
+
+async function runConformanceCommand(fixtureDir: string | undefined, decoder = "onnx", batchFlag?: string, provider = "auto"): Promise<number> {
   if (!fixtureDir) {
     console.error(`conformance needs a fixture folder\n\n${USAGE}`);
     return 2;
@@ -143,9 +147,20 @@ async function runConformanceCommand(fixtureDir: string | undefined, decoder = "
     console.error(`--decoder must be onnx or wgsl, not ${decoder}`);
     return 2;
   }
+  const batch = batchFlag === undefined ? undefined : Number(batchFlag);
+  if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > 256)) {
+    console.error(`--batch must be an integer from 1 to 256, not ${batchFlag}`);
+    return 2;
+  }
+  if (!(CONFORMANCE_PROVIDERS as readonly string[]).includes(provider)) {
+    console.error(`--provider must be one of ${CONFORMANCE_PROVIDERS.join(", ")}, not ${provider}`);
+    return 2;
+  }
   // Loaded here only: onnxruntime-web is not needed to serve with the offline engine.
   const { runConformance } = await import("./conformance/harness.ts");
-  const report = await runConformance(fixtureDir, decoder);
+  // A software adapter is fine for a correctness check.
+  const providerOptions = provider === "webgpu" ? { gpuDevice: (await (await import("./gpu/device.ts")).acquireGpu({ allowSoftware: true })).device } : { provider: provider as "auto" | "onnxruntime-node" | "onnxruntime-web" };
+  const report = await runConformance(fixtureDir, decoder, providerOptions, batch);
   console.log(JSON.stringify(report));
   return report.pass ? 0 : 1;
 }

@@ -11,6 +11,12 @@
  * stage outputs) are listed with `observable: false`. With `decoder = "wgsl"` the Mimi decoder cases run
  * on our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts, fed the fixture's own mimi_decoder.onnx weights): their
  * stage outputs are checked, and their audio is also compared with the ONNX decoder's.
+ *
+ * With `batch` N (`conformance --batch N`), FlowLM steps go through the batched step (the server's path)
+ * and every golden stream runs inside calls of N streams, the others random streams at other positions
+ * and lengths (crowd.ts); the Mimi decoder cases decode beside N − 1 random streams (in one call on
+ * WGSL, call after call on the ONNX graph). Without it the flow_lm case checks the published graph itself
+ * and end-to-end runs as the server does with one stream.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,6 +36,8 @@ import { type FlowLmState } from "../models/pocket/stages/state.ts";
 import type { StateEntry } from "../models/pocket/bundle.ts";
 import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
 import { concatFloat32 } from "../audio/concat.ts";
+import { CrowdedFlowLm, decodeInCrowdedCalls } from "./crowd.ts";
+import type { FlowLmStepper } from "../models/pocket/stages/flow-lm-slots.ts";
 
 export type ConformanceDecoder = "onnx" | "wgsl";
 export type ConformanceStage = "tokenizer" | "text_conditioner" | "encoder" | "flow_lm" | "flow_head" | "decoder" | "end_to_end";
@@ -51,6 +59,8 @@ export interface ConformanceReport {
   decoder: ConformanceDecoder;
   /** The onnxruntime package that ran the graphs; absent when no case needed a session. */
   provider?: CpuProvider;
+  /** Streams per model call (`--batch`); absent: the stages as they are. */
+  batch?: number;
   pass: boolean;
   cases: ConformanceCase[];
 }
@@ -77,8 +87,9 @@ export function compareTensors(actual: ArrayLike<number>, expected: ArrayLike<nu
   return { maxAbs, relRms };
 }
 
-export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}): Promise<ConformanceReport> {
-  const fixture = new Fixture(fixtureDir, options, decoder);
+export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}, batch?: number): Promise<ConformanceReport> {
+  if (batch !== undefined && (!Number.isInteger(batch) || batch < 1)) throw new RangeError(`batch must be a positive integer, got ${batch}`);
+  const fixture = new Fixture(fixtureDir, options, decoder, batch);
   const cases: ConformanceCase[] = [];
   try {
     for (const caseName of Object.keys(fixture.golden.cases)) {
@@ -97,7 +108,7 @@ export async function runConformance(fixtureDir: string, decoder: ConformanceDec
     await fixture.close();
   }
   const provider = await fixture.provider();
-  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
+  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), ...(batch ? { batch } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -125,6 +136,7 @@ class Fixture {
     readonly directory: string,
     private readonly providerOptions: OnnxProviderOptions,
     readonly decoder: ConformanceDecoder,
+    readonly batch?: number,
   ) {
     this.golden = JSON.parse(readFileSync(join(directory, "golden.json"), "utf8")) as GoldenJson;
     this.tensors = decodeSafetensorsWithInt64(readFileSync(join(directory, "golden.safetensors")));
@@ -160,6 +172,29 @@ class Fixture {
 
   async stages(): Promise<PocketStages> {
     return (await this.pipeline()).stages;
+  }
+
+  /** Decodes in `calls` as decodeInCalls does; with `batch`, each call beside batch − 1 random streams. */
+  decode<State>(decoder: LatentDecoder<State>, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
+    return this.batch === undefined ? decodeInCalls(decoder, latents, calls) : decodeInCrowdedCalls(decoder, latents, calls, this.batch);
+  }
+
+  /** How `decode` ran, for a case's detail. */
+  get decodeDetail(): string {
+    if (this.batch === undefined) return "";
+    return this.decoder === "wgsl" ? `, in decodeBatch calls of ${this.batch} streams` : `, between the decodes of ${this.batch - 1} other streams (the ONNX graph is batch 1)`;
+  }
+
+  /**
+   * What FlowLM AR steps go through: with `batch`, the batched step inside a crowd of `batch` streams;
+   * else null (the published graph for the flow_lm case) or the stages' own slots (end-to-end, as served).
+   */
+  async flowLmSteps(asServed: boolean): Promise<{ stepper: FlowLmStepper | null; close(): void; detail?: string }> {
+    const stages = await this.stages();
+    if (this.batch === undefined) return { stepper: asServed ? stages.flowLmSlots : null, close: () => {} };
+    if (!stages.flowLmSlots) throw new Error(`no batched FlowLM step: ${stages.flowLmSlotsUnavailable}`);
+    const crowd = new CrowdedFlowLm(stages.flowLmSlots, stages.flowLm, this.batch);
+    return { stepper: crowd, close: () => crowd.close(), detail: `in calls of ${this.batch} streams` };
   }
 
   /** The decoder under test: the ONNX one, or with `--decoder wgsl` our WGSL one on the same weights. */
@@ -435,9 +470,11 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
     const text = { data: fixture.float(spec.inputs.text_embeddings!), dims: fixture.dims(spec.inputs.text_embeddings!) };
     const noise = fixture.float(spec.inputs.noise!);
     const cases: ConformanceCase[] = [];
+    const flowLmSteps = await fixture.flowLmSteps(false);
     for (const [runName, run] of Object.entries(spec.runs)) {
       const prefix = `flow_lm.${runName}`;
       let state = await stages.flowLm.prefill(voice, text);
+      const slot = flowLmSteps.stepper?.admit(state);
       const offsets = [voice.positions, state.positions];
       const steps = fixture.float(run.outputs.eos_logit!).length;
       const inputLatents = new Float32Array(steps * latentDim);
@@ -449,8 +486,14 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       let input: Float32Array | null = null;
       for (let k = 0; k < steps; k++) {
         inputLatents.set(input ?? new Float32Array(latentDim).fill(NaN), k * latentDim);
-        const result = await stages.flowLm.step(state, input);
-        state = result.state;
+        let result: { conditioning: Float32Array; eosLogit: number };
+        if (flowLmSteps.stepper && slot) {
+          [result] = (await flowLmSteps.stepper.step([{ slot, latent: input }])) as [typeof result];
+        } else {
+          const stepped = await stages.flowLm.step(state, input);
+          state = stepped.state;
+          result = stepped;
+        }
         conditioning.set(result.conditioning, k * conditioningDim);
         eosLogits[k] = result.eosLogit;
         input = await stages.flowHead.sample(result.conditioning, rows(noise, latentDim, k, k + 1), run.lsd_decode_steps, (substep) => {
@@ -459,12 +502,13 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
         });
         latents.set(input, k * latentDim);
       }
-      offsets.push(state.positions);
+      offsets.push(slot ? slot.positions : state.positions);
+      if (slot) flowLmSteps.stepper!.release(slot);
       const expectedOffsets = [spec.state_offsets.after_voice_prefill, spec.state_offsets.after_text_prefill, spec.state_offsets.after_last_step];
       cases.push(
         exactCase(`${prefix}.state_offsets`, "flow_lm", offsets, expectedOffsets),
         tensorCase(`${prefix}.input_latent`, "flow_lm", inputLatents, fixture.float(run.outputs.input_latent!)),
-        tensorCase(`${prefix}.conditioning`, "flow_lm", conditioning, fixture.float(run.outputs.conditioning!)),
+        tensorCase(`${prefix}.conditioning`, "flow_lm", conditioning, fixture.float(run.outputs.conditioning!), flowLmSteps.detail),
         tensorCase(`${prefix}.eos_logit`, "flow_lm", eosLogits, fixture.float(run.outputs.eos_logit!)),
         exactCase(`${prefix}.is_eos`, "flow_lm", Array.from(eosLogits, (logit) => logit > spec.eos_threshold), run.is_eos),
         tensorCase(`${prefix}.latent`, "flow_head", latents, fixture.float(run.outputs.latent!)),
@@ -472,6 +516,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       if (run.outputs.flow_x_in) cases.push(tensorCase(`${prefix}.flow_x_in`, "flow_head", flowInputs, fixture.float(run.outputs.flow_x_in)));
       if (run.outputs.flow_dir) cases.push(tensorCase(`${prefix}.flow_dir`, "flow_head", flowDirections, fixture.float(run.outputs.flow_dir)));
     }
+    flowLmSteps.close();
     return cases;
   }),
 
@@ -486,7 +531,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
     const latents = fixture.float(spec.inputs.latents!);
     const frameCount = latents.length / decoder.config.latentDim;
     const cases: ConformanceCase[] = [];
-    const single = await decodeInCalls(decoder, latents, Array<number>(frameCount).fill(1));
+    const single = await fixture.decode(decoder, latents, Array<number>(frameCount).fill(1));
     for (const [output, tensorName] of Object.entries(spec.outputs)) {
       const calls = output === "audio_single" ? null : output === "audio_chunked" ? spec.chunks : output === "audio_whole" ? [frameCount] : undefined;
       if (calls === undefined) {
@@ -494,9 +539,9 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
         continue;
       }
       if (calls === null) {
-        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", single, fixture.float(tensorName), "one latent per call"));
+        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", single, fixture.float(tensorName), `one latent per call${fixture.decodeDetail}`));
       } else {
-        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", await decodeInCalls(decoder, latents, calls), fixture.float(tensorName), `calls of [${calls.join(", ")}] latents`));
+        cases.push(tensorCase(`mimi_decoder.${output}`, "decoder", await fixture.decode(decoder, latents, calls), fixture.float(tensorName), `calls of [${calls.join(", ")}] latents${fixture.decodeDetail}`));
       }
     }
     if (fixture.decoder === "wgsl") {
@@ -528,7 +573,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
   mimi_decoder_long: runner<DecoderLongSpec>("decoder", async (fixture, spec) => {
     const decoder = await fixture.mimiDecoder();
     const latents = fixture.float(spec.inputs.latents!);
-    const audio = await decodeInCalls(decoder, latents, Array<number>(latents.length / decoder.config.latentDim).fill(1));
+    const audio = await fixture.decode(decoder, latents, Array<number>(latents.length / decoder.config.latentDim).fill(1));
     return [
       exactCase("mimi_decoder_long.total_samples", "decoder", [audio.length], [spec.total_samples]),
       tensorCase("mimi_decoder_long.audio_tail", "decoder", audio.subarray(spec.audio_tail_first_sample), fixture.float(spec.outputs.audio_tail!), "one latent per call; the 1000-slot ring wraps during latent 62"),
@@ -549,7 +594,8 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       const traces: StepTrace[] = [];
       const audio: Float32Array[] = [];
       // With --decoder wgsl the whole pipeline's audio comes from the WGSL decoder too.
-      const frames = generateSpeech({ ...stages, mimiDecoder: await fixture.mimiDecoder() }, {
+      const flowLmSteps = await fixture.flowLmSteps(true);
+      const frames = generateSpeech({ ...stages, flowLmSlots: flowLmSteps.stepper, mimiDecoder: await fixture.mimiDecoder() }, {
         voice,
         chunks,
         params: { eosThreshold, lsdSteps: 1 },
@@ -557,6 +603,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
         onStep: (trace) => traces.push(trace),
       });
       for await (const frame of frames) audio.push(frame.samples);
+      flowLmSteps.close();
 
       for (const [chunkIndex, chunk] of golden.chunks.entries()) {
         const chunkTraces = traces.filter((trace) => trace.chunkIndex === chunkIndex);
