@@ -29,6 +29,7 @@ interface OptionSpec {
  * times that absorbs a burst of arrivals, each waiting a few seconds, instead of refusing it.
  */
 export const DEFAULT_MAX_STREAMS = 8;
+export const DEFAULT_DECODER_WORKERS = 1;
 export const DEFAULT_MAX_QUEUE = 32;
 
 const OPTIONS = {
@@ -59,6 +60,12 @@ const OPTIONS = {
     env: "VOXEDGE_DECODER",
     schema: z.enum(["auto", "wgsl", "onnx"]).default("auto"),
     description: "Pocket TTS Mimi decoder: wgsl (our WebGPU kernels) or onnx (the bundle's graph through onnxruntime, on the language model's device); auto picks wgsl on a GPU the device policy allows",
+  },
+  decoderWorkers: {
+    flag: "decoder-workers",
+    env: "VOXEDGE_DECODER_WORKERS",
+    schema: z.coerce.number().int().min(1).max(64).default(DEFAULT_DECODER_WORKERS),
+    description: "Mimi decoder worker threads on the CPU (onnxruntime-node); each stream decodes on one, so several streams decode at once on different cores",
   },
   speakerDir: {
     flag: "speaker-dir",

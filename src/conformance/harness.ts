@@ -29,7 +29,7 @@ import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxR
 import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";
 import { SentencePieceTokenizer } from "../text/sentencepiece.ts";
 import { createPocketStages, type PocketStages } from "../models/pocket/pipeline.ts";
-import { MimiDecoder, type LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
+import { MimiDecoder, openMimiDecoderSession, type LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
 import { VoiceEncoder } from "../models/pocket/stages/voice-encoder.ts";
 import { voiceStateFromSafetensors } from "../models/pocket/stages/flow-lm.ts";
 import { type FlowLmState } from "../models/pocket/stages/state.ts";
@@ -207,8 +207,9 @@ class Fixture {
     if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
-    const session = await this.session(join(this.directory, "mimi_decoder.onnx"));
-    return new MimiDecoder(session, await this.mimiManifest(), { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+    const { session, manifest } = await openMimiDecoderSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), await this.mimiManifest());
+    this.extraSessions.push(Promise.resolve(session));
+    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
   }
 
   /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */

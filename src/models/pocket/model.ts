@@ -22,19 +22,21 @@ import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
 import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
 import { type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
-import { startDecoderWorker, WorkerMimiDecoder, type WorkerDecoderState } from "./decoder/worker-client.ts";
+import { startDecoderWorkers, type PooledDecoderState, type WorkerMimiDecoderPool } from "./decoder/worker-client.ts";
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
 import type { MimiGpuDecoder, MimiGpuState } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 import { pocketParamsSchema } from "./params.ts";
 import { PocketRunner, type RunnerDecoder } from "./runner.ts";
+import { DEFAULT_DECODER_WORKERS } from "../../config.ts";
 
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
-type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoder } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
+type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoderPool } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
 
 function describePlacement(placement: MimiDecoderPlacement): string {
   if (placement.kind === "wgsl") return `Mimi decoder on WGSL kernels (${placement.adapterDescription})`;
-  return placement.kind === "worker" ? "Mimi decoder in a worker thread" : "Mimi decoder in the main thread";
+  if (placement.kind === "worker") return placement.decoder.size === 1 ? "Mimi decoder in a worker thread" : `Mimi decoder in ${placement.decoder.size} worker threads`;
+  return "Mimi decoder in the main thread";
 }
 
 /**
@@ -60,7 +62,7 @@ async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOpti
  * The worker's decoder until the worker stops, then the in-process one: the chunk decoding at that moment
  * fails, later ones decode in the main thread instead of failing too.
  */
-export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: LatentDecoder<MimiState>, logger: Logger): LatentDecoder<unknown> {
+export function withInProcessFallback(worker: WorkerMimiDecoderPool, inProcess: LatentDecoder<MimiState>, logger: Logger): LatentDecoder<unknown> {
   let warned = false;
   const workerAlive = () => {
     if (!worker.failed) return true;
@@ -68,7 +70,7 @@ export function withInProcessFallback(worker: WorkerMimiDecoder, inProcess: Late
     warned = true;
     return false;
   };
-  const isWorkerState = (state: unknown): state is WorkerDecoderState => typeof state === "object" && state !== null && "fresh" in state;
+  const isWorkerState = (state: unknown): state is PooledDecoderState => typeof state === "object" && state !== null && "fresh" in state;
   return {
     config: worker.config,
     get concurrent() {
@@ -146,7 +148,11 @@ export class PocketModel implements SpeechModel {
   }
 
   /** Loads a bundle directory (any supported layout) and opens its sessions. */
-  static async load(bundleDir: string, providerOptions: OnnxProviderOptions, options: { logger: Logger; decoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy }): Promise<PocketModel> {
+  static async load(
+    bundleDir: string,
+    providerOptions: OnnxProviderOptions,
+    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; decoder?: DecoderChoice; device?: DevicePolicy },
+  ): Promise<PocketModel> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
     const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto", options.logger);
     const stages = await createPocketStages(bundle, sessions);
@@ -156,7 +162,7 @@ export class PocketModel implements SpeechModel {
         : SentencePieceTokenizer.fromSherpaJson(await readFile(bundle.tokenizer.vocabPath, "utf-8"), await readFile(bundle.tokenizer.scoresPath, "utf-8"));
     const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
-    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorker(bundle, sessions.provider, options.logger);
+    const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
     return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
   }
 

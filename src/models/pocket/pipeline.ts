@@ -48,7 +48,7 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
     flowLmSlots: slots.slots,
     ...(slots.slots ? {} : { flowLmSlotsUnavailable: slots.reason }),
     flowHead: await FlowHead.create(sessions.flowLmFlow, { latentDim, conditioningDim }, sessions.flowLmFlowRows),
-    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, bundle.mimiStateManifest, { latentDim, samplesPerFrame }),
+    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, sessions.mimiDecoderStates, { latentDim, samplesPerFrame }),
   };
 }
 

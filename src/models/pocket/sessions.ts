@@ -8,6 +8,7 @@ import { readOnnxGraphWeights } from "../../onnx/proto.ts";
 import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
 import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
 import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
+import { openMimiDecoderSession } from "./stages/mimi-decoder.ts";
 
 /** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
 export const FLOW_LM_POSITIONS_AXIS = 2;
@@ -37,6 +38,8 @@ export interface PocketSessions {
    */
   flowLmFlowRows: OnnxSession;
   mimiDecoder: OnnxSession;
+  /** The Mimi decoder states the session keeps: the bundle's, less those it only hands back. */
+  mimiDecoderStates: StateEntry[];
 }
 
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
@@ -48,9 +51,9 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
     createBatchedStepSession(runtime, bundle),
     createFlowHeadSessions(runtime, graphs.flowLmFlow.path),
-    // Not the Mimi decoder: its ring writes replace a whole K/V plane per call, so fetching the writes
-    // instead of the caches would save nothing.
-    runtime.createSession(graphs.mimiDecoder.path),
+    // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per
+    // call, so fetching the writes instead of the caches would save nothing.
+    openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest),
   ]);
   return {
     provider: runtime.provider,
@@ -63,7 +66,8 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     flowLmBatched,
     flowLmFlow,
     flowLmFlowRows,
-    mimiDecoder: mimi,
+    mimiDecoder: mimi.session,
+    mimiDecoderStates: mimi.manifest,
   };
 }
 

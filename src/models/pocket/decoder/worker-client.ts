@@ -180,3 +180,68 @@ export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProv
     return null;
   }
 }
+
+/** A pool's state: a worker's own state, tagged with the worker that holds it. */
+export interface PooledDecoderState extends WorkerDecoderState {
+  readonly worker: number;
+}
+
+/**
+ * Several decoder workers behind one decode contract: each state lives on one worker (the one holding the
+ * fewest when it was made) and every decode of it goes there, so different streams' decodes run at the
+ * same time on different cores. A stopped worker fails only the streams it held; new states go to the
+ * others, and the pool counts as failed once every worker has stopped.
+ */
+export class WorkerMimiDecoderPool {
+  readonly concurrent = true;
+  readonly config: MimiDecoderConfig;
+  readonly #live: number[];
+
+  constructor(private readonly workers: readonly WorkerMimiDecoder[]) {
+    if (workers.length === 0) throw new Error("a decoder pool needs a worker");
+    this.config = workers[0]!.config;
+    this.#live = workers.map(() => 0);
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  emptyState(): PooledDecoderState {
+    let chosen = -1;
+    this.workers.forEach((worker, index) => {
+      if (!worker.failed && (chosen < 0 || this.#live[index]! < this.#live[chosen]!)) chosen = index;
+    });
+    if (chosen < 0) chosen = 0;
+    this.#live[chosen]!++;
+    return Object.assign(this.workers[chosen]!.emptyState(), { worker: chosen });
+  }
+
+  async decode(state: PooledDecoderState, latents: Float32Array, options: StepOptions = {}): Promise<{ state: PooledDecoderState; audio: Float32Array }> {
+    const decoded = await this.workers[state.worker]!.decode(state, latents, options);
+    if (decoded.state === state) return { state, audio: decoded.audio };
+    this.#live[state.worker]!++;
+    return { state: Object.assign(decoded.state, { worker: state.worker }), audio: decoded.audio };
+  }
+
+  release(state: PooledDecoderState): void {
+    this.#live[state.worker]!--;
+    this.workers[state.worker]!.release(state);
+  }
+
+  get failed(): boolean {
+    return this.workers.every((worker) => worker.failed);
+  }
+
+  close(): void {
+    for (const worker of this.workers) worker.close();
+  }
+}
+
+/** `count` decoder workers in a pool, or null where none starts (see startDecoderWorker). */
+export async function startDecoderWorkers(bundle: PocketBundle, provider: CpuProvider, logger: Logger, count: number): Promise<WorkerMimiDecoderPool | null> {
+  const started = await Promise.all(Array.from({ length: count }, () => startDecoderWorker(bundle, provider, logger)));
+  const workers = started.filter((worker): worker is WorkerMimiDecoder => worker !== null);
+  if (workers.length < count && workers.length > 0) logger.warn(`${count - workers.length} of ${count} Mimi decoder workers could not start`);
+  return workers.length > 0 ? new WorkerMimiDecoderPool(workers) : null;
+}

@@ -10,7 +10,7 @@
 import { parentPort } from "node:worker_threads";
 import { SerialQueue } from "../../../async/serial-queue.ts";
 import { configureOnnxRuntime, loadOnnxRuntime } from "../../../onnx/runtime.ts";
-import { MimiDecoder } from "../stages/mimi-decoder.ts";
+import { MimiDecoder, openMimiDecoderSession } from "../stages/mimi-decoder.ts";
 import { type MimiState } from "../stages/state.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./protocol.ts";
 
@@ -33,7 +33,8 @@ async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): P
   try {
     configureOnnxRuntime({ threads: message.threads });
     const runtime = await loadOnnxRuntime({ provider: message.provider });
-    decoder = new MimiDecoder(await runtime.createSession(message.path), message.manifest, message.config);
+    const { session, manifest } = await openMimiDecoderSession(runtime, message.path, message.manifest);
+    decoder = new MimiDecoder(session, manifest, message.config);
     reply({ kind: "ready" });
   } catch (error) {
     reply({ kind: "failed", message: (error as Error).message });

@@ -1,7 +1,9 @@
 /** Mimi decoder on ONNX (§1.3, §3.1): latents [1, n, 32] ─▶ 1920·n samples, the state a value of the request. */
+import { readFile } from "node:fs/promises";
 import type { StateEntry } from "../bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
-import type { OnnxSession } from "../../../onnx/runtime.ts";
+import { dropPassThroughStates } from "../../../onnx/pass-through-states.ts";
+import type { OnnxRuntime, OnnxSession } from "../../../onnx/runtime.ts";
 import { type MimiState, StateOutputs, float32Output, initialStateTensors, stateFeeds } from "./state.ts";
 import type { StepOptions } from "./state.ts";
 
@@ -56,4 +58,17 @@ export class MimiDecoder implements LatentDecoder<MimiState> {
     if (audio.length !== frames * this.config.samplesPerFrame) throw new Error(`mimi_decoder returned ${audio.length} samples for ${frames} latents`);
     return { state: { tensors: this.states.next(state, outputs, options), frames: state.frames + frames }, audio };
   }
+}
+
+/**
+ * A session of mimi_decoder.onnx without the states it only hands back (the encoder's, onnx/pass-through-
+ * states.ts), and the manifest of the states it keeps: what MimiDecoder is built on.
+ */
+export async function openMimiDecoderSession(runtime: OnnxRuntime, path: string, manifest: readonly StateEntry[]): Promise<{ session: OnnxSession; manifest: StateEntry[] }> {
+  const model = new Uint8Array(await readFile(path));
+  const rewritten = dropPassThroughStates(model, manifest);
+  return {
+    session: await runtime.createSession(path, rewritten?.model ?? model),
+    manifest: rewritten ? manifest.filter((entry) => !rewritten.removed.has(entry.inputName)) : [...manifest],
+  };
 }
