@@ -3,7 +3,7 @@
  * environment, the environment overrides defaults. `voxedge --help` prints this table.
  */
 import { parseArgs } from "node:util";
-import { homedir } from "node:os";
+import { availableParallelism, homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
@@ -29,7 +29,14 @@ interface OptionSpec {
  * times that absorbs a burst of arrivals, each waiting a few seconds, instead of refusing it.
  */
 export const DEFAULT_MAX_STREAMS = 8;
-export const DEFAULT_DECODER_WORKERS = 1;
+/**
+ * Mimi decoder workers by default: one per core, at most four. The decoder is the costliest stage once
+ * FlowLM steps are batched (bench/mimi-frames.ts: ~5 ms a frame at 4+ frames per call, flat beyond, so
+ * more rows per call do not help), and each stream decodes on one worker: on two cores a second worker
+ * took 8 streams from 14.6 to 21.6 audio seconds per wall second (bench/load.ts, README). Each worker
+ * holds its own decoder session (~47 MB at full size).
+ */
+export const DEFAULT_DECODER_WORKERS = Math.max(1, Math.min(4, availableParallelism()));
 export const DEFAULT_MAX_QUEUE = 32;
 
 const OPTIONS = {

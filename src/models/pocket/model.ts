@@ -163,7 +163,9 @@ export class PocketModel implements SpeechModel {
     const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
     const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
-    return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
+    const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
+    (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
+    return model;
   }
 
   countInputTokens(text: string): number {

@@ -84,7 +84,7 @@ export class FlowLmSlots implements FlowLmStepper {
     return this.#slots.length;
   }
 
-  /** Bytes the pools hold (none while no stream holds a slot). */
+  /** Bytes of the pools in use: the slots' capacity at the current T (none while no stream holds a slot). */
   get stateBytes(): number {
     return 2 * this.config.layers * this.#slotCapacity * this.#rowValues * this.#positionCapacity * Float32Array.BYTES_PER_ELEMENT;
   }
@@ -193,27 +193,44 @@ export class FlowLmSlots implements FlowLmStepper {
     if (slotCapacity !== this.#slotCapacity || positionCapacity !== this.#positionCapacity) this.#allocate(slotCapacity, positionCapacity);
   }
 
-  /** New pools of the given capacity, the occupied slots' rows copied over (rows past the old T are zeros). */
+  /**
+   * Pools of the given capacity, the occupied slots' rows kept. A pool buffer is made for `slotCapacity`
+   * slots at the largest T a stream can need (`cachePositions`): pages never written are never resident,
+   * so that costs address space, not memory, and T then grows and shrinks in place (each slot's rows
+   * moved to the new stride) instead of through a new buffer per block, which would leave the old one
+   * (hundreds of MB at 16 streams) as garbage every 64 steps. Only more slots make new buffers.
+   */
   #allocate(slotCapacity: number, positionCapacity: number): void {
     const { heads, headDim, layers } = this.config;
     const oldT = this.#positionCapacity;
-    const keep = Math.min(oldT, positionCapacity);
-    const size = slotCapacity * this.#rowValues * positionCapacity;
-    const keys: Float32Array[] = [];
-    const values: Float32Array[] = [];
-    for (let layer = 0; layer < layers; layer++) {
-      const [oldKeys, oldValues] = [this.#keys[layer], this.#values[layer]];
-      const [newKeys, newValues] = [new Float32Array(size), new Float32Array(size)];
-      if (oldKeys && oldValues) {
-        // Keys: one run of T per (slot, head, dim); values: one run of T × Dh per (slot, head).
-        for (let run = 0; run < this.#slots.length * this.#rowValues; run++) newKeys.set(oldKeys.subarray(run * oldT, run * oldT + keep), run * positionCapacity);
-        for (let run = 0; run < this.#slots.length * heads; run++) newValues.set(oldValues.subarray(run * oldT * headDim, (run * oldT + keep) * headDim), run * positionCapacity * headDim);
+    const occupied = this.#slots.length;
+    if (slotCapacity === 0) {
+      this.#keys = [];
+      this.#values = [];
+    } else if (slotCapacity === this.#slotCapacity) {
+      for (let layer = 0; layer < layers; layer++) {
+        // Keys: a run of T per (slot, head, dim); values: a run of T × Dh per (slot, head).
+        restride(this.#keys[layer]!, occupied * this.#rowValues, oldT, positionCapacity);
+        restride(this.#values[layer]!, occupied * heads, oldT * headDim, positionCapacity * headDim);
       }
-      keys.push(newKeys);
-      values.push(newValues);
+    } else {
+      const size = slotCapacity * this.#rowValues * blocksFor(this.config.cachePositions + 1);
+      const keep = Math.min(oldT, positionCapacity);
+      const keys: Float32Array[] = [];
+      const values: Float32Array[] = [];
+      for (let layer = 0; layer < layers; layer++) {
+        const [oldKeys, oldValues] = [this.#keys[layer], this.#values[layer]];
+        const [newKeys, newValues] = [new Float32Array(size), new Float32Array(size)];
+        if (oldKeys && oldValues) {
+          for (let run = 0; run < occupied * this.#rowValues; run++) newKeys.set(oldKeys.subarray(run * oldT, run * oldT + keep), run * positionCapacity);
+          for (let run = 0; run < occupied * heads; run++) newValues.set(oldValues.subarray(run * oldT * headDim, (run * oldT + keep) * headDim), run * positionCapacity * headDim);
+        }
+        keys.push(newKeys);
+        values.push(newValues);
+      }
+      this.#keys = keys;
+      this.#values = values;
     }
-    this.#keys = keys;
-    this.#values = values;
     this.#slotCapacity = slotCapacity;
     this.#positionCapacity = positionCapacity;
   }
@@ -224,6 +241,24 @@ export class FlowLmSlots implements FlowLmStepper {
       this.#keys[layer]!.copyWithin(to * slotValues, from * slotValues, (from + 1) * slotValues);
       this.#values[layer]!.copyWithin(to * slotValues, from * slotValues, (from + 1) * slotValues);
     }
+  }
+}
+
+/**
+ * Moves `runs` runs laid out every `oldStride` elements to every `newStride`, in place: the first
+ * min(old, new) elements of each are kept, a run's new elements are zeros. Growing goes from the last run
+ * down and shrinking from the first up, so no run is overwritten before it has moved.
+ */
+function restride(buffer: Float32Array, runs: number, oldStride: number, newStride: number): void {
+  if (newStride === oldStride) return;
+  const keep = Math.min(oldStride, newStride);
+  if (newStride > oldStride) {
+    for (let run = runs - 1; run >= 0; run--) {
+      buffer.copyWithin(run * newStride, run * oldStride, run * oldStride + keep);
+      buffer.fill(0, run * newStride + keep, (run + 1) * newStride);
+    }
+  } else {
+    for (let run = 0; run < runs; run++) buffer.copyWithin(run * newStride, run * oldStride, run * oldStride + keep);
   }
 }
 
