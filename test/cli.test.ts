@@ -122,6 +122,32 @@ test("conformance is green on both golden fixtures and prints one JSON report", 
   expect([...stages].sort()).toEqual(["decoder", "encoder", "end_to_end", "flow_head", "flow_lm", "text_conditioner", "tokenizer"]);
 }, 180_000);
 
+test("conformance --batch N: every golden stream passes inside model calls of N streams, its numbers the same for every N", () => {
+  const conditioningOf = (report: { cases: Array<{ case: string; relRms: number | null; detail?: string }> }) =>
+    report.cases.filter((entry) => entry.case.startsWith("flow_lm.") && entry.case.endsWith(".conditioning")).map((entry) => [entry.relRms, entry.detail]);
+  const runs: Record<string, unknown[]> = {};
+  for (const [fixture, batch, provider] of [["pocket-tiny", 1, "onnxruntime-node"], ["pocket-tiny", 3, "onnxruntime-node"], ["pocket-tiny", 8, "onnxruntime-node"], ["pocket-tiny", 3, "onnxruntime-web"], ["mimi-full", 3, "auto"], ["mimi-full", 8, "auto"]] as const) {
+    const result = spawnSync(BUN, ["src/main.ts", "conformance", join(FIXTURES, fixture), "--batch", String(batch), "--provider", provider], { cwd: ROOT, maxBuffer: 1 << 24 });
+    const report = JSON.parse(result.stdout.toString());
+    const failed = report.cases.filter((entry: { pass: boolean }) => !entry.pass).map((entry: { case: string; detail?: string }) => `${entry.case}: ${entry.detail}`);
+    expect({ fixture, batch, provider, failed }).toEqual({ fixture, batch, provider, failed: [] });
+    expect(result.status).toBe(0);
+    expect(report).toMatchObject({ fixture, batch, pass: true });
+    if (fixture === "pocket-tiny" && provider === "onnxruntime-node") runs[batch] = conditioningOf(report).map(([relRms]) => relRms);
+    if (fixture === "pocket-tiny") expect(conditioningOf(report).map(([, detail]) => detail)).toEqual(conditioningOf(report).map(() => `in calls of ${batch} streams`));
+    if (fixture === "mimi-full") expect(report.cases.some((entry: { detail?: string }) => entry.detail?.includes(`between the decodes of ${batch - 1} other streams`))).toBe(true);
+  }
+  // A golden stream's rows do not depend on its companions: the same error against golden at every N.
+  expect(runs[1]!.length).toBeGreaterThan(0);
+  expect(runs[3]).toEqual(runs[1]!);
+  expect(runs[8]).toEqual(runs[1]!);
+  for (const bad of ["0", "2.5", "many"]) {
+    const refused = spawnSync(BUN, ["src/main.ts", "conformance", join(FIXTURES, "pocket-tiny"), "--batch", bad], { cwd: ROOT });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr.toString()).toContain("--batch must be an integer");
+  }
+}, 300_000);
+
 test("serve --model <bundle> serves Pocket TTS and says so", async () => {
   const { fixtureBundle } = await import("./models/pocket/bundle-fixture.ts");
   const port = 21000 + Math.floor(Math.random() * 1000);

@@ -59,6 +59,8 @@ export interface ConformanceReport {
   decoder: ConformanceDecoder;
   /** The onnxruntime package that ran the graphs; absent when no case needed a session. */
   provider?: CpuProvider;
+  /** Where the language-model graphs ran; absent when no case opened the bundle's sessions. */
+  executionProvider?: "cpu" | "webgpu";
   /** Streams per model call (`--batch`); absent: the stages as they are. */
   batch?: number;
   pass: boolean;
@@ -108,7 +110,8 @@ export async function runConformance(fixtureDir: string, decoder: ConformanceDec
     await fixture.close();
   }
   const provider = await fixture.provider();
-  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), ...(batch ? { batch } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
+  const executionProvider = await fixture.executionProvider();
+  return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), ...(executionProvider ? { executionProvider } : {}), ...(batch ? { batch } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -238,6 +241,10 @@ class Fixture {
   private runtime(): Promise<OnnxRuntime> {
     this.runtimePromise ??= loadOnnxRuntime(this.providerOptions);
     return this.runtimePromise;
+  }
+
+  async executionProvider(): Promise<"cpu" | "webgpu" | undefined> {
+    return (await this.stagesPromise?.catch(() => undefined))?.sessions.executionProvider;
   }
 
   async provider(): Promise<CpuProvider | undefined> {

@@ -27,4 +27,13 @@ describe("onnxruntime-web WebGPU EP on the shared device", () => {
     expect(report.pass).toBe(true);
     expect(report.cases.length).toBeGreaterThan(50);
   });
+
+  test("pocket-tiny inside model calls of 3 streams: FlowLM's batched step runs on the EP and passes", async () => {
+    const { device } = await gpuForTests();
+    const report = await runConformance(requirePocketTinyFixture(), "onnx", { gpuDevice: device }, 3);
+    const failures = report.cases.filter((entry) => !entry.pass).map((entry) => `${entry.case}: ${entry.detail ?? `relRms ${entry.relRms}`}`);
+    expect(failures).toEqual([]);
+    expect(report).toMatchObject({ executionProvider: "webgpu", batch: 3, pass: true });
+    expect(report.cases.filter((entry) => entry.detail === "in calls of 3 streams").length).toBeGreaterThan(0);
+  });
 });

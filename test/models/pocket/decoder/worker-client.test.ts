@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
-import { startDecoderWorker, WorkerMimiDecoder } from "../../../../src/models/pocket/decoder/worker-client.ts";
+import { startDecoderWorker, startDecoderWorkers, WorkerMimiDecoder, WorkerMimiDecoderPool } from "../../../../src/models/pocket/decoder/worker-client.ts";
 import type { DecoderWorkerReply } from "../../../../src/models/pocket/decoder/protocol.ts";
 import { withInProcessFallback } from "../../../../src/models/pocket/model.ts";
 import { requirePocketTinyFixture } from "../bundle-fixture.ts";
@@ -113,7 +113,7 @@ describe("Mimi decoder in a worker thread", () => {
   test("once the worker stops, the engine's decoder falls back to the in-process one, and says so once through its logger", async () => {
     const { logger, entries } = recordingLogger();
     const started = await startDecoderWorker(bundle, "onnxruntime-node", logger);
-    const decoder = withInProcessFallback(started!, stages.mimiDecoder, logger);
+    const decoder = withInProcessFallback(new WorkerMimiDecoderPool([started!]), stages.mimiDecoder, logger);
     expect(decoder.concurrent).toBe(true);
     const before = await decodeInCalls(decoder, [2, 5], true);
     expect(entries).toEqual([]);
@@ -157,16 +157,72 @@ describe("Mimi decoder in a worker thread", () => {
   });
 });
 
+describe("a pool of decoder workers", () => {
+  test("spreads streams over its workers, each stream's audio exactly the in-process decoder's", async () => {
+    const pool = (await startDecoderWorkers(bundle, "onnxruntime-node", silentLogger, 2))!;
+    try {
+      expect(pool.size).toBe(2);
+      const streams = Array.from({ length: 4 }, () => pool.emptyState());
+      expect(streams.map((state) => state.worker)).toEqual([0, 1, 0, 1]);
+      // Interleaved, all in flight at once: each stream's decodes go to the worker holding its state.
+      const decoded = await Promise.all(streams.map(async (state, index) => {
+        const pieces: number[] = [];
+        let current = state;
+        for (const [from, to] of [[0, 1], [1, 3], [3, 7]] as const) {
+          const result = await pool.decode(current, latents.subarray(from * 32, to * 32).map((value) => value * (1 + index / 10)), { reuseState: true });
+          current = result.state;
+          pieces.push(...result.audio);
+        }
+        pool.release(current);
+        return Float32Array.from(pieces);
+      }));
+      for (const [index, audio] of decoded.entries()) {
+        // The same calls in-process (a different split changes float rounding).
+        const scaled = latents.map((value) => value * (1 + index / 10));
+        let state = stages.mimiDecoder.emptyState();
+        const expected: number[] = [];
+        for (const [from, to] of [[0, 1], [1, 3], [3, 7]] as const) {
+          const result = await stages.mimiDecoder.decode(state, scaled.subarray(from * 32, to * 32));
+          state = result.state;
+          expected.push(...result.audio);
+        }
+        expect(audio).toEqual(Float32Array.from(expected));
+      }
+    } finally {
+      pool.close();
+    }
+  });
+
+  test("a stopped worker fails only its own streams; new ones go to the others until every worker has stopped", async () => {
+    const pool = (await startDecoderWorkers(bundle, "onnxruntime-node", silentLogger, 2))!;
+    try {
+      const [first, second] = [pool.emptyState(), pool.emptyState()];
+      (pool as unknown as { workers: WorkerMimiDecoder[] }).workers[0]!.close();
+      await expect(pool.decode(first, latents.subarray(0, 32))).rejects.toThrow(/closed/);
+      expect((await pool.decode(second, latents.subarray(0, 32))).audio).toHaveLength(1920);
+      expect(pool.failed).toBe(false);
+      expect(pool.emptyState().worker).toBe(1);
+      (pool as unknown as { workers: WorkerMimiDecoder[] }).workers[1]!.close();
+      expect(pool.failed).toBe(true);
+    } finally {
+      pool.close();
+    }
+  });
+});
+
 describe("the engine", () => {
-  test("decodes in a worker thread under onnxruntime-node, and says so; in-process when told not to", async () => {
+  test("decodes in worker threads under onnxruntime-node, and says how many; in-process when told not to", async () => {
     const { PocketModel } = await import("../../../../src/models/pocket/model.ts");
-    const withWorker = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { logger: silentLogger });
+    const withWorker = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorkers: 1, logger: silentLogger });
+    const withTwo = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorkers: 2, logger: silentLogger });
     const inProcess = await PocketModel.load(requirePocketTinyFixture(), { provider: "onnxruntime-node" }, { decoderWorker: false, logger: silentLogger });
     try {
       expect(withWorker.capabilities.description).toContain("Mimi decoder in a worker thread");
+      expect(withTwo.capabilities.description).toContain("Mimi decoder in 2 worker threads");
       expect(inProcess.capabilities.description).not.toContain("worker");
     } finally {
       await withWorker.close();
+      await withTwo.close();
       await inProcess.close();
     }
   });
