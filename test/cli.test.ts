@@ -160,13 +160,14 @@ test("serve --model <bundle> serves Pocket TTS and says so", async () => {
   expect(log).toContain("model ready: neural model");
 }, 120_000);
 
-test("deno task serve --model <bundle> serves Pocket TTS, decoding in a worker thread (Deno)", async () => {
+test("deno task serve --model <bundle> serves Pocket TTS, decoding in worker threads (Deno)", async () => {
   const { fixtureBundle } = await import("./models/pocket/bundle-fixture.ts");
   const port = 22000 + Math.floor(Math.random() * 1000);
-  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1", "--model", fixtureBundle()], port, async (base) => {
+  const { status, bytes } = await serveAndSpeak(DENO, ["task", "serve", "--port", String(port), "--host", "127.0.0.1", "--model", fixtureBundle(), "--decoder-workers", "2"], port, async (base) => {
     const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string; description: string }[] };
     expect(models.data[0]!.id).toBe("pocket-tts");
-    expect(models.data[0]!.description).toContain("Mimi decoder in a worker thread");
+    expect(models.data[0]!.description).toContain("FlowLM steps batched across streams");
+    expect(models.data[0]!.description).toContain("Mimi decoder in 2 worker threads");
   });
   expect(status).toBe(200);
   expect(decodeWithFfmpeg(bytes).samples.length).toBeGreaterThan(1920);

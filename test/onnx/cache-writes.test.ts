@@ -10,7 +10,7 @@ import { loadPocketBundle } from "../../src/models/pocket/bundle.ts";
 import { applyScatterND, rewriteCacheWrites } from "../../src/onnx/cache-writes.ts";
 import { createCacheWritingSession } from "../../src/models/pocket/sessions.ts";
 import { loadOnnxRuntime, type CpuProvider } from "../../src/onnx/runtime.ts";
-import { FLOW_LM_POSITIONS_AXIS } from "../../src/models/pocket/sessions.ts";
+import { FLOW_LM_POSITIONS_AXIS } from "../../src/models/pocket/stages/state.ts";
 import { FlowLm, voiceStateFromSafetensors } from "../../src/models/pocket/stages/flow-lm.ts";
 import { MimiDecoder } from "../../src/models/pocket/stages/mimi-decoder.ts";
 import { type FlowLmState } from "../../src/models/pocket/stages/state.ts";

@@ -10,8 +10,7 @@ import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
 import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
 import { openMimiDecoderSession } from "./stages/mimi-decoder.ts";
 
-/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
-export const FLOW_LM_POSITIONS_AXIS = 2;
+import { FLOW_LM_POSITIONS_AXIS } from "./stages/state.ts";
 
 /** One session per graph of a bundle; shared by all requests (sessions hold no per-request state). */
 export interface PocketSessions {

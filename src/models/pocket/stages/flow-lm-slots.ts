@@ -17,10 +17,9 @@ import type * as ort from "onnxruntime-web";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import type { StateEntry } from "../bundle.ts";
 import { batchedKeysInput, batchedNewKeysOutput, batchedNewValuesOutput, batchedValuesInput, BATCHED_STEP_INPUTS } from "../batched/flow-lm-graph.ts";
-import { FLOW_LM_POSITIONS_AXIS } from "../sessions.ts";
 import type { FlowLmDimensions } from "../batched/flow-lm-weights.ts";
 import type { FlowLm } from "./flow-lm.ts";
-import { float32Output, requiredOutput, type FlowLmState } from "./state.ts";
+import { FLOW_LM_POSITIONS_AXIS, float32Output, requiredOutput, type FlowLmState } from "./state.ts";
 
 /** A stream's place in the pools; `positions` filled so far. */
 export interface FlowLmSlot {

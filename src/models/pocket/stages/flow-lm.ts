@@ -7,8 +7,7 @@ import { decodeSafetensorsWithInt64, type DecodedTensor } from "../../../formats
 import { type StateEntry } from "../bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
-import { FLOW_LM_POSITIONS_AXIS } from "../sessions.ts";
-import { StateOutputs, float32Output, initialStateTensors, stateFeeds, type Float32Tensor, type FlowLmState, type StepOptions } from "./state.ts";
+import { FLOW_LM_POSITIONS_AXIS, StateOutputs, float32Output, initialStateTensors, stateFeeds, type Float32Tensor, type FlowLmState, type StepOptions } from "./state.ts";
 
 export interface FlowLmConfig {
   latentDim: number;

@@ -7,6 +7,9 @@ import type { StateEntry } from "../bundle.ts";
 import { applyScatterND, type CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 
+/** Axis of the positions in FlowLM's caches [2, 1, 1000, H, Dh]. */
+export const FLOW_LM_POSITIONS_AXIS = 2;
+
 /** A float32 tensor crossing a stage boundary: `data` in row-major order of `dims`. */
 export interface Float32Tensor {
   data: Float32Array;
