@@ -29,6 +29,8 @@ export function timeStages(stages: GenerationStages): { timedStages: GenerationS
   const timedStages: GenerationStages = {
     textConditioner: timed(stages.textConditioner, "embed", "text"),
     flowLm: timed(stages.flowLm, "step", "main"),
+    // The batched step over slots, as the server steps FlowLM, where the bundle has it.
+    ...(stages.flowLmSlots ? { flowLmSlots: timed(stages.flowLmSlots, "step", "main") } : {}),
     flowHead: timed(stages.flowHead, "sample", "flow"),
     mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
   };
