@@ -24,9 +24,11 @@ interface OptionSpec {
 }
 
 /**
- * Streams the engine runs at once by default: what two cores keep near real time with the real-size Pocket
- * model (bench/load.ts, README: 8 streams stay ahead of their listeners, 16 fall behind). A queue of four
- * times that absorbs a burst of arrivals, each waiting a few seconds, instead of refusing it.
+ * Streams the engine runs at once by default: what two cores keep ahead of their listeners from the first
+ * frame with the real-size Pocket model (bench/load.ts, README: 8 streams never underrun a 200 ms jitter
+ * buffer; 16 run ahead of real time once started, but 16 starting together underrun it in their first
+ * second or so). A queue of four times that absorbs a burst of arrivals, each waiting a few seconds,
+ * instead of refusing it.
  */
 export const DEFAULT_MAX_STREAMS = 8;
 /**
