@@ -4,6 +4,7 @@
  * stepped for its own number of steps, share every model call; one that ends is replaced by a new one at
  * another position. A golden stream passes only if being batched changed nothing the thresholds can see.
  */
+import { concatFloat32 } from "../audio/concat.ts";
 import type { FlowLm } from "../models/pocket/stages/flow-lm.ts";
 import type { FlowLmSlot, FlowLmSlots, FlowLmStepper, SlotStepResult } from "../models/pocket/stages/flow-lm-slots.ts";
 import type { LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
@@ -123,11 +124,5 @@ export async function decodeInCrowdedCalls<State>(
   }
   decoder.release?.(state);
   for (const companion of companions) decoder.release?.(companion);
-  const joined = new Float32Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    joined.set(piece, at);
-    at += piece.length;
-  }
-  return joined;
+  return concatFloat32(pieces);
 }

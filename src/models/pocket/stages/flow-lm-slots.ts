@@ -9,8 +9,8 @@
  *   a copy, and rows not stepping this tick ride along (their outputs are dropped).
  * - A step returns only the new K/V rows, which are written into the slots at each stream's position:
  *   nothing proportional to cache length × streams is copied per step.
- * - T, the positions every call attends over, grows and shrinks in blocks of 64 with the longest stream
- *   (a copy of the pools once per 64 positions); past a stream's own position its rows are masked.
+ * - T, the positions every call attends over, grows and shrinks in blocks of 64 with the longest stream,
+ *   in place (`#allocate`); past a stream's own position its rows are masked.
  * - A stream never holds more than `cachePositions` (1000, §3.1) positions, as with the published graph.
  */
 import type * as ort from "onnxruntime-web";
@@ -137,7 +137,9 @@ export class FlowLmSlots implements FlowLmStepper {
    * results come in the rows' order; each slot then holds one more position.
    */
   async step(rows: ReadonlyArray<{ slot: FlowLmSlot; latent: Float32Array | null }>): Promise<SlotStepResult[]> {
+    if (rows.length === 0) return [];
     const { latentDim, layers, cachePositions } = this.config;
+    if (new Set(rows.map(({ slot }) => slot)).size !== rows.length) throw new Error("a FlowLM slot was stepped twice in one call");
     for (const { slot, latent } of rows) {
       const own = slot as Slot;
       if (own.released) throw new Error("a released FlowLM slot was stepped");
