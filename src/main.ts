@@ -67,7 +67,8 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
-  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider);
+  // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
+  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider ?? (config.device === "gpu" ? "webgpu" : "auto"));
   console.error(`unknown command '${command}'\n\n${USAGE}`);
   return 2;
 }
