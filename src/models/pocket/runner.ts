@@ -11,7 +11,7 @@
 import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../contract.ts";
 import { chunkTokenBudget, planTextChunks } from "./loop.ts";
 import { generationParams } from "./params.ts";
-import { PocketRequest, type DecodingChunk } from "./request-state.ts";
+import { PocketRequest, type DecodingChunk, type SamplingChunk } from "./request-state.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
 import type { FlowLmSlot, FlowLmSlots } from "./stages/flow-lm-slots.ts";
@@ -142,14 +142,10 @@ export class PocketRunner implements ModelRunner {
     const conditioning = await textConditioner.embed(chunk.tokenIds);
     const state = await flowLm.prefill(request.voice, conditioning);
     const { flowLmSlots } = this.parts;
-    let cache: { slot: FlowLmSlot } | { state: FlowLmState } = { state };
-    if (flowLmSlots) {
-      const slot = flowLmSlots.admit(state);
-      this.#slotOf.set(request, slot);
-      cache = { slot };
-    }
+    const cache = flowLmSlots ? { slot: flowLmSlots.admit(state) } : { state };
     request.startChunk(cache, state.positions, chunk, flowLm.config.cachePositions, this.#newDecoderState());
-    this.#releaseEndedSlot(request);
+    // A chunk with no room left in the cache ends as it starts.
+    if (request.sampling?.cache !== cache) this.#releaseSlot(cache);
     this.#releaseDecoded(request);
   }
 
@@ -171,8 +167,8 @@ export class PocketRunner implements ModelRunner {
       const request = this.#requests.get(id);
       if (request?.sampling) stepping.push({ id, request, chunk: request.sampling });
     }
-    const stepped: Array<{ id: RequestId; request: PocketRequest; conditioning: Float32Array; eosLogit: number; x0: Float32Array }> = [];
-    const row = (entry: (typeof stepping)[number], result: { conditioning: Float32Array; eosLogit: number }) => ({ id: entry.id, request: entry.request, ...result, x0: entry.request.noise.next(flowLm.config.latentDim) });
+    const stepped: Array<{ id: RequestId; request: PocketRequest; chunk: SamplingChunk; conditioning: Float32Array; eosLogit: number; x0: Float32Array }> = [];
+    const row = (entry: (typeof stepping)[number], result: { conditioning: Float32Array; eosLogit: number }) => ({ ...entry, ...result, x0: entry.request.noise.next(flowLm.config.latentDim) });
     batchSizes.flow_lm = [];
     const inSlots = stepping.filter((entry) => "slot" in entry.chunk.cache);
     if (flowLmSlots && inSlots.length > 0) {
@@ -206,7 +202,7 @@ export class PocketRunner implements ModelRunner {
         batchSizes.flow_head.push(...(flowHead.batchesRows ? [rows.length] : rows.map(() => 1)));
         rows.forEach((row, index) => {
           row.request.applyStep(latents[index]!, row.eosLogit);
-          this.#releaseEndedSlot(row.request);
+          if (row.request.sampling !== row.chunk) this.#releaseSlot(row.chunk.cache);
           this.#releaseDecoded(row.request);
           resultOf(row.id);
         });
@@ -282,18 +278,9 @@ export class PocketRunner implements ModelRunner {
     this.#liveDecoderStates--;
   }
 
-  /** Slots held by requests, so a chunk that ended (or a request freed) gives its slot back once. */
-  readonly #slotOf = new Map<PocketRequest, FlowLmSlot>();
-
-  /** Gives back the slot of a chunk that ended, and records the slot of the chunk sampling now. */
-  #releaseEndedSlot(request: PocketRequest): void {
-    const held = this.#slotOf.get(request);
-    const current = request.sampling && "slot" in request.sampling.cache ? request.sampling.cache.slot : undefined;
-    if (held && held !== current) {
-      this.parts.flowLmSlots?.release(held);
-      this.#slotOf.delete(request);
-    }
-    if (current) this.#slotOf.set(request, current);
+  /** Gives back the slot of a chunk's caches, if they are in one (a chunk that ended, a request freed). */
+  #releaseSlot(cache: SamplingChunk["cache"]): void {
+    if ("slot" in cache) this.parts.flowLmSlots?.release(cache.slot);
   }
 
   #releaseDecoded(request: PocketRequest): void {
@@ -306,8 +293,8 @@ export class PocketRunner implements ModelRunner {
     if (!request) return;
     this.#requests.delete(requestId);
     request.freed = true;
+    if (request.sampling) this.#releaseSlot(request.sampling.cache);
     request.sampling = undefined;
-    this.#releaseEndedSlot(request);
     if (!request.decodeInFlight) this.#releaseAll(request);
   }
 

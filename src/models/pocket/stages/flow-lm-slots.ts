@@ -94,23 +94,12 @@ export class FlowLmSlots implements FlowLmStepper {
     const slot = new Slot(this.#slots.length, state.positions);
     this.#ensure(this.#slots.length + 1, state.positions + 1);
     this.#slots.push(slot);
-    const { heads, headDim } = this.config;
-    const T = this.#positionCapacity;
     for (let layer = 0; layer < this.config.layers; layer++) {
       const tensor = state.tensors[this.#cacheIndexOfLayer[layer]!]!;
       const rows = tensor.dims[FLOW_LM_POSITIONS_AXIS]!;
       const cache = tensor.data as Float32Array;
-      const keys = this.#keys[layer]!;
-      const values = this.#values[layer]!;
-      const keysBase = slot.index * this.#rowValues * T;
-      for (let position = 0; position < state.positions; position++) {
-        const keyRow = position * this.#rowValues;
-        const valueRow = (rows + position) * this.#rowValues;
-        for (let head = 0; head < heads; head++) {
-          values.set(cache.subarray(valueRow + head * headDim, valueRow + (head + 1) * headDim), ((slot.index * heads + head) * T + position) * headDim);
-          for (let dim = 0; dim < headDim; dim++) keys[keysBase + (head * headDim + dim) * T + position] = cache[keyRow + head * headDim + dim]!;
-        }
-      }
+      // [2, 1, rows, H, Dh]: keys in the first plane, values in the second.
+      for (let position = 0; position < state.positions; position++) this.#writeRow(layer, slot.index, position, cache, position * this.#rowValues, cache, (rows + position) * this.#rowValues);
     }
     return slot;
   }
@@ -170,14 +159,9 @@ export class FlowLmSlots implements FlowLmStepper {
     for (let layer = 0; layer < layers; layer++) {
       const newKeys = requiredOutput(outputs, batchedNewKeysOutput(layer), "flow_lm_batched_step").data as Float32Array;
       const newValues = requiredOutput(outputs, batchedNewValuesOutput(layer), "flow_lm_batched_step").data as Float32Array;
-      const keys = this.#keys[layer]!;
-      const values = this.#values[layer]!;
       for (const { slot } of rows) {
-        const { index, positions: position } = slot as Slot;
-        const row = index * this.#rowValues;
-        const keysBase = index * slotValues + position;
-        for (let value = 0; value < this.#rowValues; value++) keys[keysBase + value * T] = newKeys[row + value]!;
-        for (let head = 0; head < heads; head++) values.set(newValues.subarray(row + head * headDim, row + (head + 1) * headDim), ((index * heads + head) * T + position) * headDim);
+        const { index, positions } = slot as Slot;
+        this.#writeRow(layer, index, positions, newKeys, index * this.#rowValues, newValues, index * this.#rowValues);
       }
     }
     return rows.map(({ slot }) => {
@@ -185,6 +169,20 @@ export class FlowLmSlots implements FlowLmStepper {
       own.positions++;
       return { conditioning: conditioning.data.slice(own.index * width, (own.index + 1) * width), eosLogit: eos[own.index]! };
     });
+  }
+
+  /**
+   * Writes one position's K and V rows of `layer` (D values each, read from `keys`/`values` at their
+   * offsets) into slot `index`: keys along the transposed layout's stride T, values per head in a run.
+   */
+  #writeRow(layer: number, index: number, position: number, keys: Float32Array, keyOffset: number, values: Float32Array, valueOffset: number): void {
+    const { heads, headDim } = this.config;
+    const T = this.#positionCapacity;
+    const keyPool = this.#keys[layer]!;
+    const valuePool = this.#values[layer]!;
+    const keysBase = index * this.#rowValues * T + position;
+    for (let value = 0; value < this.#rowValues; value++) keyPool[keysBase + value * T] = keys[keyOffset + value]!;
+    for (let head = 0; head < heads; head++) valuePool.set(values.subarray(valueOffset + head * headDim, valueOffset + (head + 1) * headDim), ((index * heads + head) * T + position) * headDim);
   }
 
   /** Room for `slots` slots of `positions` positions each (growing by doubling / whole blocks). */
