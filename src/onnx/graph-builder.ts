@@ -14,7 +14,7 @@ export type ElementTypeName = keyof typeof ElementType;
 /** A dimension: a fixed size, or a symbol shared by every value that uses it. */
 export type Dim = number | string;
 
-export type AttributeValue = number | readonly number[] | string | { float: number } | { tensor: TensorValue };
+export type AttributeValue = number | readonly number[] | string | { float: number } | { tensor: TensorValue } | { graph: Uint8Array };
 
 export interface TensorValue {
   type: ElementTypeName;
@@ -27,8 +27,8 @@ const MODEL = { irVersion: 1, producerName: 2, graph: 7, opsetImport: 8 } as con
 const OPSET = { domain: 1, version: 2 } as const;
 const GRAPH = { node: 1, name: 2, initializer: 5, input: 11, output: 12 } as const;
 const NODE = { input: 1, output: 2, name: 3, opType: 4, attribute: 5 } as const;
-const ATTRIBUTE = { name: 1, f: 2, i: 3, s: 4, t: 5, ints: 8, type: 20 } as const;
-const ATTRIBUTE_TYPE = { float: 1, int: 2, string: 3, tensor: 4, ints: 7 } as const;
+const ATTRIBUTE = { name: 1, f: 2, i: 3, s: 4, t: 5, g: 6, ints: 8, type: 20 } as const;
+const ATTRIBUTE_TYPE = { float: 1, int: 2, string: 3, tensor: 4, graph: 5, ints: 7 } as const;
 const TENSOR = { dims: 1, dataType: 2, name: 8, rawData: 9 } as const;
 const VALUE_INFO = { name: 1, type: 2 } as const;
 const TYPE_TENSOR = 1;
@@ -68,7 +68,8 @@ function fixed32Float(fieldNumber: number, value: number): Uint8Array {
   return bytes;
 }
 
-function tensorProto(name: string, tensor: TensorValue): Uint8Array {
+/** A TensorProto with raw data. */
+export function tensorProto(name: string, tensor: TensorValue): Uint8Array {
   const { data } = tensor;
   return concatBytes([
     ...tensor.dims.map((dim) => varint(TENSOR.dims, dim)),
@@ -84,17 +85,30 @@ function attributeProto(name: string, value: AttributeValue): Uint8Array {
   else if (typeof value === "string") parts.push(text(ATTRIBUTE.s, value), varint(ATTRIBUTE.type, ATTRIBUTE_TYPE.string));
   else if (Array.isArray(value)) parts.push(...value.map((each) => varint(ATTRIBUTE.ints, each)), varint(ATTRIBUTE.type, ATTRIBUTE_TYPE.ints));
   else if ("float" in (value as object)) parts.push(fixed32Float(ATTRIBUTE.f, (value as { float: number }).float), varint(ATTRIBUTE.type, ATTRIBUTE_TYPE.float));
+  else if ("graph" in (value as object)) parts.push(lengthDelimited(ATTRIBUTE.g, (value as { graph: Uint8Array }).graph), varint(ATTRIBUTE.type, ATTRIBUTE_TYPE.graph));
   else parts.push(lengthDelimited(ATTRIBUTE.t, tensorProto("", (value as { tensor: TensorValue }).tensor)), varint(ATTRIBUTE.type, ATTRIBUTE_TYPE.tensor));
   return concatBytes(parts);
 }
 
-function valueInfoProto(name: string, type: ElementTypeName, dims?: readonly Dim[]): Uint8Array {
+/** A tensor ValueInfoProto; without `dims` its shape is left unknown. */
+export function valueInfoProto(name: string, type: ElementTypeName, dims?: readonly Dim[]): Uint8Array {
   const tensorType = [varint(TENSOR_TYPE.element, ElementType[type])];
   if (dims) {
     const shape = dims.map((dim) => lengthDelimited(SHAPE_DIM, typeof dim === "number" ? varint(DIM.value, dim) : text(DIM.param, dim)));
     tensorType.push(lengthDelimited(TENSOR_TYPE.shape, concatBytes(shape)));
   }
   return concatBytes([text(VALUE_INFO.name, name), lengthDelimited(VALUE_INFO.type, lengthDelimited(TYPE_TENSOR, concatBytes(tensorType)))]);
+}
+
+/** A NodeProto of the standard domain. */
+export function nodeProto(opType: string, inputs: readonly string[], outputs: readonly string[], name: string, attributes: Record<string, AttributeValue> = {}): Uint8Array {
+  return concatBytes([
+    ...inputs.map((input) => text(NODE.input, input)),
+    ...outputs.map((output) => text(NODE.output, output)),
+    text(NODE.name, name),
+    text(NODE.opType, opType),
+    ...Object.entries(attributes).map(([attribute, value]) => lengthDelimited(NODE.attribute, attributeProto(attribute, value))),
+  ]);
 }
 
 /**
@@ -111,7 +125,8 @@ export class OnnxGraphBuilder {
 
   constructor(readonly name: string) {}
 
-  input(name: string, type: ElementTypeName, dims: readonly Dim[]): string {
+  /** A graph input; without `dims` its shape is left unknown (a Scan body's per-iteration slice). */
+  input(name: string, type: ElementTypeName, dims?: readonly Dim[]): string {
     this.#inputs.push(valueInfoProto(name, type, dims));
     return name;
   }
@@ -149,18 +164,7 @@ export class OnnxGraphBuilder {
   op(opType: string, inputs: readonly string[], attributes: Record<string, AttributeValue> = {}, outputs?: readonly string[], outputCount = 1): string[] {
     const id = this.#counter++;
     const names = outputs ?? Array.from({ length: outputCount }, (_, index) => `${opType.toLowerCase()}_${id}${outputCount > 1 ? `_${index}` : ""}`);
-    this.#nodes.push(
-      lengthDelimited(
-        GRAPH.node,
-        concatBytes([
-          ...inputs.map((input) => text(NODE.input, input)),
-          ...names.map((output) => text(NODE.output, output)),
-          text(NODE.name, `${opType}_${id}`),
-          text(NODE.opType, opType),
-          ...Object.entries(attributes).map(([name, value]) => lengthDelimited(NODE.attribute, attributeProto(name, value))),
-        ]),
-      ),
-    );
+    this.#nodes.push(lengthDelimited(GRAPH.node, nodeProto(opType, inputs, names, `${opType}_${id}`, attributes)));
     return [...names];
   }
 
@@ -169,19 +173,23 @@ export class OnnxGraphBuilder {
     return this.op(opType, inputs, attributes)[0]!;
   }
 
-  /** The encoded ModelProto, importing the standard domain at `opset`. */
-  toModel(opset: number, producer = "voxedge"): Uint8Array {
-    const graph = concatBytes([
+  /** This graph as a GraphProto (also a subgraph attribute's value: `{ graph: g.toGraph() }`). */
+  toGraph(): Uint8Array {
+    return concatBytes([
       ...this.#nodes,
       text(GRAPH.name, this.name),
       ...this.#initializers,
       ...this.#inputs.map((input) => lengthDelimited(GRAPH.input, input)),
       ...this.#outputs.map((output) => lengthDelimited(GRAPH.output, output)),
     ]);
+  }
+
+  /** The encoded ModelProto, importing the standard domain at `opset`. */
+  toModel(opset: number, producer = "voxedge"): Uint8Array {
     return concatBytes([
       varint(MODEL.irVersion, IR_VERSION),
       text(MODEL.producerName, producer),
-      lengthDelimited(MODEL.graph, graph),
+      lengthDelimited(MODEL.graph, this.toGraph()),
       lengthDelimited(MODEL.opsetImport, concatBytes([text(OPSET.domain, ""), varint(OPSET.version, opset)])),
     ]);
   }

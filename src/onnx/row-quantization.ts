@@ -19,63 +19,39 @@
  * Only 2-D activations are rewritten; a graph with any other use of a quantized zero point is left as it is.
  */
 import { concatBytes } from "../audio/concat.ts";
-import { lengthDelimitedField as lengthDelimited, protobufFields, varintField } from "../formats/protobuf.ts";
+import { lengthDelimitedField as lengthDelimited, protobufFields } from "../formats/protobuf.ts";
+import { ElementType, nodeProto, OnnxGraphBuilder, tensorProto, type AttributeValue, type TensorValue } from "./graph-builder.ts";
 import { GRAPH_NODE_FIELD, MODEL_GRAPH_FIELD, parseNode, parseTensor, type OnnxNode } from "./proto.ts";
 
 const GRAPH_INITIALIZER_FIELD = 5;
-const GRAPH_NAME_FIELD = 2;
-const GRAPH_INPUT_FIELD = 11;
-const GRAPH_OUTPUT_FIELD = 12;
-const NODE = { input: 1, output: 2, name: 3, opType: 4, attribute: 5 } as const;
-const ATTRIBUTE = { name: 1, i: 3, g: 6, type: 20 } as const;
-const ATTRIBUTE_INT = 2;
-const ATTRIBUTE_GRAPH = 5;
-const TENSOR = { dims: 1, dataType: 2, name: 8, rawData: 9 } as const;
-const ELEMENT = { float: 1, uint8: 2, int32: 6, int64: 7 } as const;
-const VALUE_INFO = { name: 1, type: 2 } as const;
-const TYPE_TENSOR = 1;
-const TENSOR_TYPE_ELEMENT = 1;
 
-const encoder = new TextEncoder();
-const text = (field: number, value: string) => lengthDelimited(field, encoder.encode(value));
-
-function node(opType: string, inputs: readonly string[], outputs: readonly string[], name: string, attributes: Uint8Array[] = []): Uint8Array {
-  return lengthDelimited(
-    GRAPH_NODE_FIELD,
-    concatBytes([...inputs.map((input) => text(NODE.input, input)), ...outputs.map((output) => text(NODE.output, output)), text(NODE.name, name), text(NODE.opType, opType), ...attributes.map((attribute) => lengthDelimited(NODE.attribute, attribute))]),
-  );
+function node(opType: string, inputs: readonly string[], outputs: readonly string[], name: string, attributes: Record<string, AttributeValue> = {}): Uint8Array {
+  return lengthDelimited(GRAPH_NODE_FIELD, nodeProto(opType, inputs, outputs, name, attributes));
 }
 
-function intAttribute(name: string, value: number): Uint8Array {
-  return concatBytes([text(ATTRIBUTE.name, name), varintField(ATTRIBUTE.i, value), varintField(ATTRIBUTE.type, ATTRIBUTE_INT)]);
-}
-
-function graphAttribute(name: string, graph: Uint8Array): Uint8Array {
-  return concatBytes([text(ATTRIBUTE.name, name), lengthDelimited(ATTRIBUTE.g, graph), varintField(ATTRIBUTE.type, ATTRIBUTE_GRAPH)]);
-}
-
-/** A tensor value info of unknown shape. */
-function valueInfo(field: number, name: string, elementType: number): Uint8Array {
-  return lengthDelimited(field, concatBytes([text(VALUE_INFO.name, name), lengthDelimited(VALUE_INFO.type, lengthDelimited(TYPE_TENSOR, varintField(TENSOR_TYPE_ELEMENT, elementType)))]));
-}
-
-function initializer(name: string, elementType: number, dims: readonly number[], data: ArrayBufferView): Uint8Array {
-  return lengthDelimited(
-    GRAPH_INITIALIZER_FIELD,
-    concatBytes([...dims.map((dim) => varintField(TENSOR.dims, dim)), varintField(TENSOR.dataType, elementType), text(TENSOR.name, name), lengthDelimited(TENSOR.rawData, new Uint8Array(data.buffer, data.byteOffset, data.byteLength))]),
-  );
+function initializer(name: string, tensor: TensorValue): Uint8Array {
+  return lengthDelimited(GRAPH_INITIALIZER_FIELD, tensorProto(name, tensor));
 }
 
 /** The Scan body: one row [K] → DynamicQuantizeLinear → (q [K], scale [], zero point []). */
 function rowQuantizerBody(): Uint8Array {
-  return concatBytes([
-    node("DynamicQuantizeLinear", ["row"], ["row_q", "row_scale", "row_zero_point"], "row_quantize"),
-    text(GRAPH_NAME_FIELD, "row_quantizer"),
-    valueInfo(GRAPH_INPUT_FIELD, "row", ELEMENT.float),
-    valueInfo(GRAPH_OUTPUT_FIELD, "row_q", ELEMENT.uint8),
-    valueInfo(GRAPH_OUTPUT_FIELD, "row_scale", ELEMENT.float),
-    valueInfo(GRAPH_OUTPUT_FIELD, "row_zero_point", ELEMENT.uint8),
-  ]);
+  const body = new OnnxGraphBuilder("row_quantizer");
+  body.input("row", "float");
+  body.op("DynamicQuantizeLinear", ["row"], {}, ["row_q", "row_scale", "row_zero_point"]);
+  body.output("row_q", "row_q", "uint8");
+  body.output("row_scale", "row_scale", "float");
+  body.output("row_zero_point", "row_zero_point", "uint8");
+  return body.toGraph();
+}
+
+/**
+ * Σ_k (W − W_zp)[k, :] of a [rows, columns] int8 or uint8 weight: a row quantized with zero point zp
+ * contributes −zp times this to its int32 MatMulInteger result.
+ */
+export function zeroPointColumnSums(weight: Int8Array | Uint8Array, rows: number, columns: number, weightZeroPoint: number): Int32Array {
+  const sums = new Int32Array(columns);
+  for (let row = 0; row < rows; row++) for (let column = 0; column < columns; column++) sums[column]! += weight[row * columns + column]! - weightZeroPoint;
+  return sums;
 }
 
 export interface RowQuantizedModel {
@@ -115,7 +91,7 @@ export function quantizeRowsSeparately(model: Uint8Array): RowQuantizedModel | n
   if (quantizers.size === 0) return null;
 
   const fields: Uint8Array[] = [];
-  const added: Uint8Array[] = [initializer("row_quantization_column", ELEMENT.int64, [2], BigInt64Array.of(-1n, 1n))];
+  const added: Uint8Array[] = [initializer("row_quantization_column", { type: "int64", dims: [2], data: BigInt64Array.of(-1n, 1n) })];
   const sumsMade = new Set<string>();
   let rewritten = 0;
   // The node list in order, each quantizer and each MatMulInteger it feeds replaced.
@@ -130,9 +106,9 @@ export function quantizeRowsSeparately(model: Uint8Array): RowQuantizedModel | n
       const [input] = each.inputs;
       const [quantized, scale, zeroPoint] = each.outputs as [string, string, string];
       const prefix = `row_quantization_${rewritten++}`;
-      fields.push(node("Scan", [input!], [quantized, `${prefix}_scales`, `${prefix}_zero_points`], `${prefix}_scan`, [graphAttribute("body", rowQuantizerBody()), intAttribute("num_scan_inputs", 1)]));
+      fields.push(node("Scan", [input!], [quantized, `${prefix}_scales`, `${prefix}_zero_points`], `${prefix}_scan`, { body: { graph: rowQuantizerBody() }, num_scan_inputs: 1 }));
       fields.push(node("Reshape", [`${prefix}_scales`, "row_quantization_column"], [scale], `${prefix}_scale_column`));
-      fields.push(node("Cast", [`${prefix}_zero_points`], [`${prefix}_zero_points_i32`], `${prefix}_zero_point_cast`, [intAttribute("to", ELEMENT.int32)]));
+      fields.push(node("Cast", [`${prefix}_zero_points`], [`${prefix}_zero_points_i32`], `${prefix}_zero_point_cast`, { to: ElementType.int32 }));
       fields.push(node("Reshape", [`${prefix}_zero_points_i32`, "row_quantization_column"], [`${zeroPoint}_rows_i32`], `${prefix}_zero_point_column`));
       continue;
     }
@@ -146,10 +122,7 @@ export function quantizeRowsSeparately(model: Uint8Array): RowQuantizedModel | n
         sumsMade.add(sumName);
         const weightZero = weightZeroPoint ? Number(weights.get(weightZeroPoint)?.values[0] ?? 0) : 0;
         const [rows, columns] = weight.dims as [number, number];
-        const sums = new Int32Array(columns);
-        const values = weight.values as Int8Array | Uint8Array;
-        for (let row = 0; row < rows; row++) for (let column = 0; column < columns; column++) sums[column]! += values[row * columns + column]! - weightZero;
-        added.push(initializer(sumName, ELEMENT.int32, [1, columns], sums));
+        added.push(initializer(sumName, { type: "int32", dims: [1, columns], data: zeroPointColumnSums(weight.values as Int8Array | Uint8Array, rows, columns, weightZero) }));
       }
       fields.push(node("MatMulInteger", [quantized, weightName, "", ...(weightZeroPoint ? [weightZeroPoint] : [])], [`${output}_uncorrected`], `${output}_matmul`));
       fields.push(node("Mul", [`${zeroPoint}_rows_i32`, sumName], [`${output}_zero_point_terms`], `${output}_zero_point_terms`));

@@ -27,6 +27,7 @@
  * is rounding (the new key's score and value enter outside the cache's MatMuls), well within 1e-5.
  */
 import { OnnxGraphBuilder } from "../../../onnx/graph-builder.ts";
+import { zeroPointColumnSums } from "../../../onnx/row-quantization.ts";
 import type { FlowLmWeights, LayerNormWeights, LinearWeights } from "./flow-lm-weights.ts";
 
 /** RoPE max period of every Pocket FlowLM (§1.7). */
@@ -146,9 +147,7 @@ function linear(g: OnnxGraphBuilder, name: string, x: string, weights: LinearWei
 
   const weight = g.initializer(name, { type: weights.weightType, dims, data: weights.weight });
   const weightZeroPoint = g.initializer(`${name}_zero_point`, { type: weights.weightType, dims: [], data: weights.weightType === "int8" ? Int8Array.of(weights.zeroPoint) : Uint8Array.of(weights.zeroPoint) });
-  // Σ_k (W − W_zp)[k, :]: a row's zero point zp contributes −zp · that to its int32 result.
-  const sums = new Int32Array(weights.outFeatures);
-  for (let row = 0; row < weights.inFeatures; row++) for (let column = 0; column < weights.outFeatures; column++) sums[column]! += weights.weight[row * weights.outFeatures + column]! - weights.zeroPoint;
+  const sums = zeroPointColumnSums(weights.weight, weights.inFeatures, weights.outFeatures, weights.zeroPoint);
   const columnSums = g.initializer(`${name}_column_sums`, { type: "int32", dims: [1, weights.outFeatures], data: sums });
 
   // DynamicQuantizeLinear, one row at a time: the range always includes 0.
