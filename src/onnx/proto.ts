@@ -203,7 +203,11 @@ const TENSOR_EXTERNAL_DATA_FIELD = 13;
  * Reads the whole file: this is for decoders that upload the weights elsewhere (the WGSL Mimi decoder).
  */
 export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeights> {
-  const bytes = new Uint8Array(await readFile(path));
+  return onnxGraphWeights(new Uint8Array(await readFile(path)), path);
+}
+
+/** readOnnxGraphWeights of a model already in memory (`source` names it in errors). */
+export function onnxGraphWeights(bytes: Uint8Array, source: string): OnnxGraphWeights {
   try {
     const initializers = new Map<string, OnnxInitializer>();
     const nodes: OnnxNode[] = [];
@@ -223,7 +227,7 @@ export async function readOnnxGraphWeights(path: string): Promise<OnnxGraphWeigh
     }
     return { initializers, nodes };
   } catch (error) {
-    throw new Error(`${path} is not a readable ONNX model: ${(error as Error).message}`, { cause: error });
+    throw new Error(`${source} is not a readable ONNX model: ${(error as Error).message}`, { cause: error });
   }
 }
 

@@ -4,7 +4,7 @@ import type { PocketBundle, StateEntry } from "./bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
 import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";
-import { readOnnxGraphWeights } from "../../onnx/proto.ts";
+import { onnxGraphWeights } from "../../onnx/proto.ts";
 import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
 import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
 import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
@@ -44,11 +44,13 @@ export interface PocketSessions {
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
   const runtime = await loadOnnxRuntime(options);
   const { graphs } = bundle;
+  // flow_lm_main is read once: its published session and the batched step's weights both come from it.
+  const flowLmModel = new Uint8Array(await readFile(graphs.flowLmMain.path));
   const [textConditioner, voiceEncoder, flowLm, flowLmBatched, [flowLmFlow, flowLmFlowRows], mimi] = await Promise.all([
     runtime.createSession(graphs.textConditioner.path),
     graphs.voiceEncoder ? runtime.createSession(graphs.voiceEncoder.path) : Promise.resolve(null),
-    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }),
-    createBatchedStepSession(runtime, bundle),
+    createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }, flowLmModel),
+    createBatchedStepSession(runtime, bundle, flowLmModel),
     createFlowHeadSessions(runtime, graphs.flowLmFlow.path),
     // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per
     // call, so fetching the writes instead of the caches would save nothing.
@@ -71,13 +73,13 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
 }
 
 /** The batched FlowLM step from the bundle's flow_lm_main weights, or why it cannot be built or run. */
-async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle): Promise<BatchedStepSession> {
+async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle, flowLmModel: Uint8Array): Promise<BatchedStepSession> {
   const caches = bundle.flowLmStateManifest.filter((entry) => entry.key === "cache" && entry.shape.length === 5);
   if (caches.length === 0) return { session: null, reason: "the FlowLM manifest has no KV caches" };
   const [, , , heads, headDim] = caches[0]!.shape as [number, number, number, number, number];
   const config = { layers: caches.length, heads, headDim, latentDim: bundle.dims.latentDim, cachePositions: bundle.dims.flowLmCachePositions };
   const path = bundle.graphs.flowLmMain.path;
-  const read = flowLmWeightsFromGraph(await readOnnxGraphWeights(path), config);
+  const read = flowLmWeightsFromGraph(onnxGraphWeights(flowLmModel, path), config);
   if ("reason" in read) return { session: null, reason: read.reason };
   try {
     return { session: await runtime.createSession(path, buildBatchedFlowLmStep(read.weights)), config };
@@ -106,8 +108,10 @@ export async function createCacheWritingSession(
   path: string,
   manifest: readonly StateEntry[],
   options: RewriteOptions = {},
+  /** The graph's bytes, when the caller has read them already. */
+  bytes?: Uint8Array,
 ): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
-  const model = await readFile(path);
+  const model = bytes ?? new Uint8Array(await readFile(path));
   // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
   const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"), options);
   return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [], windowed: rewritten?.windowed ?? [] };
