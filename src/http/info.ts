@@ -1,4 +1,4 @@
-/** GET / (the playground page), /v1/models, /v1/audio/models, /health, /metrics. */
+/** GET / (the playground page and its modules), /v1/models, /v1/audio/models, /health, /metrics. */
 import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
@@ -12,10 +12,21 @@ export interface InfoRouteDeps {
 }
 
 const STARTED_AT_SECONDS = Math.floor(Date.now() / 1000);
-const PLAYGROUND_PATH = new URL("../../public/index.html", import.meta.url);
+const PUBLIC_DIR = new URL("../../public/", import.meta.url);
+/**
+ * The playground's modules, by name: a fixed list rather than a folder served as it is, so no request path
+ * ever reaches the file system.
+ */
+const PLAYGROUND_MODULES = new Set(["playground.js", "playground-lib.js", "pcm-player.js"]);
 
 export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRouteDeps): void {
-  app.get("/", async (c) => c.html(await readFile(PLAYGROUND_PATH, "utf-8")));
+  app.get("/", async (c) => c.html(await readFile(new URL("index.html", PUBLIC_DIR), "utf-8")));
+  app.get("/playground/:file", async (c) => {
+    const file = c.req.param("file");
+    if (!PLAYGROUND_MODULES.has(file)) return c.notFound();
+    const source = await readFile(new URL(file, PUBLIC_DIR), "utf-8");
+    return c.body(source, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "no-cache" });
+  });
   // Browsers ask for it on every page; an empty answer keeps their consoles and our 404 counts clean.
   app.get("/favicon.ico", (c) => c.body(null, 204));
 

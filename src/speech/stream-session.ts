@@ -246,16 +246,24 @@ export class SpeechStreamSession {
         const tally: GenerationTally = { frames: 0, samples: 0 };
         for await (const samples of this.options.service.generatePcm(prepared, stream, signal, tally, "websocket")) {
           await this.#waitForDrain();
-          if (this.#closed) return;
+          if (this.#closed) break;
           const bytes = pcm16Bytes(samples);
           this.sink.sendBinary(bytes);
           sentBytes += bytes.byteLength;
+        }
+        // A socket closed mid-sentence is an aborted stream: the client left before its audio ended.
+        if (this.#closed) {
+          this.options.metrics.countStreamEnd("websocket", "aborted");
+          return;
         }
         finishReason = tally.finishReason ?? "stop";
       } else {
         const rendered = await this.options.service.render(prepared, signal, "websocket");
         await this.#waitForDrain();
-        if (this.#closed) return;
+        if (this.#closed) {
+          this.options.metrics.countStreamEnd("websocket", "aborted");
+          return;
+        }
         this.sink.sendBinary(rendered.audio);
         sentBytes = rendered.audio.byteLength;
         finishReason = rendered.finishReason;

@@ -1,0 +1,115 @@
+/** The playground's pure parts: WAV files, snippets, text pacing, the spoken-sentence lookup, waveform peaks. */
+
+/** A 16-bit mono WAV file of the given pcm16 chunks. */
+export function wavFile(chunks, sampleRate) {
+  const dataBytes = chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0);
+  const bytes = new Uint8Array(44 + dataBytes);
+  const view = new DataView(bytes.buffer);
+  const ascii = (offset, text) => {
+    for (let index = 0; index < text.length; index += 1) bytes[offset + index] = text.charCodeAt(index);
+  };
+  ascii(0, "RIFF");
+  view.setUint32(4, 36 + dataBytes, true);
+  ascii(8, "WAVE");
+  ascii(12, "fmt ");
+  view.setUint32(16, 16, true);
+  view.setUint16(20, 1, true);
+  view.setUint16(22, 1, true);
+  view.setUint32(24, sampleRate, true);
+  view.setUint32(28, sampleRate * 2, true);
+  view.setUint16(32, 2, true);
+  view.setUint16(34, 16, true);
+  ascii(36, "data");
+  view.setUint32(40, dataBytes, true);
+  let offset = 44;
+  for (const chunk of chunks) {
+    // Little-endian int16 as sent; copied byte for byte, so the file is exactly what was heard.
+    bytes.set(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength), offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+/**
+ * Text cut as a language model emits it: word pieces of one to four characters with the spaces they
+ * carry, so a sentence completes a piece at a time.
+ */
+export function llmPieces(text) {
+  const pieces = [];
+  for (const word of text.match(/\s*\S+/g) ?? []) {
+    for (let offset = 0; offset < word.length; offset += 4) pieces.push(word.slice(offset, offset + 4));
+  }
+  const trailing = /\s+$/.exec(text)?.[0];
+  if (trailing) pieces.push(trailing);
+  return pieces;
+}
+
+/** Index of the sentence whose audio holds sample `played` (sentences: [{startSample}] in order), or -1. */
+export function sentenceAt(sentences, played) {
+  let found = -1;
+  for (let index = 0; index < sentences.length; index += 1) {
+    if (sentences[index].startSample <= played) found = index;
+    else break;
+  }
+  return found;
+}
+
+/** Min/max of each of `columns` equal spans of pcm16 chunks, in −1..1, for drawing a waveform. */
+export function waveformPeaks(chunks, columns) {
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const peaks = Array.from({ length: columns }, () => ({ min: 0, max: 0 }));
+  if (total === 0) return peaks;
+  let position = 0;
+  for (const chunk of chunks) {
+    for (let index = 0; index < chunk.length; index += 1, position += 1) {
+      const column = Math.min(columns - 1, Math.floor((position * columns) / total));
+      const value = chunk[index] / 32768;
+      const peak = peaks[column];
+      if (value < peak.min) peak.min = value;
+      if (value > peak.max) peak.max = value;
+    }
+  }
+  return peaks;
+}
+
+const shellQuote = (text) => `'${text.replaceAll("'", `'"'"'`)}'`;
+
+/**
+ * The exact requests the page would make for `settings` ({input, voice, responseFormat, sampleRate, speed}),
+ * against the server at `origin`: a curl file download, the `openai` npm client, and the WebSocket stream.
+ */
+export function apiSnippets(settings, origin) {
+  const file = { model: "tts-1", input: settings.input, voice: settings.voice, response_format: settings.responseFormat };
+  if (settings.sampleRate) file.sample_rate = settings.sampleRate;
+  if (settings.speed !== 1) file.speed = settings.speed;
+  const extension = settings.responseFormat === "opus" ? "ogg" : settings.responseFormat;
+  const curl = [
+    `curl -s ${origin}/v1/audio/speech \\`,
+    `  -H 'content-type: application/json' \\`,
+    `  -d ${shellQuote(JSON.stringify(file))} \\`,
+    `  -o speech.${extension}`,
+  ].join("\n");
+  const openai = [
+    `import OpenAI from "openai";`,
+    `const client = new OpenAI({ baseURL: ${JSON.stringify(`${origin}/v1`)}, apiKey: process.env.VOXEDGE_API_KEY ?? "unused" });`,
+    `const speech = await client.audio.speech.create(${JSON.stringify(file, null, 2)});`,
+    `await Bun.write("speech.${extension}", await speech.arrayBuffer());`,
+  ].join("\n");
+  const config = { type: "session.config", voice: settings.voice, response_format: "pcm", stream_audio: true };
+  if (settings.sampleRate) config.sample_rate = settings.sampleRate;
+  const websocket = [
+    `const socket = new WebSocket(${JSON.stringify(`${origin.replace(/^http/, "ws")}/v1/audio/speech/stream`)});`,
+    `socket.binaryType = "arraybuffer";`,
+    `socket.onopen = () => {`,
+    `  socket.send(JSON.stringify(${JSON.stringify(config)}));`,
+    `  socket.send(JSON.stringify({ type: "input.text", text: ${JSON.stringify(settings.input)} }));`,
+    `  socket.send(JSON.stringify({ type: "input.done" }));`,
+    `};`,
+    `socket.onmessage = (event) => {`,
+    `  if (typeof event.data !== "string") return play(new Int16Array(event.data)); // pcm16, audio.start's sample_rate`,
+    `  const message = JSON.parse(event.data); // audio.start, audio.done, session.done, error`,
+    `  if (message.type === "session.done") socket.send(JSON.stringify({ type: "session.close" }));`,
+    `};`,
+  ].join("\n");
+  return { curl, openai, websocket };
+}
