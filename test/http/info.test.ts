@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expect, test } from "bun:test";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
@@ -100,5 +101,20 @@ test("the playground page is served at /", async () => {
   const response = await app.request("/");
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/html");
-  expect(await response.text()).toContain("/v1/audio/speech");
+  expect(await response.text()).toContain('src="playground/playground.js"');
+});
+
+test("the playground's modules are served by name as JavaScript, and nothing else under /playground/", async () => {
+  const { app } = await testApp(new ToneAdapter());
+  for (const file of ["playground.js", "playground-lib.js", "pcm-player.js"]) {
+    const response = await app.request(`/playground/${file}`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/javascript");
+    expect(await response.text()).toBe(readFileSync(new URL(`../../public/${file}`, import.meta.url), "utf-8"));
+  }
+  for (const path of ["/playground/index.html", "/playground/..%2Fpackage.json", "/playground/%2e%2e%2fsrc%2fmain.ts", "/playground/"]) {
+    const response = await app.request(path);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { code: number } }).error.code).toBe(404);
+  }
 });
