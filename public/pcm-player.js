@@ -4,20 +4,24 @@
  * Chunks go into one queue, so a chunk border is just the next sample: nothing is scheduled per chunk,
  * and there is no gap or click between them. The stream's rate (the server's) is converted to the
  * context's by linear interpolation that carries its phase across chunks. Playback starts once a small
- * jitter buffer holds `startSeconds` of audio (or the stream has ended); running dry mid-stream is an
- * underrun: the output fades to silence, and playback waits for the buffer to fill again, so a late
- * chunk costs one pause instead of a crackle of many.
+ * jitter buffer holds `startSeconds` of audio (or the stream has ended), so the first chunk of a stream
+ * starts it; running dry mid-stream is an underrun: the output fades to silence, the buffer's target
+ * doubles (up to MAX_BUFFER_SECONDS), and playback waits for it to fill, so a server that cannot keep up
+ * costs a few growing pauses instead of a crackle of many small ones.
  *
  * Main thread → worklet: {type: "format", sampleRate, startSeconds?}, {type: "pcm", samples: Int16Array},
  * {type: "end"} (no more audio will come), {type: "stop"} (drop everything now).
  * Worklet → main thread, every ~50 ms and on every change of state: {type: "progress", state,
- * samplesPlayed, bufferedSamples, underruns}, samples counted at the stream's rate; state is "waiting"
+ * samplesPlayed, bufferedSamples, targetSamples, underruns}, samples counted at the stream's rate
+ * (targetSamples: what the jitter buffer waits for now); state is "waiting"
  * (jitter buffer filling), "playing", "drained" (ended and played out) or "stopped".
  */
 
 /** Samples of ramp at an underrun or a restart: ~2.7 ms at 24 kHz, long enough not to click. */
 const RAMP_SAMPLES = 64;
 const PROGRESS_INTERVAL_SECONDS = 0.05;
+/** The jitter buffer's largest target: past a second of waiting, a listener hears a stall either way. */
+export const MAX_BUFFER_SECONDS = 1;
 
 export class PcmQueue {
   /** @type {Float32Array[]} */
@@ -73,6 +77,7 @@ export class PcmPlayer {
   samplesPlayed = 0;
   underruns = 0;
   #step;
+  #maxStartSamples;
   /** Interpolation runs between `#previous` and `#next`; `#phase` in [0, 1) is how far along. */
   #previous = 0;
   #next = 0;
@@ -85,6 +90,7 @@ export class PcmPlayer {
     this.sourceRate = sourceRate;
     this.outputRate = outputRate;
     this.startSamples = Math.max(1, Math.round(startSeconds * sourceRate));
+    this.#maxStartSamples = Math.max(this.startSamples, Math.round(MAX_BUFFER_SECONDS * sourceRate));
     this.#step = sourceRate / outputRate;
   }
 
@@ -142,6 +148,7 @@ export class PcmPlayer {
         if (this.ended) this.state = "drained";
         else {
           this.underruns += 1;
+          this.startSamples = Math.min(this.startSamples * 2, this.#maxStartSamples);
           this.state = "waiting";
         }
         return;
@@ -178,7 +185,7 @@ if (typeof registerProcessor === "function") {
       if (!force && player.state === this.lastState && currentTime - this.lastReport < PROGRESS_INTERVAL_SECONDS) return;
       this.lastReport = currentTime;
       this.lastState = player.state;
-      this.port.postMessage({ type: "progress", state: player.state, samplesPlayed: player.samplesPlayed, bufferedSamples: player.queue.length, underruns: player.underruns });
+      this.port.postMessage({ type: "progress", state: player.state, samplesPlayed: player.samplesPlayed, bufferedSamples: player.queue.length, targetSamples: player.startSamples, underruns: player.underruns });
     }
 
     process(_inputs, outputs) {

@@ -254,7 +254,7 @@ async function speak(text, output) {
   Object.assign(playground, { samplesPlayed: 0, firstAudioMs: null, underruns: 0, lastError: null, samplesPlayedAtSessionDone: null, samplesReceived: 0, sampleRate: null, sentences: [] });
   $("speak-error").textContent = "";
   $("sentences").replaceChildren();
-  for (const id of ["first-audio", "rtf", "buffered", "played"]) $(id).textContent = "–";
+  for (const id of ["first-audio", "rtf", "buffered", "jitter", "played"]) $(id).textContent = "–";
   $("underruns").textContent = "0";
   setState("connecting");
   const config = sessionConfig();
@@ -385,12 +385,14 @@ class SpeakSession {
     sentence.figures.textContent = parts.join(" · ");
   }
 
-  progress({ state, samplesPlayed, bufferedSamples, underruns }) {
+  progress({ state, samplesPlayed, bufferedSamples, targetSamples, underruns }) {
     if (this.ended) return;
     playground.samplesPlayed = samplesPlayed;
     playground.underruns = underruns;
+    const ms = (samples) => Math.round((samples / playground.sampleRate) * 1000);
     $("underruns").textContent = String(underruns);
-    $("buffered").textContent = `${Math.round((bufferedSamples / playground.sampleRate) * 1000)} ms`;
+    $("buffered").textContent = `${ms(bufferedSamples)} ms`;
+    $("jitter").textContent = `${ms(targetSamples)} ms`;
     $("played").textContent = `${(samplesPlayed / playground.sampleRate).toFixed(1)} s`;
     const speaking = sentenceAt(playground.sentences, samplesPlayed);
     playground.sentences.forEach((sentence, index) => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 // @ts-expect-error plain browser modules, without type declarations
-import { PcmPlayer } from "../../public/pcm-player.js";
+import { MAX_BUFFER_SECONDS, PcmPlayer } from "../../public/pcm-player.js";
 // @ts-expect-error plain browser modules, without type declarations
 import { apiSnippets, llmPieces, sentenceAt, waveformPeaks, wavFile } from "../../public/playground-lib.js";
 import { decodeWav } from "../../src/audio/wav.ts";
@@ -78,7 +78,7 @@ describe("the playground's worklet player", () => {
     expect(player.samplesPlayed).toBe(samples.length);
   });
 
-  test("waits for the jitter buffer, then plays; running dry mid-stream is one underrun and a fade, not a click", () => {
+  test("waits for the jitter buffer, then plays; running dry mid-stream is one underrun, a fade (not a click) and a larger buffer", () => {
     const player = new PcmPlayer(24000, 24000, 0.06);
     player.push(tone(1000));
     const block = new Float32Array(BLOCK);
@@ -90,12 +90,32 @@ describe("the playground's worklet player", () => {
     expect(player.underruns).toBe(1);
     expect(player.state).toBe("waiting");
     expect(player.samplesPlayed).toBe(2000);
+    // After running dry the buffer waits for twice as much before it plays again.
+    expect(player.startSamples).toBe(2 * 1440);
     player.push(tone(2000));
+    player.render(block);
+    expect(player.state).toBe("waiting");
+    player.push(tone(1000));
+    player.render(block);
+    expect(player.state).toBe("playing");
     player.end();
     playOut(player);
     expect(player.state).toBe("drained");
     expect(player.underruns).toBe(1);
-    expect(player.samplesPlayed).toBe(4000);
+    expect(player.samplesPlayed).toBe(5000);
+  });
+
+  test("the buffer's target stops growing at MAX_BUFFER_SECONDS", () => {
+    const player = new PcmPlayer(24000, 24000, 0.06);
+    const block = new Float32Array(BLOCK);
+    for (let spell = 0; spell < 8; spell += 1) {
+      player.push(tone(player.startSamples));
+      for (let count = 0; count < 400 && player.state !== "waiting"; count += 1) player.render(block);
+      player.render(block);
+      for (let count = 0; count < 400 && player.state === "playing"; count += 1) player.render(block);
+    }
+    expect(player.underruns).toBe(8);
+    expect(player.startSamples).toBe(MAX_BUFFER_SECONDS * 24000);
   });
 
   test("a short stream that ends below the jitter buffer still plays; stop drops what is queued", () => {
