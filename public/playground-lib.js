@@ -75,7 +75,8 @@ export function waveformPeaks(chunks, columns) {
 const shellQuote = (text) => `'${text.replaceAll("'", `'"'"'`)}'`;
 
 /**
- * The exact requests the page would make for `settings` ({input, voice, responseFormat, sampleRate, speed}),
+ * The exact requests the page would make for `settings` ({input, voice, responseFormat, sampleRate, speed,
+ * withApiKey}),
  * against the server at `origin`: a curl file download, the `openai` npm client, and the WebSocket stream.
  */
 export function apiSnippets(settings, origin) {
@@ -83,8 +84,10 @@ export function apiSnippets(settings, origin) {
   if (settings.sampleRate) file.sample_rate = settings.sampleRate;
   if (settings.speed !== 1) file.speed = settings.speed;
   const extension = settings.responseFormat === "opus" ? "ogg" : settings.responseFormat;
+  // The key itself never goes into a snippet someone may paste elsewhere: it is read from the environment.
   const curl = [
     `curl -s ${origin}/v1/audio/speech \\`,
+    ...(settings.withApiKey ? [`  -H "Authorization: Bearer $VOXEDGE_API_KEY" \\`] : []),
     `  -H 'content-type: application/json' \\`,
     `  -d ${shellQuote(JSON.stringify(file))} \\`,
     `  -o speech.${extension}`,
@@ -98,7 +101,9 @@ export function apiSnippets(settings, origin) {
   const config = { type: "session.config", voice: settings.voice, response_format: "pcm", stream_audio: true };
   if (settings.sampleRate) config.sample_rate = settings.sampleRate;
   const websocket = [
-    `const socket = new WebSocket(${JSON.stringify(`${origin.replace(/^http/, "ws")}/v1/audio/speech/stream`)});`,
+    settings.withApiKey
+      ? `const socket = new WebSocket(\`${origin.replace(/^http/, "ws")}/v1/audio/speech/stream?api_key=\${encodeURIComponent(VOXEDGE_API_KEY)}\`);`
+      : `const socket = new WebSocket(${JSON.stringify(`${origin.replace(/^http/, "ws")}/v1/audio/speech/stream`)});`,
     `socket.binaryType = "arraybuffer";`,
     `socket.onopen = () => {`,
     `  socket.send(JSON.stringify(${JSON.stringify(config)}));`,

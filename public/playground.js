@@ -45,7 +45,7 @@ async function errorMessage(response) {
 
 async function getJson(path) {
   const response = await fetch(endpoint(path), { headers: authHeaders() });
-  if (!response.ok) throw new Error(await errorMessage(response));
+  if (!response.ok) throw Object.assign(new Error(await errorMessage(response)), { status: response.status });
   return response.json();
 }
 
@@ -508,6 +508,7 @@ function currentSettings() {
     responseFormat: $("format").value,
     sampleRate: Number($("sample-rate").value) || undefined,
     speed: Number($("speed").value) || 1,
+    withApiKey: $("api-key").value.trim() !== "",
   };
 }
 
@@ -519,7 +520,7 @@ function renderSnippets() {
   $("snippet-websocket").textContent = snippets.websocket;
 }
 
-for (const id of ["text", "voice", "format", "sample-rate", "speed"]) $(id).addEventListener("input", renderSnippets);
+for (const id of ["text", "voice", "format", "sample-rate", "speed", "api-key"]) $(id).addEventListener("input", renderSnippets);
 $("api-key").addEventListener("change", () => void start());
 $("server-form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -531,7 +532,12 @@ async function start() {
     await loadModel();
     await loadVoices();
   } catch (error) {
-    $("model").textContent = `The server did not answer: ${error.message}`;
+    if (error.status === 401) {
+      // The server wants a key: show where it goes.
+      $("model").textContent = `${error.message}. Enter the API key under Server.`;
+      $("server-form").closest("details").open = true;
+      $("api-key").focus();
+    } else $("model").textContent = `The server did not answer: ${error.message}`;
   }
   renderSnippets();
 }

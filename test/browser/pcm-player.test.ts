@@ -183,5 +183,14 @@ describe("the playground's helpers", () => {
     expect(websocket).toContain('"sample_rate":16000');
     // Every line is valid JavaScript once play() exists.
     expect(() => new Function("WebSocket", "play", websocket)).not.toThrow();
+    expect(curl).not.toContain("Authorization");
+  });
+
+  test("with an API key the snippets read it from the environment, never spelling it out", () => {
+    const { curl, openai, websocket } = apiSnippets({ input: "Hi.", voice: "default", responseFormat: "wav", speed: 1, withApiKey: true }, "http://127.0.0.1:8123");
+    expect(curl).toContain('-H "Authorization: Bearer $VOXEDGE_API_KEY"');
+    expect(openai).toContain("process.env.VOXEDGE_API_KEY");
+    expect(websocket).toContain("?api_key=${encodeURIComponent(VOXEDGE_API_KEY)}");
+    expect(() => new Function("WebSocket", "play", "VOXEDGE_API_KEY", websocket)).not.toThrow();
   });
 });
