@@ -134,6 +134,11 @@ export class VoiceStore {
     return this.voices.get(voiceKey(name))?.voice;
   }
 
+  /** Resolves once every save and delete queued so far has finished (a shutdown waits for it). */
+  settled(): Promise<void> {
+    return this.mutations.idle();
+  }
+
   onEvict(listener: (nameLower: string) => void): void {
     this.evictListeners.push(listener);
   }
