@@ -9,6 +9,7 @@ import type { FinishReason } from "../engine/core.ts";
 import type { Hono } from "hono";
 import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
+import { noteAudio } from "./access-log.ts";
 import type { SpeechService, SpeechUsage } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
 import { pullStream } from "./audio-stream.ts";
@@ -51,7 +52,10 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         if (budget.closed) throw budget.exceededError();
         const prepared = await deps.service.prepare(request, "batch", signal);
         // Items never get a 429: each waits for a place in the engine, within its limits.
-        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => budget.spend(index, seconds), { whenFull: "wait" });
+        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => {
+          noteAudio(c, seconds);
+          return budget.spend(index, seconds);
+        }, { whenFull: "wait" });
         return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, finish_reason: rendered.finishReason, ignored_fields: prepared.ignoredFields };
       } catch (error) {
         budget.release(index);

@@ -7,6 +7,7 @@ import type { ServiceMetrics } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { SpeechStreamSession } from "../speech/stream-session.ts";
+import type { ServerLifecycle } from "./lifecycle.ts";
 
 export interface StreamRouteDeps {
   service: SpeechService;
@@ -14,13 +15,15 @@ export interface StreamRouteDeps {
   logger: Logger;
   config: Config;
   runtime: RuntimeSupport;
+  lifecycle: ServerLifecycle;
 }
 
-export function registerStreamRoute(app: Hono, { service, metrics, logger, config, runtime }: StreamRouteDeps): void {
+export function registerStreamRoute(app: Hono, { service, metrics, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
   app.get(
     "/v1/audio/speech/stream",
     runtime.upgradeWebSocket(() => {
       let session: SpeechStreamSession | undefined;
+      let untrack = () => {};
       return {
         onOpen(_event, ws) {
           const socket = ws as WSContext<unknown>;
@@ -29,7 +32,10 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
               sendJson: (message) => socket.readyState === 1 && socket.send(JSON.stringify(message)),
               sendBinary: (bytes) => socket.readyState === 1 && socket.send(bytes as Uint8Array<ArrayBuffer>),
               bufferedBytes: () => runtime.bufferedBytes(socket),
-              close: (code, reason) => socket.close(code, reason),
+              close: (code, reason) => {
+                socket.close(code, reason);
+                untrack();
+              },
             },
             {
               service,
@@ -42,15 +48,18 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
               stallTimeoutMs: config.streamStallTimeoutSeconds * 1000,
             },
           );
+          untrack = lifecycle.trackSession(session);
         },
         onMessage(event) {
           session?.receive(event.data as string | ArrayBuffer);
         },
         onClose() {
           session?.closed();
+          untrack();
         },
         onError() {
           session?.closed();
+          untrack();
         },
       };
     }),

@@ -372,7 +372,7 @@ export class SpeechService {
     } finally {
       resampler?.close();
       tally.finishReason = stream.finishReason ?? "abort";
-      this.logger.info("speech finished", { request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
+      this.logger.info("speech finished", { engine_request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
     }
   }
 
