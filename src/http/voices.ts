@@ -26,8 +26,10 @@ export interface VoiceRouteDeps {
 }
 
 export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
-  app.get("/v1/audio/voices", (c) => {
+  app.get("/v1/audio/voices", async (c) => {
     const builtIn = service.model().capabilities.voices;
+    // What every replica sharing the folder uploaded or deleted.
+    await voices.rescan();
     const uploaded = voices.list();
     // As the seed: one lower-case name per voice, an upload and the built-in voice it shadows being one.
     const names = [...new Set([...builtIn, ...uploaded.map((voice) => voice.name.toLowerCase())])].sort();

@@ -242,6 +242,9 @@ export class SpeechService {
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
+    // Replicas share the speaker folder: the name (and an OpenAI name's target) as the folder holds it now.
+    await this.voices.refreshName(requested);
+    if (isOpenAiVoiceName(requested)) await this.voices.refreshName(this.config.voiceAliases[requested] ?? "default");
     const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
     if (named === undefined) {
       if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
