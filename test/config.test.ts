@@ -27,7 +27,7 @@ test("--voice-aliases: OpenAI voice names to voices, case-insensitive; a malform
 
 test("secrets are masked in the logged config and help lists every option", () => {
   const shown = describeConfig(loadConfig({ "api-key": "hunter2" }, {}));
-  expect(shown.apiKey).toBe("***");
+  expect(shown.apiKeys).toEqual(["***"]);
   expect(JSON.stringify(shown)).not.toContain("hunter2");
   const help = configHelp();
   for (const flag of ["--host", "--port", "--engine", "--device", "--speaker-dir", "--allowed-local-media-path", "--allowed-media-domains", "--log-level", "SPEAKER_SAMPLES_DIR"]) {
