@@ -79,7 +79,8 @@ for (const { name, flags, open } of MATRIX) {
         // A wrong key is refused wherever a key counts; the always-open routes and the probes ignore it.
         if (open(path, method) && !PUBLIC_LISTINGS.has(path)) expect({ label, status: wrong.status }).not.toMatchObject({ status: 401 });
         else await expectUnauthorized(wrong);
-        for (const headers of [{ authorization: `Bearer ${FLAG_KEY}` }, { authorization: `bearer ${FILE_KEY}` }, { "x-api-key": FILE_KEY }, { "x-api-key": FLAG_KEY }]) {
+        const keyed: Record<string, string>[] = [{ authorization: `Bearer ${FLAG_KEY}` }, { authorization: `bearer ${FILE_KEY}` }, { "x-api-key": FILE_KEY }, { "x-api-key": FLAG_KEY }];
+        for (const headers of keyed) {
           expect({ label, headers, status: (await call(app, method, path, headers)).status }).not.toMatchObject({ status: 401 });
         }
       }
