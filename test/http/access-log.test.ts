@@ -1,0 +1,61 @@
+/**
+ * Access logs: one JSON line per request once its response has ended, with the request id (the proxy's
+ * X-Request-Id when usable, returned either way), route pattern, status, latency, time to first audio and
+ * audio seconds, and never the input text or the path's own values.
+ */
+import { expect, test } from "bun:test";
+import { createLogger } from "../../src/log/logger.ts";
+import { testApp } from "../support/server.ts";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+
+const SECRET_TEXT = "my bank password is hunter2";
+
+async function loggingApp(flags: Record<string, string> = {}) {
+  const lines: string[] = [];
+  const built = await testApp(new ToneAdapter(), { logger: createLogger("info", (line) => lines.push(line)), flags });
+  const accessLines = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.message === "request");
+  return { ...built, lines, accessLines };
+}
+
+const post = (body: unknown, headers: Record<string, string> = {}) => ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+test("a file: the proxy's request id is kept and returned; route, status, latency, first audio and audio seconds are logged; the text is not", async () => {
+  const { app, lines, accessLines } = await loggingApp();
+  const response = await app.request("/v1/audio/speech", post({ input: SECRET_TEXT, response_format: "wav" }, { "X-Request-Id": "nginx-7f3a9c" }));
+  expect(response.status).toBe(200);
+  expect(response.headers.get("x-request-id")).toBe("nginx-7f3a9c");
+  await response.arrayBuffer();
+  const [entry] = accessLines();
+  expect(entry).toMatchObject({ level: "info", request_id: "nginx-7f3a9c", method: "POST", route: "/v1/audio/speech", status: 200 });
+  expect(entry.latency_ms).toBeGreaterThanOrEqual(entry.first_audio_ms);
+  expect(entry.first_audio_ms).toBeGreaterThanOrEqual(0);
+  expect(entry.audio_seconds).toBeGreaterThan(0);
+  for (const line of lines) expect(line).not.toContain("hunter2");
+});
+
+test("a raw stream is logged when its last byte is taken, with its audio seconds", async () => {
+  const { app, accessLines } = await loggingApp();
+  const response = await app.request("/v1/audio/speech", post({ input: "stream this sentence", stream_format: "audio", response_format: "pcm", sample_rate: 24000 }));
+  const requestId = response.headers.get("x-request-id")!;
+  expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+  expect(accessLines()).toEqual([]);
+  const bytes = (await response.arrayBuffer()).byteLength;
+  const [entry] = accessLines();
+  expect(entry).toMatchObject({ request_id: requestId, route: "/v1/audio/speech", status: 200 });
+  expect(entry.audio_seconds).toBeCloseTo(bytes / 2 / 24000, 3);
+});
+
+test("an unusable request id (spaces, or too long) is replaced by a fresh one; refusals are logged with the route they were for, not its values", async () => {
+  const { app, accessLines } = await loggingApp({ "api-key": "sk-1" });
+  for (const offered of ["has spaces in it", "x".repeat(201)]) {
+    const refused = await app.request("/v1/audio/voices/Private%20Name", { method: "DELETE", headers: { "X-Request-Id": offered } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(await refused.text()).error.code).toBe(401);
+  }
+  for (const entry of accessLines()) {
+    expect(entry).toMatchObject({ method: "DELETE", route: "/v1/audio/voices/:name", status: 401 });
+    expect(JSON.stringify(entry)).not.toContain("Private");
+  }
+  expect(accessLines()).toHaveLength(2);
+});
