@@ -178,7 +178,8 @@ export class VoiceStore {
 
   /** The voices as last read from the folder (refreshName or rescan first for what other replicas did since). */
   list(): StoredVoice[] {
-    return [...this.voices.values()].map((entry) => entry.voice).sort((a, b) => a.created_at - b.created_at);
+    // Replicas may give two uploads the same second: the name breaks the tie, so every replica lists one order.
+    return [...this.voices.values()].map((entry) => entry.voice).sort((a, b) => a.created_at - b.created_at || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   get(name: string): StoredVoice | undefined {

@@ -391,6 +391,36 @@ describe("loading a voice whose file changed", () => {
     }
   });
 
+  test("two stores over one folder (replicas): loads on one while the other replaces the voice return one consistent version, never a torn file", async () => {
+    const writer = await openStore();
+    const reader = await openStore();
+    const samplesByCreatedAt = new Map<number, number>();
+    const saveVersion = async (sample: number) => samplesByCreatedAt.set((await writer.saveAudio(audioInput("alice", { samples: new Float32Array(4000).fill(sample) }))).created_at, sample);
+    await saveVersion(0);
+    let saving = true;
+    const saves = (async () => {
+      for (let version = 1; version <= 20; version++) await saveVersion(version);
+      saving = false;
+    })();
+    const loadUntilSaved = async () => {
+      const seen = [];
+      while (saving) {
+        await reader.refreshName("alice");
+        seen.push(await reader.loadAudio("alice"));
+      }
+      return seen;
+    };
+    const loads = await Promise.all([loadUntilSaved(), loadUntilSaved(), saves]).then(([a, b]) => [...a, ...b]);
+    expect(loads.length).toBeGreaterThan(10);
+    for (const loaded of loads) {
+      const expected = samplesByCreatedAt.get(loaded!.voice.created_at)!;
+      expect(loaded!.samples.length).toBe(4000);
+      expect(loaded!.samples.every((sample) => sample === expected)).toBe(true);
+    }
+    await reader.refreshName("alice");
+    expect(reader.get("alice")!.created_at).toBe(writer.get("alice")!.created_at);
+  });
+
   test("a load racing a delete returns the voice or nothing, never an error", async () => {
     const store = await openStore();
     for (let round = 0; round < 20; round++) {
