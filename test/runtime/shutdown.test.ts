@@ -37,7 +37,7 @@ async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>, alreadyR
 async function upload(base: string, name: string) {
   const audio = new File([encodeWav(sine(3, 220, 16000), 16000) as Uint8Array<ArrayBuffer>], `${name}.wav`, { type: "audio/wav" });
   const { body, contentType } = await multipartBody({ name, consent: `consent-${name}`, audio_sample: audio });
-  return fetch(`${base}/v1/audio/voices`, { method: "POST", headers: { "content-type": contentType }, body });
+  return fetch(`${base}/v1/audio/voices`, { method: "POST", headers: { "content-type": contentType }, body: body as Uint8Array<ArrayBuffer> });
 }
 
 test("SIGTERM during a stream, a WebSocket session and uploads: 503 readiness while draining, the stream completes, the socket closes 1001, no partial voice files, exit 0", async () => {

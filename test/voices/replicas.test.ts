@@ -24,7 +24,7 @@ afterAll(async () => {
 async function upload(base: string, name: string, refText: string) {
   const audio = new File([encodeWav(sine(2, 300, 16000), 16000) as Uint8Array<ArrayBuffer>], `${name}.wav`, { type: "audio/wav" });
   const { body, contentType } = await multipartBody({ name, consent: `consent-${name}`, audio_sample: audio, ref_text: refText });
-  const response = await fetch(`${base}/v1/audio/voices`, { method: "POST", headers: { "content-type": contentType }, body });
+  const response = await fetch(`${base}/v1/audio/voices`, { method: "POST", headers: { "content-type": contentType }, body: body as Uint8Array<ArrayBuffer> });
   expect(response.status).toBe(200);
   return ((await response.json()) as { voice: { created_at: number } }).voice;
 }
