@@ -1,6 +1,8 @@
 /**
- * One JSON line per request, written when its response has ended (a stream's last byte, or its client
- * leaving): request id, method, route pattern, status, latency, time to first audio and seconds of audio.
+ * One JSON line per request, written when its response has ended: at once for an answer made whole, and
+ * for a streamed one (raw audio, SSE, batch) when its last byte is taken or its client leaves, which the
+ * route reports through streamEnded. Fields: request id, method, route pattern, status, latency, time to
+ * first audio and seconds of audio.
  * Never the input text, the audio, the query string or the path's own values (a voice name is the
  * uploader's data): the route is the pattern, e.g. `/v1/audio/voices/:name`.
  *
@@ -12,17 +14,21 @@ import type { Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { Logger } from "../log/logger.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
-import { whenResponseEnds } from "./response-end.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 /** Printable ASCII without spaces, as nginx's $request_id, UUIDs and tracing ids are; anything else is replaced. */
 const USABLE_REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** How a streamed response ended: its last byte taken, its client gone (or stalled), or a failure while streaming. */
+export type ResponseEnd = "completed" | "client_closed" | "failed";
 
 interface AccessRecord {
   requestId: string;
   startedMs: number;
   firstAudioMs?: number;
   audioSeconds: number;
+  /** Set by a route whose response streams: resolves when the stream has ended. */
+  streamEnd?: Promise<ResponseEnd>;
 }
 
 const records = new WeakMap<Request, AccessRecord>();
@@ -38,6 +44,17 @@ export function noteAudio(c: Context, seconds: number): void {
   if (!record || seconds <= 0) return;
   record.firstAudioMs ??= performance.now() - record.startedMs;
   record.audioSeconds += seconds;
+}
+
+/**
+ * Marks this request's response as streamed: its log line (and the shutdown's count) wait for the returned
+ * function to be called with how it ended.
+ */
+export function streamEnded(c: Context): (end: ResponseEnd) => void {
+  const record = records.get(c.req.raw);
+  let settle: (end: ResponseEnd) => void = () => {};
+  if (record) record.streamEnd = new Promise<ResponseEnd>((resolve) => (settle = resolve));
+  return (end) => settle(end);
 }
 
 /** Installs the outermost middleware: ids, the active-request count the shutdown waits on, and the log line. */
@@ -57,7 +74,7 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
     if (c.res.status !== 101 && !c.res.headers.has(REQUEST_ID_HEADER)) c.res.headers.set(REQUEST_ID_HEADER, record.requestId);
     const status = c.res.status;
     const route = routePattern(c);
-    whenResponseEnds(c, (end) => {
+    const log = (end: ResponseEnd) => {
       release();
       logger.info("request", {
         request_id: record.requestId,
@@ -69,11 +86,12 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
         ...(record.audioSeconds > 0 ? { audio_seconds: Number(record.audioSeconds.toFixed(3)) } : {}),
         ...(end === "completed" ? {} : { end }),
       });
-    });
+    };
+    if (record.streamEnd) void record.streamEnd.then(log);
+    else log("completed");
   });
 }
 
-/** The pattern of the route that matched the request (also when a middleware answered first, e.g. a 401), or "unmatched". */
 function routePattern(c: Context): string {
   const route = matchedRoutes(c).findLast((candidate) => candidate.method !== "ALL" && candidate.path !== "*" && candidate.path !== "/*");
   return route?.path ?? "unmatched";

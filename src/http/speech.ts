@@ -10,7 +10,7 @@ import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { ApiError } from "../api/errors.ts";
 import type { EngineStream } from "../engine/core.ts";
-import { noteAudio } from "./access-log.ts";
+import { noteAudio, streamEnded, type ResponseEnd } from "./access-log.ts";
 
 export interface SpeechRouteDeps {
   service: SpeechService;
@@ -43,7 +43,9 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     const stream = await deps.service.admit(prepared, requestSignal);
     const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
     const onAudio = (samples: Float32Array) => noteAudio(c, samples.length / prepared.outputSampleRateHz);
+    const ended = streamEnded(c);
     const onEnd = (outcome: StreamOutcome, error?: unknown) => {
+      ended(responseEndOf(outcome));
       deps.metrics.countStreamEnd(mode, outcome);
       if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
     };
@@ -109,6 +111,11 @@ async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stre
       error: { message, type: "server_error", param: null, code: 500, ...(audioSent ? { partial_audio: true, action: "discard" } : {}) },
     });
   }
+}
+
+/** A stream's outcome as the access log names it: "aborted" is the client leaving (or stalling). */
+export function responseEndOf(outcome: StreamOutcome): ResponseEnd {
+  return outcome === "aborted" ? "client_closed" : outcome;
 }
 
 export function base64(bytes: Uint8Array): string {

@@ -59,3 +59,14 @@ test("an unusable request id (spaces, or too long) is replaced by a fresh one; r
   }
   expect(accessLines()).toHaveLength(2);
 });
+
+test("a client leaving mid-stream is logged as client_closed, with the audio it was sent", async () => {
+  const { app, accessLines } = await loggingApp();
+  const response = await app.request("/v1/audio/speech", post({ input: "a stream its client leaves before the end of it", stream_format: "audio", response_format: "pcm" }));
+  const reader = response.body!.getReader();
+  expect((await reader.read()).done).toBe(false);
+  await reader.cancel();
+  const [entry] = accessLines();
+  expect(entry).toMatchObject({ route: "/v1/audio/speech", status: 200, end: "client_closed" });
+  expect(entry.audio_seconds).toBeGreaterThan(0);
+});
