@@ -70,7 +70,7 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
       release();
       throw error;
     }
-    // A WebSocket upgrade's answer may be immutable (Bun's); its socket is counted as a session instead.
+    // Deno's 101 for a WebSocket upgrade has immutable headers.
     if (c.res.status !== 101 && !c.res.headers.has(REQUEST_ID_HEADER)) c.res.headers.set(REQUEST_ID_HEADER, record.requestId);
     const status = c.res.status;
     const route = routePattern(c);
@@ -92,6 +92,7 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
   });
 }
 
+/** The pattern of the route that matched (also when a middleware answered first, e.g. a 401), or "unmatched". */
 function routePattern(c: Context): string {
   const route = matchedRoutes(c).findLast((candidate) => candidate.method !== "ALL" && candidate.path !== "*" && candidate.path !== "/*");
   return route?.path ?? "unmatched";

@@ -89,10 +89,13 @@ export class ServerLifecycle {
   }
 }
 
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
 /** Reads and probes keep answering while draining; anything that would start work does not. */
 function startsWork(c: Context): boolean {
   if (HEALTH_PATHS.has(c.req.path) || c.req.path === METRICS_PATH) return false;
-  return c.req.method !== "GET" && c.req.method !== "HEAD" && c.req.method !== "OPTIONS" ? true : c.req.header("upgrade")?.toLowerCase() === "websocket";
+  if (c.req.header("upgrade")?.toLowerCase() === "websocket") return true;
+  return !READ_METHODS.has(c.req.method);
 }
 
 /**
