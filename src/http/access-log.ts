@@ -42,8 +42,14 @@ export function requestIdOf(c: Context): string | undefined {
 export function noteAudio(c: Context, seconds: number): void {
   const record = records.get(c.req.raw);
   if (!record || seconds <= 0) return;
-  record.firstAudioMs ??= performance.now() - record.startedMs;
+  noteFirstAudio(c);
   record.audioSeconds += seconds;
+}
+
+/** Audio of unknown length (an encoded sentence on a WebSocket) went out: only its time counts. */
+export function noteFirstAudio(c: Context): void {
+  const record = records.get(c.req.raw);
+  if (record) record.firstAudioMs ??= performance.now() - record.startedMs;
 }
 
 /**
@@ -72,7 +78,10 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
     }
     // Deno's 101 for a WebSocket upgrade has immutable headers.
     if (c.res.status !== 101 && !c.res.headers.has(REQUEST_ID_HEADER)) c.res.headers.set(REQUEST_ID_HEADER, record.requestId);
-    const status = c.res.status;
+    // A stream that never started (an error answered instead, or an upgrade that did not happen) has ended.
+    if (c.res.status >= 400) record.streamEnd = undefined;
+    // Bun answers an upgrade itself (101); the app's own response to it is a placeholder.
+    const status = isUpgrade(c) && record.streamEnd ? 101 : c.res.status;
     const route = routePattern(c);
     const log = (end: ResponseEnd) => {
       release();
@@ -90,6 +99,10 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
     if (record.streamEnd) void record.streamEnd.then(log);
     else log("completed");
   });
+}
+
+function isUpgrade(c: Context): boolean {
+  return c.req.header("upgrade")?.toLowerCase() === "websocket";
 }
 
 /** The pattern of the route that matched (also when a middleware answered first, e.g. a 401), or "unmatched". */

@@ -5,7 +5,8 @@
  */
 import { expect, test } from "bun:test";
 import { createLogger } from "../../src/log/logger.ts";
-import { testApp } from "../support/server.ts";
+import { startTestServer, testApp } from "../support/server.ts";
+import { RecordingSocket } from "../support/ws-client.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 
 const SECRET_TEXT = "my bank password is hunter2";
@@ -69,4 +70,28 @@ test("a client leaving mid-stream is logged as client_closed, with the audio it 
   const [entry] = accessLines();
   expect(entry).toMatchObject({ route: "/v1/audio/speech", status: 200, end: "client_closed" });
   expect(entry.audio_seconds).toBeGreaterThan(0);
+});
+
+test("a WebSocket session is logged when it closes: status 101, its audio seconds and first audio, completed", async () => {
+  const lines: string[] = [];
+  const server = await startTestServer(new ToneAdapter(), { logger: createLogger("info", (line) => lines.push(line)) });
+  try {
+    const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`, { "x-request-id": "ws-session-1" });
+    await socket.opened;
+    socket.send({ type: "session.config", voice: "low", stream_audio: true, sample_rate: 24000 });
+    socket.send({ type: "input.text", text: "Two sentences here. And another one." });
+    socket.send({ type: "input.done" });
+    socket.send({ type: "session.close" });
+    await socket.closedPromise;
+    expect(socket.closeCode).toBe(1000);
+    const audioBytes = socket.received.filter((entry) => entry.kind === "binary").reduce((sum, entry) => sum + (entry as { bytes: Uint8Array }).bytes.byteLength, 0);
+    let entry: Record<string, any> | undefined;
+    while (!(entry = lines.map((line) => JSON.parse(line)).find((logged) => logged.message === "request"))) await Bun.sleep(10);
+    expect(entry).toMatchObject({ request_id: "ws-session-1", method: "GET", route: "/v1/audio/speech/stream", status: 101 });
+    expect(entry.end).toBeUndefined();
+    expect(entry.first_audio_ms).toBeGreaterThan(0);
+    expect(entry.audio_seconds).toBeCloseTo(audioBytes / 2 / 24000, 3);
+  } finally {
+    await server.stop();
+  }
 });
