@@ -33,11 +33,6 @@ interface AccessRecord {
 
 const records = new WeakMap<Request, AccessRecord>();
 
-/** The request's id, as logged and returned. */
-export function requestIdOf(c: Context): string | undefined {
-  return records.get(c.req.raw)?.requestId;
-}
-
 /** Audio delivered for this request: the first call marks its time to first audio. */
 export function noteAudio(c: Context, seconds: number): void {
   const record = records.get(c.req.raw);
@@ -67,6 +62,9 @@ export function streamEnded(c: Context): (end: ResponseEnd) => void {
 export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLifecycle): void {
   app.use("*", async (c, next) => {
     const offered = c.req.header(REQUEST_ID_HEADER);
+    // Read now: Deno closes an upgraded request, and its headers with it.
+    const upgrade = isUpgrade(c);
+    const method = c.req.method;
     const record: AccessRecord = { requestId: offered !== undefined && USABLE_REQUEST_ID.test(offered) ? offered : randomUUID(), startedMs: performance.now(), audioSeconds: 0 };
     records.set(c.req.raw, record);
     const release = lifecycle.trackRequest();
@@ -81,13 +79,13 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
     // A stream that never started (an error answered instead, or an upgrade that did not happen) has ended.
     if (c.res.status >= 400) record.streamEnd = undefined;
     // Bun answers an upgrade itself (101); the app's own response to it is a placeholder.
-    const status = isUpgrade(c) && record.streamEnd ? 101 : c.res.status;
+    const status = upgrade && record.streamEnd ? 101 : c.res.status;
     const route = routePattern(c);
     const log = (end: ResponseEnd) => {
       release();
       logger.info("request", {
         request_id: record.requestId,
-        method: c.req.method,
+        method,
         route,
         status,
         latency_ms: round(performance.now() - record.startedMs),
