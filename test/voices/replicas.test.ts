@@ -18,7 +18,7 @@ beforeAll(async () => {
   [first, second] = await Promise.all([startBunServer(speakerDir), startBunServer(speakerDir)]);
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([first.stop(), second.stop()]);
+  for (const replica of [first, second]) if (replica.child.exitCode === null) await replica.stop("SIGKILL");
 });
 
 async function upload(base: string, name: string, refText: string) {
@@ -76,4 +76,12 @@ test("concurrent uploads through both replicas: each voice is stored whole once,
   const files = readdirSync(speakerDir);
   expect(files.filter((file) => !file.endsWith(".safetensors"))).toEqual([]);
   expect(files).toHaveLength(names.length);
+});
+
+test("each replica stops cleanly on its own signal (SIGTERM, SIGINT), exit 0, leaving the shared folder whole", async () => {
+  expect(await first.stop("SIGTERM")).toBe(0);
+  // The other replica still serves the folder's voices.
+  expect((await uploaded(second.base)).length).toBe(12);
+  expect(await second.stop("SIGINT")).toBe(0);
+  expect(readdirSync(speakerDir).filter((file) => !file.endsWith(".safetensors"))).toEqual([]);
 });
