@@ -17,9 +17,11 @@ const commaList = z
 const booleanText = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((text) => text === "true" || text === "1")]);
 
 /** A repeated flag arrives as a list; one flag or the environment variable may hold several, comma-separated. */
-const keyList = z.union([z.array(z.string()), z.string()]).transform((given) =>
-  (Array.isArray(given) ? given : [given]).flatMap((text) => text.split(",")).map((key) => key.trim()).filter((key) => key.length > 0),
-);
+const keyList = z
+  .union([z.array(z.string()), z.string()])
+  .transform((given) => (Array.isArray(given) ? given : [given]).flatMap((text) => text.split(",")).map((key) => key.trim()).filter((key) => key.length > 0))
+  // An empty value is a secret that did not arrive (an unset variable in a template): serving without auth then would be silent.
+  .refine((keys) => keys.length > 0, "holds no key; leave it unset to serve without API keys");
 
 interface OptionSpec {
   flag: string;

@@ -48,6 +48,9 @@ test("API keys: --api-key repeated, a comma list in VOXEDGE_API_KEY, and --api-k
   // Flags win over the environment, as for every option.
   expect(loadConfig(parseCommandLine(["--api-key", "sk-a"]).values, { VOXEDGE_API_KEY: "sk-x" }).apiKeys).toEqual(["sk-a"]);
   expect(loadConfig({}, {}).apiKeys).toEqual([]);
+  // A key that did not arrive (an empty variable) stops the start rather than serving without auth.
+  expect(() => loadConfig({}, { VOXEDGE_API_KEY: "" })).toThrow("VOXEDGE_API_KEY: holds no key");
+  expect(() => loadConfig({ "api-key": " , " }, {})).toThrow("--api-key: holds no key");
   expect(() => loadConfig({ "api-key-file": join(dir, "missing") }, {})).toThrow("--api-key-file: cannot read");
   writeFileSync(file, "# nothing but comments\n");
   expect(() => loadConfig({}, { VOXEDGE_API_KEY_FILE: file })).toThrow("VOXEDGE_API_KEY_FILE");
