@@ -30,11 +30,11 @@ export interface AppServices {
   runtime: RuntimeSupport;
   /** Defaults to a resolver built from the config; tests inject one with a fake resolver/connector. */
   refAudio?: RefAudioResolver;
-  /** Draining state for a graceful shutdown; one is made when not given. */
-  lifecycle?: ServerLifecycle;
 }
 
-export function createApp({ config, host, logger, voices, runtime, refAudio, lifecycle = new ServerLifecycle() }: AppServices) {
+export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
+  // Draining for a graceful shutdown (src/server.ts starts it).
+  const lifecycle = new ServerLifecycle();
   const metrics = new ServiceMetrics();
   const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
   const service = new SpeechService(host, config, metrics, voices, resolver, logger);
