@@ -2,6 +2,7 @@
  * One schema for every setting. Each option has a flag and an environment variable; flags override the
  * environment, the environment overrides defaults. `voxedge --help` prints this table.
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
 import { join } from "node:path";
@@ -15,12 +16,23 @@ const commaList = z
 
 const booleanText = z.union([z.boolean(), z.enum(["true", "false", "1", "0"]).transform((text) => text === "true" || text === "1")]);
 
+/** A repeated flag arrives as a list; one flag or the environment variable may hold several, comma-separated. */
+const keyList = z
+  .union([z.array(z.string()), z.string()])
+  .transform((given) => (Array.isArray(given) ? given : [given]).flatMap((text) => text.split(",")).map((key) => key.trim()).filter((key) => key.length > 0))
+  // An empty value is a secret that did not arrive (an unset variable in a template): serving without auth then would be silent.
+  .refine((keys) => keys.length > 0, "holds no key; leave it unset to serve without API keys");
+
 interface OptionSpec {
   flag: string;
   env: string;
   schema: z.ZodType;
   description: string;
   secret?: boolean;
+  /** A switch: `--flag` alone means true; `--flag=false` (or `--flag false`) turns it off. */
+  switch?: boolean;
+  /** The flag may be given more than once. */
+  repeatable?: boolean;
 }
 
 /**
@@ -112,7 +124,47 @@ const OPTIONS = {
     schema: voiceAliasTableText.default({}),
     description: `voices that OpenAI's voice names speak with, as alloy=<voice>,nova=<voice>; a name left out speaks with the model's default voice, a name the model or an upload has keeps its own (${OPENAI_VOICE_NAMES.join(", ")})`,
   },
-  apiKey: { flag: "api-key", env: "VOXEDGE_API_KEY", schema: z.string().min(1).optional(), description: "when set, requests must send `Authorization: Bearer <key>`; GET /v1/audio/models and /v1/audio/voices also answer without one (names only), as Open WebUI calls them", secret: true },
+  apiKeys: {
+    flag: "api-key",
+    env: "VOXEDGE_API_KEY",
+    schema: keyList.default([]),
+    description: "API keys clients must send (Authorization: Bearer <key> or X-API-Key: <key>); repeat the flag or comma-separate for several (key rotation, one per client); none = no auth",
+    secret: true,
+    repeatable: true,
+  },
+  apiKeyFile: {
+    flag: "api-key-file",
+    env: "VOXEDGE_API_KEY_FILE",
+    schema: z.string().min(1).optional(),
+    description: "file of API keys, one per line (blank lines and # comments ignored), read at start and added to --api-key's (a mounted secret)",
+  },
+  publicListings: {
+    flag: "public-listings",
+    env: "VOXEDGE_PUBLIC_LISTINGS",
+    schema: booleanText.default(false),
+    description: "with API keys set, GET /v1/models, /v1/audio/models and /v1/audio/voices also answer without one (uploaded voices without consent ids or transcripts), for clients such as Open WebUI that call them without credentials",
+    switch: true,
+  },
+  protectHealth: {
+    flag: "protect-health",
+    env: "VOXEDGE_PROTECT_HEALTH",
+    schema: booleanText.default(false),
+    description: "with API keys set, /health and /health/ready require one too (default: open, for probes that send no credentials)",
+    switch: true,
+  },
+  protectMetrics: {
+    flag: "protect-metrics",
+    env: "VOXEDGE_PROTECT_METRICS",
+    schema: booleanText.default(false),
+    description: "with API keys set, /metrics requires one too (Prometheus sends it with `authorization: {credentials: <key>}`)",
+    switch: true,
+  },
+  shutdownGraceSeconds: {
+    flag: "shutdown-grace",
+    env: "VOXEDGE_SHUTDOWN_GRACE",
+    schema: z.coerce.number().min(0).max(3600).default(25),
+    description: "seconds active streams and WebSocket utterances may take to finish after SIGTERM/SIGINT (readiness is 503 and new work is refused meanwhile); then they are ended and the process exits 0. Keep it below the orchestrator's kill timeout",
+  },
   wsConfigTimeoutSeconds: { flag: "ws-config-timeout", env: "VOXEDGE_WS_CONFIG_TIMEOUT", schema: z.coerce.number().positive().default(10), description: "seconds a WebSocket client has to send session.config" },
   wsIdleTimeoutSeconds: { flag: "ws-idle-timeout", env: "VOXEDGE_WS_IDLE_TIMEOUT", schema: z.coerce.number().positive().default(30), description: "seconds without a client message (and no work pending) before a WebSocket closes" },
   wsMaxQueuedSegments: {
@@ -163,7 +215,7 @@ const OPTIONS = {
     description: "requests that may wait for a running place; past it requests are refused with 429 and Retry-After (batch items wait instead)",
   },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
-  cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests" },
+  cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests", switch: true },
 } satisfies Record<string, OptionSpec>;
 
 type OptionName = keyof typeof OPTIONS;
@@ -172,7 +224,7 @@ export type Config = { [K in OptionName]: z.output<(typeof OPTIONS)[K]["schema"]
 export class ConfigError extends Error {}
 
 /** Flags and environment → validated config. Throws ConfigError naming the bad option. */
-export function loadConfig(flags: Record<string, string | boolean | undefined>, env: Record<string, string | undefined>): Config {
+export function loadConfig(flags: Record<string, string | string[] | boolean | undefined>, env: Record<string, string | undefined>): Config {
   const resolved: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
     const raw = flags[spec.flag] ?? env[spec.env];
@@ -184,20 +236,42 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
     resolved[name] = parsed.data;
   }
   const config = resolved as Config;
+  if (config.apiKeyFile !== undefined) config.apiKeys = [...new Set([...config.apiKeys, ...readApiKeyFile(config.apiKeyFile, flags["api-key-file"] !== undefined ? "--api-key-file" : "VOXEDGE_API_KEY_FILE")])];
   if (config.wsMaxQueuedChars < config.maxInputChars) {
     throw new ConfigError(`invalid --ws-max-queued-chars: ${config.wsMaxQueuedChars} is less than --max-input-chars (${config.maxInputChars}); a WebSocket session must be able to hold one full input`);
   }
   return config;
 }
 
-/** parseArgs options for every config flag (all take a value). */
-export function configFlagOptions(): Record<string, { type: "string" }> {
-  return Object.fromEntries(Object.values(OPTIONS).map((spec) => [spec.flag, { type: "string" as const }]));
+/** One key per line; `#` starts a comment line. A missing or unreadable file stops the start, naming it. */
+function readApiKeyFile(path: string, source: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf-8");
+  } catch (error) {
+    throw new ConfigError(`invalid ${source}: cannot read ${path} (${(error as { code?: string }).code ?? String(error)})`);
+  }
+  const keys = text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith("#"));
+  if (keys.length === 0) throw new ConfigError(`invalid ${source}: ${path} holds no key (one per line; # starts a comment)`);
+  return keys;
+}
+
+/** parseArgs options for every config flag (each takes a value; switches get theirs from expandSwitches). */
+export function configFlagOptions(): Record<string, { type: "string"; multiple?: boolean }> {
+  return Object.fromEntries((Object.values(OPTIONS) as OptionSpec[]).map((spec) => [spec.flag, { type: "string" as const, ...(spec.repeatable ? { multiple: true } : {}) }]));
+}
+
+const SWITCH_VALUES = new Set(["true", "false", "1", "0"]);
+
+/** `--public-listings` alone reads as `--public-listings=true`; followed by true/false/1/0 it takes that value. */
+function expandSwitches(argv: string[]): string[] {
+  const switches = new Set((Object.values(OPTIONS) as OptionSpec[]).filter((spec) => spec.switch).map((spec) => `--${spec.flag}`));
+  return argv.map((arg, index) => (switches.has(arg) && !SWITCH_VALUES.has(argv[index + 1] ?? "") ? `${arg}=true` : arg));
 }
 
 export function parseCommandLine(argv: string[]) {
   return parseArgs({
-    args: argv,
+    args: expandSwitches(argv),
     allowPositionals: true,
     strict: true,
     options: {
@@ -222,7 +296,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
   const shown: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
     const value = config[name];
-    shown[name] = spec.secret && value !== undefined ? "***" : value;
+    shown[name] = spec.secret && value !== undefined ? (Array.isArray(value) ? value.map(() => "***") : "***") : value;
   }
   return shown;
 }

@@ -5,6 +5,7 @@ import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
+import { onStopSignal, startServingProcess } from "./server.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
 import { createLogger } from "./log/logger.ts";
@@ -77,29 +78,12 @@ async function runServe(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const runtime = await loadRuntime();
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
-  const voices = await openVoiceStore(config, logger);
-  logger.info("voice store ready", { uploaded_voices: voices.list().length });
-  const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
-  const { app } = createApp({ config, host, logger, voices, runtime });
-  const server = runtime.serve(app.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
+  const serving = await startServingProcess(config, logger, runtime);
+  const server = runtime.serve(serving.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
   logger.info("listening", { url: server.url });
-  void host.loaded.then(() => {
-    const capabilities = host.model?.capabilities;
-    if (!capabilities) {
-      logger.error("model failed to load", { error: host.failure?.message });
-      return;
-    }
-    const label = capabilities.kind === "classic-fallback" ? "offline classic fallback engine (no neural weights)" : "neural model";
-    logger.info(`model ready: ${label}`, { model: capabilities.modelId, description: capabilities.description, voices: capabilities.voices.length, ...host.engine?.limits });
-  });
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-  logger.info("shutting down");
-  await server.stop();
-  await host.close();
+  await onStopSignal(process, logger, (hurry) => serving.shutDown(() => server.stop(), hurry));
+  // Everything is closed; a handle some library left open must not keep a stopped server from exiting 0.
+  setTimeout(() => process.exit(0), 2000).unref();
   return 0;
 }
 

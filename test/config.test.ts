@@ -1,5 +1,8 @@
 import { expect, test } from "bun:test";
-import { configHelp, ConfigError, describeConfig, loadConfig } from "../src/config.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { configHelp, ConfigError, describeConfig, loadConfig, parseCommandLine } from "../src/config.ts";
 
 test("flags override environment, environment overrides defaults", () => {
   expect(loadConfig({}, {}).port).toBe(8000);
@@ -27,10 +30,45 @@ test("--voice-aliases: OpenAI voice names to voices, case-insensitive; a malform
 
 test("secrets are masked in the logged config and help lists every option", () => {
   const shown = describeConfig(loadConfig({ "api-key": "hunter2" }, {}));
-  expect(shown.apiKey).toBe("***");
+  expect(shown.apiKeys).toEqual(["***"]);
   expect(JSON.stringify(shown)).not.toContain("hunter2");
   const help = configHelp();
   for (const flag of ["--host", "--port", "--engine", "--device", "--speaker-dir", "--allowed-local-media-path", "--allowed-media-domains", "--log-level", "SPEAKER_SAMPLES_DIR"]) {
     expect(help).toContain(flag);
   }
+});
+
+test("API keys: --api-key repeated, a comma list in VOXEDGE_API_KEY, and --api-key-file (one per line, # comments), joined", () => {
+  const dir = mkdtempSync(join(tmpdir(), "voxedge-config-"));
+  const file = join(dir, "keys");
+  writeFileSync(file, "# ops team\nsk-file-1\n\n  sk-file-2 \n# sk-commented-out\n");
+  const { values } = parseCommandLine(["serve", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", file]);
+  expect(loadConfig(values, {}).apiKeys).toEqual(["sk-a", "sk-b", "sk-file-1", "sk-file-2"]);
+  expect(loadConfig({}, { VOXEDGE_API_KEY: "sk-x, sk-y", VOXEDGE_API_KEY_FILE: file }).apiKeys).toEqual(["sk-x", "sk-y", "sk-file-1", "sk-file-2"]);
+  // Flags win over the environment, as for every option.
+  expect(loadConfig(parseCommandLine(["--api-key", "sk-a"]).values, { VOXEDGE_API_KEY: "sk-x" }).apiKeys).toEqual(["sk-a"]);
+  expect(loadConfig({}, {}).apiKeys).toEqual([]);
+  // A key that did not arrive (an empty variable) stops the start rather than serving without auth.
+  expect(() => loadConfig({}, { VOXEDGE_API_KEY: "" })).toThrow("VOXEDGE_API_KEY: holds no key");
+  expect(() => loadConfig({ "api-key": " , " }, {})).toThrow("--api-key: holds no key");
+  expect(() => loadConfig({ "api-key-file": join(dir, "missing") }, {})).toThrow("--api-key-file: cannot read");
+  writeFileSync(file, "# nothing but comments\n");
+  expect(() => loadConfig({}, { VOXEDGE_API_KEY_FILE: file })).toThrow("VOXEDGE_API_KEY_FILE");
+});
+
+test("switches: --public-listings alone is true, followed by false it is off; --cors false still reads its value", () => {
+  const parse = (argv: string[]) => loadConfig(parseCommandLine(argv).values, {});
+  expect(parse([]).publicListings).toBe(false);
+  expect(parse(["--public-listings"]).publicListings).toBe(true);
+  expect(parse(["--public-listings", "--port", "9000"])).toMatchObject({ publicListings: true, port: 9000 });
+  expect(parse(["--public-listings", "false"]).publicListings).toBe(false);
+  expect(parse(["--public-listings=false"]).publicListings).toBe(false);
+  expect(parse(["--cors", "false"]).cors).toBe(false);
+  expect(parse(["--protect-health", "--protect-metrics"])).toMatchObject({ protectHealth: true, protectMetrics: true });
+  expect(loadConfig({}, { VOXEDGE_PUBLIC_LISTINGS: "1" }).publicListings).toBe(true);
+  expect(parse(["--shutdown-grace", "7.5"]).shutdownGraceSeconds).toBe(7.5);
+  expect(loadConfig({}, {}).shutdownGraceSeconds).toBe(25);
+  expect(() => parse(["--shutdown-grace", "-1"])).toThrow("--shutdown-grace");
+  const help = configHelp();
+  for (const flag of ["--api-key", "--api-key-file", "--public-listings", "--protect-health", "--protect-metrics", "--shutdown-grace", "VOXEDGE_SHUTDOWN_GRACE"]) expect(help).toContain(flag);
 });

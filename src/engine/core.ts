@@ -109,8 +109,12 @@ export class Engine {
   /** Running seconds of recent requests (exponential average), for Retry-After. */
   #meanRequestSeconds = 1;
   #closed = false;
+  /** Why the engine can run nothing more: its own loop broke, or its runner reported a failure. */
+  #failure: Error | undefined;
   readonly #workOf = (id: RequestId) => this.#runner.nextWork(id);
   observer: EngineObserver | undefined;
+  /** Hears the engine's failure once, when it is first seen (the composition root logs it). */
+  onFailure: ((error: Error) => void) | undefined;
 
   constructor(runner: ModelRunner, model: { nativeSampleRateHz: number; framesPerSecond: number }, options: EngineOptions) {
     this.#runner = runner;
@@ -138,6 +142,18 @@ export class Engine {
     return this.#scheduler.counts;
   }
 
+  /** Set once the engine can run nothing more; new submissions are then refused with a 503. */
+  get failure(): Error | undefined {
+    if (!this.#failure && this.#runner.failure) this.#fail(this.#runner.failure);
+    return this.#failure;
+  }
+
+  #fail(error: Error): void {
+    if (this.#failure) return;
+    this.#failure = error;
+    this.onFailure?.(error);
+  }
+
   /** Bytes of per-request model state the runner holds now. */
   get stateBytes(): number {
     return this.#runner.stateBytes();
@@ -149,6 +165,8 @@ export class Engine {
    */
   async submit(job: SynthesisJob, options: SubmitOptions = {}): Promise<EngineStream> {
     if (this.#closed) throw new ApiError(503, "The engine is shutting down");
+    const failure = this.failure;
+    if (failure) throw new ApiError(503, `The speech engine has failed (${failure.message}); the server needs a restart`);
     job.signal.throwIfAborted();
     while (!this.#scheduler.hasRoom) {
       if (options.whenFull !== "wait") {
@@ -277,6 +295,7 @@ export class Engine {
     } catch (error) {
       // A fault of the engine itself: every request ends with it rather than hanging.
       const failure = error instanceof Error ? error : new Error(String(error));
+      this.#fail(failure);
       for (const request of this.#scheduler.liveRequests()) this.#finish(request.id, "error", failure);
     } finally {
       this.#loopDone = undefined;
@@ -308,6 +327,7 @@ export class Engine {
   #failPlan(plan: StepPlan, error: unknown): void {
     this.#scheduler.apply({ results: [], stageSeconds: {}, batchSizes: {} }, plan, performance.now());
     const failure = error instanceof Error ? error : new Error(String(error));
+    if (this.#runner.failure) this.#fail(this.#runner.failure);
     for (const id of [...plan.prefills, ...plan.steps, ...plan.decodes.map((decode) => decode.requestId)]) this.#finish(id, "error", failure);
   }
 

@@ -9,11 +9,12 @@ import type { FinishReason } from "../engine/core.ts";
 import type { Hono } from "hono";
 import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
+import { noteAudio, streamEnded } from "./access-log.ts";
 import type { SpeechService, SpeechUsage } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
 import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
-import { base64 } from "./speech.ts";
+import { base64, responseEndOf } from "./speech.ts";
 
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
@@ -51,7 +52,10 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         if (budget.closed) throw budget.exceededError();
         const prepared = await deps.service.prepare(request, "batch", signal);
         // Items never get a 429: each waits for a place in the engine, within its limits.
-        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => budget.spend(index, seconds), { whenFull: "wait" });
+        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => {
+          noteAudio(c, seconds);
+          return budget.spend(index, seconds);
+        }, { whenFull: "wait" });
         return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, finish_reason: rendered.finishReason, ignored_fields: prepared.ignoredFields };
       } catch (error) {
         budget.release(index);
@@ -61,10 +65,12 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
     };
 
     const id = `speech-batch-${crypto.randomUUID()}`;
+    const ended = streamEnded(c);
     const body = pullStream(
       (signal) => batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, signal))),
       c.req.raw.signal,
       (outcome, error) => {
+        ended(responseEndOf(outcome));
         if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
       },
       deps.stallTimeoutMs,

@@ -30,14 +30,6 @@ export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRo
   // Browsers ask for it on every page; an empty answer keeps their consoles and our 404 counts clean.
   app.get("/favicon.ico", (c) => c.body(null, 204));
 
-  app.get("/health", (c) => {
-    const adapter = host.model;
-    if (!adapter) {
-      return c.json({ status: host.state, ...(host.failure ? { error: host.failure.message } : {}) }, 503);
-    }
-    return c.json({ status: "ok", model: adapter.capabilities.modelId, engine: adapter.capabilities.kind });
-  });
-
   const modelEntries = () => {
     const capabilities = service.model().capabilities;
     return service.servedModelIds().map((id) => ({

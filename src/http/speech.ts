@@ -10,6 +10,7 @@ import { pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { ApiError } from "../api/errors.ts";
 import type { EngineStream } from "../engine/core.ts";
+import { noteAudio, streamEnded, type ResponseEnd } from "./access-log.ts";
 
 export interface SpeechRouteDeps {
   service: SpeechService;
@@ -26,7 +27,7 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     const prepared = await deps.service.prepare(request, "http", requestSignal);
 
     if (prepared.streaming === null) {
-      const rendered = await deps.service.render(prepared, requestSignal);
+      const rendered = await deps.service.render(prepared, requestSignal, "file", (seconds) => noteAudio(c, seconds));
       return new Response(rendered.audio as Uint8Array<ArrayBuffer>, {
         headers: {
           "Content-Type": rendered.contentType,
@@ -41,28 +42,34 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
     // Admitted before the response starts, so a full engine is a 429 and not a broken stream.
     const stream = await deps.service.admit(prepared, requestSignal);
     const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
+    const onAudio = (samples: Float32Array) => noteAudio(c, samples.length / prepared.outputSampleRateHz);
+    const ended = streamEnded(c);
     const onEnd = (outcome: StreamOutcome, error?: unknown) => {
+      ended(responseEndOf(outcome));
       deps.metrics.countStreamEnd(mode, outcome);
       if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
     };
     if (prepared.streaming === "audio") {
-      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, stream, signal), requestSignal, onEnd, deps.stallTimeoutMs);
+      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, stream, signal, onAudio), requestSignal, onEnd, deps.stallTimeoutMs);
       return new Response(body, {
         headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) },
       });
     }
-    const body = pullStream((signal) => sseEvents(deps.service, prepared, stream, signal, deps.logger), requestSignal, onEnd, deps.stallTimeoutMs);
+    const body = pullStream((signal) => sseEvents(deps.service, prepared, stream, signal, deps.logger, onAudio), requestSignal, onEnd, deps.stallTimeoutMs);
     return new Response(body, {
       headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) },
     });
   });
 }
 
-async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
+async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
   // Sizes are unknown while streaming, so the WAV header carries 0xFFFFFFFF, which players read as "until EOF".
   if (prepared.responseFormat === "wav") yield wavHeader(prepared.outputSampleRateHz, "streaming");
   const tally: GenerationTally = { frames: 0, samples: 0 };
-  for await (const samples of service.generatePcm(prepared, stream, signal, tally, "audio_stream")) yield pcm16Bytes(samples);
+  for await (const samples of service.generatePcm(prepared, stream, signal, tally, "audio_stream")) {
+    onAudio(samples);
+    yield pcm16Bytes(samples);
+  }
 }
 
 const encoder = new TextEncoder();
@@ -75,12 +82,13 @@ function sseEvent(event: string, payload: unknown): Uint8Array {
  * SSE deltas are base64 pcm16, as in OpenAI's speech.audio.delta events. With wav the first delta opens with
  * the streaming WAV header (sizes 0xFFFFFFFF), as the seed does, so the joined deltas are a playable file.
  */
-async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, logger: Logger): AsyncGenerator<Uint8Array, void, undefined> {
+async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, logger: Logger, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
   const tally: GenerationTally = { frames: 0, samples: 0 };
   const responseFormat = prepared.responseFormat;
   let audioSent = false;
   try {
     for await (const samples of service.generatePcm(prepared, stream, signal, tally, "sse")) {
+      onAudio(samples);
       const pcm = pcm16Bytes(samples);
       const bytes = responseFormat === "wav" && !audioSent ? concatBytes([wavHeader(prepared.outputSampleRateHz, "streaming"), pcm]) : pcm;
       audioSent = true;
@@ -103,6 +111,11 @@ async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stre
       error: { message, type: "server_error", param: null, code: 500, ...(audioSent ? { partial_audio: true, action: "discard" } : {}) },
     });
   }
+}
+
+/** A stream's outcome as the access log names it: "aborted" is the client leaving (or stalling). */
+export function responseEndOf(outcome: StreamOutcome): ResponseEnd {
+  return outcome === "aborted" ? "client_closed" : outcome;
 }
 
 export function base64(bytes: Uint8Array): string {

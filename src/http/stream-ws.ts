@@ -6,7 +6,9 @@ import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
-import { SpeechStreamSession } from "../speech/stream-session.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, SpeechStreamSession } from "../speech/stream-session.ts";
+import type { ServerLifecycle } from "./lifecycle.ts";
+import { noteAudio, noteFirstAudio, streamEnded } from "./access-log.ts";
 
 export interface StreamRouteDeps {
   service: SpeechService;
@@ -14,22 +16,40 @@ export interface StreamRouteDeps {
   logger: Logger;
   config: Config;
   runtime: RuntimeSupport;
+  lifecycle: ServerLifecycle;
 }
 
-export function registerStreamRoute(app: Hono, { service, metrics, logger, config, runtime }: StreamRouteDeps): void {
+export function registerStreamRoute(app: Hono, { service, metrics, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
   app.get(
     "/v1/audio/speech/stream",
-    runtime.upgradeWebSocket(() => {
+    runtime.upgradeWebSocket((c) => {
       let session: SpeechStreamSession | undefined;
+      let untrack = () => {};
+      // The session's access log line is written when the socket closes, with the audio it carried.
+      const ended = streamEnded(c);
+      let serverCloseCode: number | undefined;
+      /** The sample rate of the sentence being sent when it is raw pcm16 (audio.start says), so frames count as seconds. */
+      let pcmRateHz: number | undefined;
       return {
         onOpen(_event, ws) {
           const socket = ws as WSContext<unknown>;
           session = new SpeechStreamSession(
             {
-              sendJson: (message) => socket.readyState === 1 && socket.send(JSON.stringify(message)),
-              sendBinary: (bytes) => socket.readyState === 1 && socket.send(bytes as Uint8Array<ArrayBuffer>),
+              sendJson: (message) => {
+                if (message.type === "audio.start") pcmRateHz = message.format === "pcm" ? (message.sample_rate as number) : undefined;
+                return socket.readyState === 1 && socket.send(JSON.stringify(message));
+              },
+              sendBinary: (bytes) => {
+                if (pcmRateHz) noteAudio(c, bytes.byteLength / 2 / pcmRateHz);
+                else noteFirstAudio(c);
+                return socket.readyState === 1 && socket.send(bytes as Uint8Array<ArrayBuffer>);
+              },
               bufferedBytes: () => runtime.bufferedBytes(socket),
-              close: (code, reason) => socket.close(code, reason),
+              close: (code, reason) => {
+                serverCloseCode ??= code;
+                socket.close(code, reason);
+                untrack();
+              },
             },
             {
               service,
@@ -42,15 +62,21 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
               stallTimeoutMs: config.streamStallTimeoutSeconds * 1000,
             },
           );
+          untrack = lifecycle.trackSession(session);
         },
         onMessage(event) {
           session?.receive(event.data as string | ArrayBuffer);
         },
         onClose() {
           session?.closed();
+          untrack();
+          // Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
+          ended(serverCloseCode === undefined ? "client_closed" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
         },
         onError() {
           session?.closed();
+          untrack();
+          ended("failed");
         },
       };
     }),

@@ -21,18 +21,21 @@ export interface VoiceRouteDeps {
   logger: Logger;
   /** The whole upload must arrive within this long. */
   bodyTimeoutMs: number;
-  /** Whether the request came without the API key the server asks for (a route open to such callers). */
+  /** Whether the request came without a key while the server asks for one (a public listing). */
   isAnonymous: (c: Context) => boolean;
 }
 
 export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
-  app.get("/v1/audio/voices", (c) => {
+  app.get("/v1/audio/voices", async (c) => {
     const builtIn = service.model().capabilities.voices;
+    // What every replica sharing the folder uploaded or deleted.
+    await voices.rescan();
     const uploaded = voices.list();
     // As the seed: one lower-case name per voice, an upload and the built-in voice it shadows being one.
     const names = [...new Set([...builtIn, ...uploaded.map((voice) => voice.name.toLowerCase())])].sort();
-    // Consent ids and transcripts are the uploaders' data: a caller without the key sees only the names.
-    if (isAnonymous(c)) return c.json({ voices: names });
+    // Consent ids, transcripts and descriptions are the uploaders' data: a caller without a key (a public
+    // listing) sees each upload without them.
+    if (isAnonymous(c)) return c.json({ voices: names, uploaded_voices: uploaded.map(({ consent: _consent, ref_text: _refText, speaker_description: _description, ...shown }) => shown) });
     return c.json({ voices: names, uploaded_voices: uploaded });
   });
 

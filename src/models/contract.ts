@@ -170,4 +170,9 @@ export interface ModelRunner {
   nextWork(requestId: RequestId): RequestWork | undefined;
   /** Bytes of per-request model state held now (KV caches, decoder states, worker states). */
   stateBytes(): number;
+  /**
+   * Set once the runner can run nothing more (a worker that cannot be restarted, a lost device): the engine
+   * then refuses new work, and readiness turns 503, rather than failing every request one by one.
+   */
+  readonly failure?: Error | undefined;
 }

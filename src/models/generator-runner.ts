@@ -29,8 +29,14 @@ export class GeneratorRunner implements ModelRunner {
       stepsPerTick?: number;
       /** Bytes a request's state holds while it is alive, for the state gauge. */
       bytesPerRequest?: number;
+      /** Why the model can run nothing more (its worker cannot be restarted), when it cannot. */
+      failure?: () => Error | undefined;
     } = {},
   ) {}
+
+  get failure(): Error | undefined {
+    return this.options.failure?.();
+  }
 
   get stepsPerTick(): number | undefined {
     return this.options.stepsPerTick;

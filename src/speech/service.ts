@@ -242,6 +242,9 @@ export class SpeechService {
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
+    // Replicas share the speaker folder: the name (and an OpenAI name's target) as the folder holds it now.
+    await this.voices.refreshName(requested);
+    if (isOpenAiVoiceName(requested)) await this.voices.refreshName(this.config.voiceAliases[requested] ?? "default");
     const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
     if (named === undefined) {
       if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
@@ -372,7 +375,7 @@ export class SpeechService {
     } finally {
       resampler?.close();
       tally.finishReason = stream.finishReason ?? "abort";
-      this.logger.info("speech finished", { request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
+      this.logger.info("speech finished", { engine_request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
     }
   }
 

@@ -20,6 +20,8 @@ import type { FinishReason } from "../models/contract.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
+/** The server is shutting down (RFC 6455 §7.4.1: "going away"): a client reconnects, to another replica. */
+export const CLOSE_GOING_AWAY = 1001;
 export const CLOSE_POLICY = 1008;
 export const CLOSE_TOO_BIG = 1009;
 
@@ -63,8 +65,9 @@ export class SpeechStreamSession {
   /** Characters of the segments in #work. */
   #queuedChars = 0;
   #working = false;
-  /** session.close arrived: finish the queued work, then close. */
+  /** session.close arrived (or the server is shutting down): finish the queued work, then close. */
   #closing = false;
+  #closingCode = CLOSE_NORMAL;
   /** Messages are handled one at a time, in arrival order (config validation awaits). */
   readonly #inbox = new SerialQueue();
   readonly #abort = new AbortController();
@@ -96,6 +99,24 @@ export class SpeechStreamSession {
     this.#work.length = 0;
     this.#queuedChars = 0;
     this.#segmenter = new TextSegmenter("sentence");
+  }
+
+  /**
+   * The server is shutting down: what input.done already flushed is finished, as after session.close (text
+   * not yet flushed is dropped, and later messages are ignored), then the socket closes with 1001.
+   */
+  drain(): void {
+    if (this.#closed) return;
+    this.#closing = true;
+    this.#closingCode = CLOSE_GOING_AWAY;
+    if (!this.#working) this.#closeNormally();
+  }
+
+  /** The shutdown grace is over: close now with 1001, stopping any generation. */
+  goAway(): void {
+    if (this.#closed) return;
+    this.sink.close(CLOSE_GOING_AWAY, "server shutting down");
+    this.closed();
   }
 
   /** Segments and characters waiting to be spoken (what the queue caps bound). */
@@ -192,7 +213,7 @@ export class SpeechStreamSession {
 
   #closeNormally(): void {
     if (this.#closed) return;
-    this.sink.close(CLOSE_NORMAL, "session closed");
+    this.sink.close(this.#closingCode, this.#closingCode === CLOSE_GOING_AWAY ? "server shutting down" : "session closed");
     this.closed();
   }
 

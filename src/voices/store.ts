@@ -19,18 +19,30 @@
  * same name (a crash between writing a replacement and removing the old file), the newer `created_at` wins
  * and the other is removed with it.
  *
+ * Several servers may share one folder (replicas on a network volume). The folder is the truth and the map a
+ * cache of its headers, checked against it where a stale answer would be wrong: a request naming a voice
+ * stats that voice's file first (one stat: the file name is a hash of the name, so a voice uploaded on
+ * another replica is found by its name alone, and one deleted there is gone here), a listing re-scans the
+ * folder (only changed files' headers are read again), and so do saves, so the cap counts every replica's
+ * voices. A file counts as changed when its inode, size or mtime differ from what was read; a changed voice
+ * is evicted from every cache (onEvict) even when its created_at is the same. No watcher: inotify sees no
+ * writes made by other hosts on NFS or SMB, so a watcher would work in a test and not on the volumes
+ * replicas share. Readers never see half a file: writers only rename complete, fsynced files into place.
+ * A `.tmp-` file of another live process or host is removed only once it is older than STALE_TEMP_FILE_MS:
+ * a younger one may be that replica's save in progress.
+ *
  * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
  * bad --speaker-dir stops the server at start. If it breaks later, a save is a 507 and a delete a 500 that
  * say what is wrong with the folder; the full path goes to the log, not to the client.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, readFile, unlink } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { INVALID_VOICE_NAME_MESSAGE, isValidVoiceName } from "../api/voices.ts";
 import type { Logger } from "../log/logger.ts";
 import { Semaphore } from "../async/semaphore.ts";
-import { FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../weights/durable-write.ts";
+import { currentTempFileWriter, FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, tempFileWriter, writeFileDurably } from "../weights/durable-write.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type FloatTensor, type SafetensorsHeader } from "../formats/safetensors.ts";
 import { downmixToMono } from "../audio/decoders.ts";
@@ -73,12 +85,26 @@ export interface SaveEmbeddingInput {
   embedding: Float32Array;
 }
 
+/** What identifies one version of a file: a rename over it changes the inode, a rewrite in place the size or mtime. */
+interface FileStamp {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
 /** A voice in memory and the file it is read from; older files of the same name go when it does. */
 interface VoiceEntry {
   voice: StoredVoice;
   fileName: string;
   supersededFileNames: string[];
+  /** The file as it was when its header was read. */
+  stamp: FileStamp | undefined;
 }
+
+/** A temp file older than this is a save that will never finish, whoever wrote it; a younger one of a live writer may be in progress. */
+const STALE_TEMP_FILE_MS = 15 * 60 * 1000;
+/** How often a read retries after finding its file replaced by another replica. */
+const MAX_REPLACED_READ_RETRIES = 3;
 
 const VOICE_FILE_SUFFIX = ".safetensors";
 const AUDIO_TENSOR = "audio";
@@ -126,12 +152,43 @@ export class VoiceStore {
     return store;
   }
 
+  /**
+   * Brings one name up to date with the folder (another replica may have uploaded, replaced or deleted it):
+   * a stat of its file, and its header read again only if the file changed.
+   */
+  refreshName(name: string): Promise<void> {
+    return this.mutations.run(() => this.servingLastRead(() => this.refreshKey(voiceKey(name))));
+  }
+
+  /** Brings every voice up to date with the folder: a listing sees the voices every replica has. */
+  rescan(): Promise<void> {
+    return this.mutations.run(() => this.servingLastRead(() => this.rescanFolder()));
+  }
+
+  /** A folder that cannot be read right now leaves reads with what was last read (saves and deletes still fail, saying why). */
+  private async servingLastRead(read: () => Promise<void>): Promise<void> {
+    try {
+      await read();
+    } catch (error) {
+      const code = errorCode(error);
+      if (code === undefined) throw error;
+      this.logger.warn("voice store folder could not be re-read; serving the voices last read", { dir: this.dir, code });
+    }
+  }
+
+  /** The voices as last read from the folder (refreshName or rescan first for what other replicas did since). */
   list(): StoredVoice[] {
-    return [...this.voices.values()].map((entry) => entry.voice).sort((a, b) => a.created_at - b.created_at);
+    // Replicas may give two uploads the same second: the name breaks the tie, so every replica lists one order.
+    return [...this.voices.values()].map((entry) => entry.voice).sort((a, b) => a.created_at - b.created_at || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   get(name: string): StoredVoice | undefined {
     return this.voices.get(voiceKey(name))?.voice;
+  }
+
+  /** Resolves once every save and delete queued so far has finished (a shutdown waits for it). */
+  settled(): Promise<void> {
+    return this.mutations.idle();
   }
 
   onEvict(listener: (nameLower: string) => void): void {
@@ -143,6 +200,9 @@ export class VoiceStore {
     if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
     if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
     return this.mutations.run(async () => {
+      await this.rescanFolder().catch((error) => {
+        throw this.folderFailure(error, 507, "the voice was not saved");
+      });
       this.checkCap(name);
       const voice: StoredVoice = {
         name,
@@ -165,6 +225,9 @@ export class VoiceStore {
     const name = validateVoiceName(input.name);
     if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
     return this.mutations.run(async () => {
+      await this.rescanFolder().catch((error) => {
+        throw this.folderFailure(error, 507, "the voice was not saved");
+      });
       this.checkCap(name);
       const createdAt = this.nextCreatedAt();
       const embeddingDim = input.embedding.length;
@@ -189,6 +252,10 @@ export class VoiceStore {
   delete(name: string): Promise<boolean> {
     return this.mutations.run(async () => {
       const key = voiceKey(name);
+      // Another replica may have uploaded it, or deleted it already.
+      await this.refreshKey(key).catch((error) => {
+        throw this.folderFailure(error, 500, "the voice was not deleted");
+      });
       const entry = this.voices.get(key);
       if (entry === undefined) return false;
       // Older files first: if one cannot be removed the voice is still there, rather than gone until a restart brings back an older version.
@@ -225,6 +292,7 @@ export class VoiceStore {
    */
   private async loadTensor(name: string, source: StoredVoice["embedding_source"], tensorName: string): Promise<{ voice: StoredVoice; tensor: FloatTensor } | undefined> {
     const key = voiceKey(name);
+    let replacedReads = 0;
     for (;;) {
       const entry = this.voices.get(key);
       if (entry === undefined || entry.voice.embedding_source !== source) return undefined;
@@ -240,12 +308,22 @@ export class VoiceStore {
         fileBytes = await readFile(join(this.dir, entry.fileName));
       } catch (error) {
         if (await raceWithMutation()) continue;
+        // Deleted or replaced by another replica: the folder says which.
+        if (errorCode(error) === "ENOENT" && replacedReads++ < MAX_REPLACED_READ_RETRIES) {
+          await this.refreshName(name);
+          continue;
+        }
         throw new Error(`Could not read the stored file of voice '${voice.name}' (${errorCode(error) ?? "unknown error"})`);
       }
       const decoded = decodeSafetensors(fileBytes);
       if (decoded.metadata.created_at !== String(voice.created_at)) {
         if (await raceWithMutation()) continue;
-        throw new Error(`The stored file of voice '${voice.name}' was changed outside the server`);
+        // Replaced by another replica sharing the folder: read its header, and the new version.
+        if (replacedReads++ < MAX_REPLACED_READ_RETRIES) {
+          await this.refreshName(name);
+          continue;
+        }
+        throw new Error(`The stored file of voice '${voice.name}' keeps changing outside this server`);
       }
       const tensor = decoded.tensors[tensorName];
       if (tensor === undefined || !hasVoiceTensorShape(tensorName, tensor.shape)) throw new Error(`The stored file of voice '${voice.name}' has no '${tensorName}' tensor of the expected shape`);
@@ -283,7 +361,7 @@ export class VoiceStore {
       notDurable = error;
     }
     const replaced = this.voices.get(key);
-    this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [] });
+    this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [], stamp: await this.stampOf(fileName) });
     if (replaced) {
       this.fireEvict(key);
       await this.removeReplacedFiles(replaced, fileName);
@@ -334,45 +412,8 @@ export class VoiceStore {
   }
 
   private async restore(): Promise<void> {
-    const entries = await readdir(this.dir, { withFileTypes: true });
-    let removedTempFileCount = 0;
-    let skippedFileCount = 0;
-    const voiceFileNames: string[] = [];
-    for (const entry of entries) {
-      if (!entry.isFile()) continue;
-      if (entry.name.startsWith(TEMP_FILE_PREFIX)) {
-        // A save interrupted before its rename: never a voice, only its unfinished copy.
-        try {
-          await unlink(join(this.dir, entry.name));
-          removedTempFileCount++;
-        } catch (error) {
-          this.logger.warn("Could not remove leftover voice temp file", { file: entry.name, reason: errorCode(error) });
-        }
-      } else if (entry.name.endsWith(VOICE_FILE_SUFFIX)) {
-        voiceFileNames.push(entry.name);
-      }
-    }
-
-    const restoreOne = async (fileName: string) => {
-      try {
-        const header = await readSafetensorsHeaderFromFile(join(this.dir, fileName));
-        const voice = voiceFromHeader(header);
-        const key = voiceKey(voice.name);
-        // Only the file this name hashes to, or the one vLLM-Omni named after it, can hold it; anything else is a copy.
-        if (fileName !== fileNameOf(key) && fileName !== vllmOmniFileNameOf(voice)) {
-          throw new InvalidVoiceFileError("file name does not match the voice name (neither its hash nor vLLM-Omni's {name}_{consent}_{created_at})");
-        }
-        this.adoptRestored(key, voice, fileName);
-        this.lastCreatedAtSeconds = Math.max(this.lastCreatedAtSeconds, voice.created_at);
-      } catch (error) {
-        skippedFileCount++;
-        // Our own errors name only keys and sizes; fs errors carry the full path, so only their code is kept.
-        const reason = error instanceof MalformedSafetensorsError || error instanceof InvalidVoiceFileError ? error.message : (errorCode(error) ?? "unreadable");
-        this.logger.warn("Skipped unreadable voice file", { file: fileName, reason });
-      }
-    };
-    const reads = new Semaphore(RESTORE_CONCURRENCY);
-    await Promise.all(voiceFileNames.map((fileName) => reads.run(() => restoreOne(fileName))));
+    const { voices, skipped, removedTempFiles } = await this.scanFolder(new Map(), "warn");
+    for (const [key, entry] of voices) this.voices.set(key, entry);
     let supersededFileCount = 0;
     for (const entry of this.voices.values()) {
       for (const fileName of entry.supersededFileNames) {
@@ -385,26 +426,179 @@ export class VoiceStore {
       dir: this.dir,
       max_voices: this.maxVoices,
       restored: this.voices.size,
-      skipped: skippedFileCount,
+      skipped,
       superseded: supersededFileCount,
-      removed_temp_files: removedTempFileCount,
+      removed_temp_files: removedTempFiles,
     });
   }
 
-  /** Files restore in any order; the newer `created_at` (then the later file name, so any order agrees) holds the name. */
-  private adoptRestored(key: string, voice: StoredVoice, fileName: string): void {
-    const existing = this.voices.get(key);
-    if (existing === undefined) {
-      this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [] });
-      return;
+  /**
+   * The map as the folder now holds it; an entry whose file has not changed keeps its object (a read in
+   * progress sees no change), and every name that changed or went is evicted.
+   */
+  private async rescanFolder(): Promise<void> {
+    const known = new Map([...this.voices.values()].map((entry) => [entry.fileName, entry]));
+    const { voices } = await this.scanFolder(known, "debug");
+    const changed: string[] = [];
+    for (const [key, entry] of this.voices) {
+      const next = voices.get(key);
+      if (next === undefined || next.fileName !== entry.fileName || !sameStamp(next.stamp, entry.stamp)) changed.push(key);
+      else if (next.supersededFileNames.length === entry.supersededFileNames.length) voices.set(key, entry);
     }
-    const isNewer = voice.created_at > existing.voice.created_at || (voice.created_at === existing.voice.created_at && fileName > existing.fileName);
-    if (!isNewer) {
-      existing.supersededFileNames.push(fileName);
-      return;
-    }
-    this.voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [...existing.supersededFileNames, existing.fileName] });
+    this.voices.clear();
+    for (const [key, entry] of voices) this.voices.set(key, entry);
+    for (const key of changed) this.fireEvict(key);
   }
+
+  /** One name against the folder: a stat when nothing changed, its candidate files' headers when something did. */
+  private async refreshKey(key: string): Promise<void> {
+    const entry = this.voices.get(key);
+    const hashedFileName = fileNameOf(key);
+    if (entry === undefined) {
+      // The common miss (a built-in voice's name): one stat, nothing there.
+      if ((await this.stampOf(hashedFileName)) === undefined) return;
+    } else {
+      const unchanged = sameStamp(await this.stampOf(entry.fileName), entry.stamp);
+      if (unchanged && (entry.fileName === hashedFileName || (await this.stampOf(hashedFileName)) === undefined)) return;
+    }
+    const found = new Map<string, VoiceEntry>();
+    for (const fileName of new Set([hashedFileName, ...(entry ? [entry.fileName, ...entry.supersededFileNames] : [])])) {
+      try {
+        const read = await this.readVoiceFile(fileName);
+        if (read === undefined || voiceKey(read.voice.name) !== key) continue;
+        adoptInto(found, key, read.voice, fileName, read.stamp);
+        this.lastCreatedAtSeconds = Math.max(this.lastCreatedAtSeconds, read.voice.created_at);
+      } catch (error) {
+        this.logger.debug("Skipped unreadable voice file", { file: fileName, reason: skipReason(error) });
+      }
+    }
+    const next = found.get(key);
+    if (next === undefined) this.voices.delete(key);
+    else this.voices.set(key, next);
+    if (entry !== undefined) this.fireEvict(key);
+  }
+
+  /**
+   * Every voice file in the folder, headers reused from `known` for files whose stamp has not changed, and
+   * `.tmp-` files of saves that will never finish removed.
+   */
+  private async scanFolder(known: Map<string, VoiceEntry>, skippedLevel: "warn" | "debug"): Promise<{ voices: Map<string, VoiceEntry>; skipped: number; removedTempFiles: number }> {
+    const entries = await readdir(this.dir, { withFileTypes: true });
+    let removedTempFiles = 0;
+    let skipped = 0;
+    const voiceFileNames: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isFile()) continue;
+      if (entry.name.startsWith(TEMP_FILE_PREFIX)) {
+        if (await this.removeIfStaleTempFile(entry.name)) removedTempFiles++;
+      } else if (entry.name.endsWith(VOICE_FILE_SUFFIX)) {
+        voiceFileNames.push(entry.name);
+      }
+    }
+
+    const voices = new Map<string, VoiceEntry>();
+    const restoreOne = async (fileName: string) => {
+      try {
+        const previous = known.get(fileName);
+        const stamp = await this.stampOf(fileName);
+        // Gone between the listing and the stat: deleted by another replica.
+        if (stamp === undefined) return;
+        const read = previous !== undefined && sameStamp(previous.stamp, stamp) ? { voice: previous.voice, stamp } : await this.readVoiceFile(fileName);
+        if (read === undefined) return;
+        adoptInto(voices, voiceKey(read.voice.name), read.voice, fileName, read.stamp);
+        this.lastCreatedAtSeconds = Math.max(this.lastCreatedAtSeconds, read.voice.created_at);
+      } catch (error) {
+        skipped++;
+        this.logger[skippedLevel]("Skipped unreadable voice file", { file: fileName, reason: skipReason(error) });
+      }
+    };
+    const reads = new Semaphore(RESTORE_CONCURRENCY);
+    await Promise.all(voiceFileNames.map((fileName) => reads.run(() => restoreOne(fileName))));
+    return { voices, skipped, removedTempFiles };
+  }
+
+  /** A voice file's checked header and stamp, or undefined when it is not there (any more). */
+  private async readVoiceFile(fileName: string): Promise<{ voice: StoredVoice; stamp: FileStamp } | undefined> {
+    let header: SafetensorsHeader;
+    try {
+      header = await readSafetensorsHeaderFromFile(join(this.dir, fileName));
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return undefined;
+      throw error;
+    }
+    const stamp = await this.stampOf(fileName);
+    if (stamp === undefined) return undefined;
+    const voice = voiceFromHeader(header);
+    // Only the file this name hashes to, or the one vLLM-Omni named after it, can hold it; anything else is a copy.
+    if (fileName !== fileNameOf(voiceKey(voice.name)) && fileName !== vllmOmniFileNameOf(voice)) {
+      throw new InvalidVoiceFileError("file name does not match the voice name (neither its hash nor vLLM-Omni's {name}_{consent}_{created_at})");
+    }
+    return { voice, stamp };
+  }
+
+  private async stampOf(fileName: string): Promise<FileStamp | undefined> {
+    try {
+      const { ino, size, mtimeMs } = await stat(join(this.dir, fileName));
+      return { ino, size, mtimeMs };
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * A save interrupted before its rename is never a voice, only its unfinished copy. Removed: files of this
+   * process (a rescan runs between this store's saves, never beside one) or of a dead process on this host
+   * (a restart after a crash), files in no writer's format, and any file older than STALE_TEMP_FILE_MS.
+   * Kept: a young file of a live process, or of another host, which may be a save in progress there.
+   */
+  private async removeIfStaleTempFile(fileName: string): Promise<boolean> {
+    try {
+      const writer = tempFileWriter(fileName);
+      const us = currentTempFileWriter();
+      const abandoned = writer === undefined || (writer.hostHex === us.hostHex && (writer.pid === us.pid || !isProcessAlive(writer.pid)));
+      if (!abandoned && Date.now() - (await stat(join(this.dir, fileName))).mtimeMs < STALE_TEMP_FILE_MS) return false;
+      await unlink(join(this.dir, fileName));
+      return true;
+    } catch (error) {
+      if (errorCode(error) !== "ENOENT") this.logger.warn("Could not remove leftover voice temp file", { file: fileName, reason: errorCode(error) });
+      return false;
+    }
+  }
+}
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return errorCode(error) === "EPERM";
+  }
+}
+
+/** Files are read in any order; the newer `created_at` (then the later file name, so any order agrees) holds the name. */
+function adoptInto(voices: Map<string, VoiceEntry>, key: string, voice: StoredVoice, fileName: string, stamp: FileStamp): void {
+  const existing = voices.get(key);
+  if (existing === undefined) {
+    voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [], stamp });
+    return;
+  }
+  const isNewer = voice.created_at > existing.voice.created_at || (voice.created_at === existing.voice.created_at && fileName > existing.fileName);
+  if (!isNewer) {
+    existing.supersededFileNames.push(fileName);
+    return;
+  }
+  voices.set(key, { voice: Object.freeze(voice), fileName, supersededFileNames: [...existing.supersededFileNames, existing.fileName], stamp });
+}
+
+function sameStamp(a: FileStamp | undefined, b: FileStamp | undefined): boolean {
+  return a !== undefined && b !== undefined && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+}
+
+/** Our own errors name only keys and sizes; fs errors carry the full path, so only their code is kept. */
+function skipReason(error: unknown): string {
+  return error instanceof MalformedSafetensorsError || error instanceof InvalidVoiceFileError ? error.message : (errorCode(error) ?? "unreadable");
 }
 
 /** The speaker folder cannot be used; the message names the folder and the reason, for the start-up error. */
@@ -442,7 +636,9 @@ function describeFolderProblem(code: string): string {
 
 /** Creating a file is what a save does first; EACCES or EROFS shows up here rather than on the first upload. */
 async function probeWritable(dir: string): Promise<void> {
-  const probePath = join(dir, `${TEMP_FILE_PREFIX}probe-${randomUUID()}`);
+  // In the writers' format, so a replica starting beside this one leaves it alone.
+  const writer = currentTempFileWriter();
+  const probePath = join(dir, `${TEMP_FILE_PREFIX}${writer.hostHex}-${writer.pid}-probe-${randomUUID()}`);
   const handle = await open(probePath, "wx", 0o600);
   await handle.close();
   await unlink(probePath);

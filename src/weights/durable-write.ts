@@ -5,7 +5,9 @@
  * entry. So a file is written as a temporary file in the same folder (same file system, so the rename is
  * atomic), its bytes fsynced, renamed over the target, and the folder fsynced. After a crash at any point the
  * target is the old file or the new one, never a part, plus at most a temporary file whose name starts with
- * TEMP_FILE_PREFIX, for the folder's owner to remove.
+ * TEMP_FILE_PREFIX, for the folder's owner to remove. The temporary name carries its writer (host and process
+ * id, see tempFileWriter), so where several processes share a folder, one can tell its own leftovers, and
+ * those of a dead process on its host, from a save another process is making right now.
  *
  * The policy when the folder cannot be fsynced: a platform that cannot open a directory (Windows: EISDIR) or
  * fsync one (EINVAL, or ENOTSUP on some network and FUSE file systems) offers only the rename's own
@@ -16,9 +18,26 @@
  */
 import { randomUUID } from "node:crypto";
 import { open, rename, unlink } from "node:fs/promises";
+import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 
 export const TEMP_FILE_PREFIX = ".tmp-";
+
+/** Who writes a temporary file: the host name in hex (any characters, no separator clash) and the process id. */
+export interface TempFileWriter {
+  hostHex: string;
+  pid: number;
+}
+
+export function currentTempFileWriter(): TempFileWriter {
+  return { hostHex: Buffer.from(hostname(), "utf8").toString("hex"), pid: process.pid };
+}
+
+/** The writer a temporary file's name records; undefined for a name in no writer's format (an older version's). */
+export function tempFileWriter(fileName: string): TempFileWriter | undefined {
+  const match = /^\.tmp-([0-9a-f]+)-(\d+)-/.exec(fileName);
+  return match ? { hostHex: match[1]!, pid: Number(match[2]) } : undefined;
+}
 
 /** Error codes that mean "this platform cannot fsync a directory", not "this fsync failed". */
 const DIRECTORY_SYNC_UNSUPPORTED = new Set(["EISDIR", "EINVAL", "ENOTSUP"]);
@@ -55,7 +74,8 @@ export async function fsyncDirectory(dir: string): Promise<void> {
  */
 export async function writeFileDurably(path: string, contents: Uint8Array | string, options: { mode?: number } = {}): Promise<void> {
   const dir = dirname(path);
-  const tempPath = join(dir, `${TEMP_FILE_PREFIX}${randomUUID()}`);
+  const writer = currentTempFileWriter();
+  const tempPath = join(dir, `${TEMP_FILE_PREFIX}${writer.hostHex}-${writer.pid}-${randomUUID()}`);
   try {
     const handle = await open(tempPath, "wx", options.mode ?? 0o666);
     try {

@@ -1,6 +1,7 @@
 /**
  * The requests real clients send (../shared/docs/integrations.md), through a real port on the offline
- * classic model with an API key set, each asserting what that client needs to work unchanged.
+ * classic model with an API key set and --public-listings (as an operator serving Open WebUI runs it), each
+ * asserting what that client needs to work unchanged.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
@@ -11,7 +12,7 @@ import { parseSse } from "../support/sse.ts";
 const KEY = "sk-habits";
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer(await createClassicModel(), { flags: { "api-key": KEY } });
+  server = await startTestServer(await createClassicModel(), { flags: { "api-key": KEY, "public-listings": "true" } });
 });
 afterAll(async () => {
   await server.stop();

@@ -71,24 +71,36 @@ test("GET /v1/audio/models lists the served model and its aliases as Open WebUI 
   expect(body.data).toEqual(((await (await app.request("/v1/models")).json()) as any).data);
 });
 
-test("with an API key, Open WebUI's two keyless reads answer (voice names only); a wrong key and everything else need the key", async () => {
-  const { app, voices } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "api-key": "s3cret" } });
+test("with an API key and no --public-listings, the listings need the key like every /v1 route", async () => {
+  const { app } = await testApp(new ToneAdapter(), { flags: { "api-key": "s3cret" } });
+  for (const path of ["/v1/models", "/v1/audio/models", "/v1/audio/voices"]) {
+    expect((await app.request(path)).status).toBe(401);
+    expect((await app.request(path, { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
+  }
+});
+
+test("with --public-listings, the three listings answer without a key (uploads without consent or transcript); a wrong key and everything else need the key", async () => {
+  const { app, voices } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "api-key": "s3cret", "public-listings": "true" } });
   await voices.saveAudio({ name: "Mine", consent: "rec-1", mimeType: "audio/wav", fileSizeBytes: 1, samples: new Float32Array(16000), sampleRateHz: 16000, refText: "private words" });
   const keyed = { authorization: "Bearer s3cret" };
 
   const models = await app.request("/v1/audio/models");
   expect(models.status).toBe(200);
   expect(((await models.json()) as any).models[0].id).toBe("tone-test");
+  expect((await app.request("/v1/models")).status).toBe(200);
   const anonymousVoices = await app.request("/v1/audio/voices");
   expect(anonymousVoices.status).toBe(200);
   const anonymousBody = await anonymousVoices.text();
-  expect(JSON.parse(anonymousBody)).toEqual({ voices: ["high", "low", "mine"] });
+  const anonymous = JSON.parse(anonymousBody);
+  expect(anonymous.voices).toEqual(["high", "low", "mine"]);
+  expect(anonymous.uploaded_voices).toHaveLength(1);
+  expect(anonymous.uploaded_voices[0].name).toBe("Mine");
   expect(anonymousBody).not.toContain("private words");
+  expect(anonymousBody).not.toContain("rec-1");
   expect(((await (await app.request("/v1/audio/voices", { headers: keyed })).json()) as any).uploaded_voices[0]).toMatchObject({ name: "Mine", consent: "rec-1", ref_text: "private words" });
 
   expect((await app.request("/v1/audio/voices", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
   expect((await app.request("/v1/audio/models", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
-  expect((await app.request("/v1/models")).status).toBe(401);
   expect((await app.request("/v1/audio/voices/mine", { method: "DELETE" })).status).toBe(401);
   expect((await app.request("/v1/audio/voices", { method: "POST" })).status).toBe(401);
   const speech = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi" }) });

@@ -10,8 +10,9 @@ export class RecordingSocket {
   readonly closedPromise: Promise<void>;
   #waiters: (() => void)[] = [];
 
-  constructor(url: string) {
-    this.#socket = new WebSocket(url);
+  /** `headers` goes through Bun's WebSocket extension (browsers cannot set any). */
+  constructor(url: string, headers?: Record<string, string>) {
+    this.#socket = headers ? new WebSocket(url, { headers } as unknown as string[]) : new WebSocket(url);
     this.#socket.binaryType = "arraybuffer";
     this.opened = new Promise((resolve, reject) => {
       this.#socket.addEventListener("open", () => resolve(), { once: true });

@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiError } from "../../src/api/errors.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
 import { encodeSafetensors } from "../../src/formats/safetensors.ts";
-import { validateVoiceName, VoiceStore, VoiceStoreFolderError, type SaveAudioInput } from "../../src/voices/store.ts";
+import { validateVoiceName, VoiceStore, VoiceStoreFolderError, type SaveAudioInput, type StoredVoice } from "../../src/voices/store.ts";
+import { currentTempFileWriter } from "../../src/weights/durable-write.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { wavFile } from "../support/uploads.ts";
@@ -197,6 +198,21 @@ describe("restart", () => {
     expect(lines.map((line) => JSON.parse(line))).toContainEqual(expect.objectContaining({ removed_temp_files: 2 }));
   });
 
+  test("a shared folder: a young temp file of another live process or host (a save in progress there) is kept; a dead process's, or an old one, is removed", async () => {
+    const us = currentTempFileWriter();
+    const otherHost = Buffer.from("another-replica").toString("hex");
+    const inProgressHere = `.tmp-${us.hostHex}-${process.ppid}-a`;
+    const inProgressElsewhere = `.tmp-${otherHost}-1-b`;
+    const abandonedElsewhere = `.tmp-${otherHost}-1-c`;
+    // A pid past the kernel's pid_max: no process has it.
+    const deadHere = `.tmp-${us.hostHex}-4194305-d`;
+    for (const name of [inProgressHere, inProgressElsewhere, abandonedElsewhere, deadHere]) writeFileSync(join(dir, name), new Uint8Array(10));
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(join(dir, abandonedElsewhere), anHourAgo, anHourAgo);
+    await openStore();
+    expect(tempFiles().sort()).toEqual([inProgressElsewhere, inProgressHere].sort());
+  });
+
   test("created_at is strictly increasing within one second and keeps increasing after a restart", async () => {
     const store = await openStore();
     const stamps: number[] = [];
@@ -324,24 +340,31 @@ describe("delete", () => {
 });
 
 describe("loading a voice whose file changed", () => {
-  test("a file replaced outside the server is refused, a missing file is an error", async () => {
+  test("a file replaced by another server sharing the folder is read as its new version; a file removed there is a voice gone", async () => {
     const store = await openStore();
     await store.saveAudio(audioInput("alice"));
     const [aliceFile] = voiceFiles();
     const aliceBytes = readFileSync(join(dir, aliceFile!));
     // Another store over a copy of the folder writes a newer "alice" into the same file name.
     const otherDir = mkdtempSync(join(tmpdir(), "voxedge-voices-other-"));
+    let replacement: StoredVoice;
     try {
       writeFileSync(join(otherDir, aliceFile!), aliceBytes);
       const other = await VoiceStore.open({ dir: otherDir, maxVoices: 10, logger: silentLogger });
-      await other.saveAudio(audioInput("alice", { samples: Float32Array.of(9) }));
+      replacement = await other.saveAudio(audioInput("alice", { samples: Float32Array.of(9) }));
       copyFileSync(join(otherDir, aliceFile!), join(dir, aliceFile!));
     } finally {
       rmSync(otherDir, { recursive: true, force: true });
     }
-    await expect(store.loadAudio("alice")).rejects.toThrow("was changed outside the server");
+    const evicted: string[] = [];
+    store.onEvict((nameLower) => evicted.push(nameLower));
+    const loaded = await store.loadAudio("alice");
+    expect(loaded!.samples).toEqual(Float32Array.of(9));
+    expect(loaded!.voice.created_at).toBe(replacement!.created_at);
+    expect(evicted).toEqual(["alice"]);
     unlinkSync(join(dir, aliceFile!));
-    await expect(store.loadAudio("alice")).rejects.toThrow("Could not read the stored file of voice 'alice' (ENOENT)");
+    expect(await store.loadAudio("alice")).toBeUndefined();
+    expect(store.get("alice")).toBeUndefined();
   });
 
   test("a load racing a re-upload returns one consistent voice", async () => {
@@ -366,6 +389,36 @@ describe("loading a voice whose file changed", () => {
       // Whatever version a load saw, its samples belong to the voice it reports.
       expect([...loaded!.samples]).toEqual([samplesByCreatedAt.get(loaded!.voice.created_at)!]);
     }
+  });
+
+  test("two stores over one folder (replicas): loads on one while the other replaces the voice return one consistent version, never a torn file", async () => {
+    const writer = await openStore();
+    const reader = await openStore();
+    const samplesByCreatedAt = new Map<number, number>();
+    const saveVersion = async (sample: number) => samplesByCreatedAt.set((await writer.saveAudio(audioInput("alice", { samples: new Float32Array(4000).fill(sample) }))).created_at, sample);
+    await saveVersion(0);
+    let saving = true;
+    const saves = (async () => {
+      for (let version = 1; version <= 20; version++) await saveVersion(version);
+      saving = false;
+    })();
+    const loadUntilSaved = async () => {
+      const seen = [];
+      while (saving) {
+        await reader.refreshName("alice");
+        seen.push(await reader.loadAudio("alice"));
+      }
+      return seen;
+    };
+    const loads = await Promise.all([loadUntilSaved(), loadUntilSaved(), saves]).then(([a, b]) => [...a, ...b]);
+    expect(loads.length).toBeGreaterThan(10);
+    for (const loaded of loads) {
+      const expected = samplesByCreatedAt.get(loaded!.voice.created_at)!;
+      expect(loaded!.samples.length).toBe(4000);
+      expect(loaded!.samples.every((sample) => sample === expected)).toBe(true);
+    }
+    await reader.refreshName("alice");
+    expect(reader.get("alice")!.created_at).toBe(writer.get("alice")!.created_at);
   });
 
   test("a load racing a delete returns the voice or nothing, never an error", async () => {
@@ -443,7 +496,8 @@ describe("a folder that cannot be written", () => {
     rmSync(speakerDir);
     mkdirSync(speakerDir);
     expect((await upload("after")).status).toBe(200);
-    expect(voices.list().map((voice) => voice.name)).toEqual(["before", "after"]);
+    // The folder is what every replica reads: "before" went with the old folder.
+    expect(voices.list().map((voice) => voice.name)).toEqual(["after"]);
 
     // The store's own logger names the folder for the operator.
     const store = await VoiceStore.open({ dir: speakerDir, maxVoices: 10, logger });

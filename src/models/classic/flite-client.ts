@@ -47,6 +47,7 @@ export class FliteClient {
   #starting: Promise<Worker> | undefined;
   #nextRequestId = 1;
   #closed = false;
+  #failure: Error | undefined;
 
   private constructor(worker: Worker) {
     this.#adopt(worker);
@@ -67,6 +68,11 @@ export class FliteClient {
       this.#waiting.push({ args, signal, resolve, reject });
       this.#pump();
     });
+  }
+
+  /** Set when a worker that died could not be replaced: Flite can run nothing more in this process. */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   async close(): Promise<void> {
@@ -120,6 +126,7 @@ export class FliteClient {
         },
         (error: Error) => {
           this.#starting = undefined;
+          this.#failure = new Error(`the Flite worker died and could not be restarted: ${error.message}`);
           for (const pending of this.#waiting.splice(0)) pending.reject(error);
         },
       );

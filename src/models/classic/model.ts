@@ -82,7 +82,7 @@ export class ClassicModel implements SpeechModel {
   readonly capabilities = CAPABILITIES;
   /** Flite has no sampling parameters: every extra_params key is ignored. */
   readonly paramsSchema = z.object({});
-  readonly runner = new GeneratorRunner((job) => this.sentenceSteps(job), { stepsPerTick: SENTENCES_PER_TICK });
+  readonly runner = new GeneratorRunner((job) => this.sentenceSteps(job), { stepsPerTick: SENTENCES_PER_TICK, failure: () => this.flite.failure });
 
   constructor(private readonly flite: FliteClient) {}
 

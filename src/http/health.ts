@@ -1,0 +1,40 @@
+/**
+ * Liveness and readiness, as orchestrators probe them:
+ * - GET /health (liveness): 200 while the process serves, draining included; 503 while the model is still
+ *   loading, or when it failed to load or its engine failed at run time, the states a restart may fix;
+ * - GET /health/ready (readiness): 200 only when the model is loaded, its engine can run, and the server is
+ *   not draining; else 503 saying which, so a load balancer sends the next request elsewhere.
+ */
+import type { Hono } from "hono";
+import type { ModelHost } from "../engine/host.ts";
+import type { ServerLifecycle } from "./lifecycle.ts";
+
+export interface HealthRouteDeps {
+  host: ModelHost;
+  lifecycle: ServerLifecycle;
+}
+
+type Status = { status: "ok" | "loading" | "failed" | "draining"; error?: string };
+
+function modelStatus(host: ModelHost): Status {
+  if (host.state === "loading") return { status: "loading" };
+  const failure = host.failure ?? host.engine?.failure;
+  if (failure) return { status: "failed", error: failure.message };
+  return { status: "ok" };
+}
+
+export function registerHealthRoutes(app: Hono, { host, lifecycle }: HealthRouteDeps): void {
+  app.get("/health", (c) => {
+    const status = modelStatus(host);
+    if (status.status !== "ok") return c.json(status, 503);
+    const capabilities = host.model!.capabilities;
+    return c.json({ status: "ok", model: capabilities.modelId, engine: capabilities.kind, ...(lifecycle.draining ? { draining: true } : {}) });
+  });
+
+  app.get("/health/ready", (c) => {
+    const status = modelStatus(host);
+    if (status.status !== "ok") return c.json(status, 503);
+    if (lifecycle.draining) return c.json({ status: "draining", active: lifecycle.active }, 503);
+    return c.json({ status: "ready" });
+  });
+}

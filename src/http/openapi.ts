@@ -1,0 +1,226 @@
+/**
+ * GET /openapi.json (OpenAPI 3.1) and GET /docs (Swagger UI over it). The request bodies are generated from
+ * the same zod schemas the routes parse with (src/api/), through @asteasolutions/zod-to-openapi, so the
+ * document cannot drift from what the server accepts; test/http/openapi.test.ts checks that every route the
+ * app registers is in it, and that the `openai` client's requests validate against it.
+ *
+ * Nullable optional fields come out as `["string", "null"]`, as the server treats null as "not set". The
+ * WebSocket route is described as the GET that upgrades (101), its client messages as an extension
+ * (`x-websocket-client-messages`), since OpenAPI has no WebSocket operation.
+ */
+import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { swaggerUI } from "@hono/swagger-ui";
+import type { Hono } from "hono";
+import { z } from "zod";
+import { batchItemSchema, speechFieldShape, speechRequestSchema, streamClientMessageSchema } from "../api/speech.ts";
+import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_EMBEDDING_LENGTH, MAX_SPEAKER_DESCRIPTION_CHARS } from "../api/voices.ts";
+import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+
+export const OPENAPI_PATH = "/openapi.json";
+export const DOCS_PATH = "/docs";
+
+const errorSchema = z.object({
+  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.number().int() }),
+});
+
+const errorResponses = (...statuses: number[]): RouteConfig["responses"] =>
+  Object.fromEntries(statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status] ?? "error", content: { "application/json": { schema: errorSchema } } }]));
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "a caller mistake, naming the field in `param`",
+  401: "missing or wrong API key",
+  404: "unknown model or voice",
+  408: "the body did not arrive within --body-timeout",
+  413: "the body is larger than --max-body-bytes",
+  415: "wrong Content-Type",
+  429: "the engine is full; retry after `Retry-After` seconds",
+  500: "server fault (no internals)",
+  503: "the model is loading or failed, or the server is shutting down",
+  507: "the speaker folder could not store the voice",
+};
+
+const AUDIO_MEDIA_TYPES = ["audio/wav", "audio/pcm", "audio/mpeg", "audio/flac", "audio/ogg", "audio/aac"];
+const binary = { type: "string", format: "binary" } as const;
+
+/** A batch as documented: its items are speech items (the route parses each on its own, so one bad item fails alone). */
+const batchDocumentSchema = z.strictObject({ ...speechFieldShape, items: z.array(batchItemSchema).min(1) });
+
+const modelEntrySchema = z.object({
+  id: z.string(),
+  object: z.literal("model"),
+  created: z.number().int(),
+  owned_by: z.string(),
+  root: z.string(),
+  description: z.string(),
+  engine: z.enum(["classic-fallback", "neural"]),
+  sample_rate: z.number().int(),
+  supported_sample_rates: z.array(z.number().int()),
+  voices: z.array(z.string()),
+  supports_cloning: z.boolean(),
+});
+
+const uploadedVoiceSchema = z.object({
+  name: z.string(),
+  consent: z.string().optional(),
+  created_at: z.number().int(),
+  mime_type: z.string(),
+  file_size: z.number().int(),
+  sample_rate: z.number().int().optional(),
+  ref_text: z.string().optional(),
+  speaker_description: z.string().optional(),
+  embedding_source: z.enum(["audio", "direct"]),
+  embedding_dim: z.number().int().optional(),
+});
+
+/**
+ * The upload form as multipart fields. Its parser (voiceUploadSchema) holds a file part, which JSON Schema
+ * cannot express, so the form is written out here from the same limits.
+ */
+type MediaSchema = Extract<NonNullable<NonNullable<RouteConfig["request"]>["body"]>["content"][string], { schema?: unknown }>["schema"];
+const voiceUploadForm: MediaSchema = {
+  type: "object",
+  required: ["name", "consent"],
+  properties: {
+    name: { type: "string", maxLength: MAX_VOICE_NAME_CHARS },
+    consent: { type: "string", maxLength: MAX_CONSENT_CHARS, description: "id of the speaker's consent recording" },
+    audio_sample: { ...binary, description: `1–30 s of audio, at most 10 MB: ${ALLOWED_UPLOAD_MIME_TYPES.join(", ")}` },
+    speaker_embedding: { type: "string", description: `a JSON list of at most ${MAX_EMBEDDING_LENGTH} numbers (instead of audio_sample)` },
+    ref_text: { type: "string", maxLength: MAX_REF_TEXT_CHARS },
+    speaker_description: { type: "string", maxLength: MAX_SPEAKER_DESCRIPTION_CHARS },
+  },
+};
+
+type SecurityRequirement = Record<string, string[]>;
+const bearer: SecurityRequirement[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+/** Open unless the operator protects them (--protect-health, --protect-metrics, no --public-listings); the key is accepted as elsewhere. */
+const openByDefault: SecurityRequirement[] = [{}, ...bearer];
+
+function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer", description: "any key given with --api-key / --api-key-file" });
+  registry.registerComponent("securitySchemes", "apiKeyHeader", { type: "apiKey", in: "header", name: "X-API-Key" });
+  registry.registerComponent("securitySchemes", "apiKeyQuery", { type: "apiKey", in: "query", name: "api_key", description: "WebSocket upgrade only (browsers cannot set headers on a WebSocket)" });
+
+  const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
+
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/speech",
+    summary: "Synthesize speech: one file, a raw audio stream (stream_format audio) or SSE (stream_format sse)",
+    security: bearer,
+    request: { body: { required: true, ...json(speechRequestSchema) } },
+    responses: {
+      200: {
+        description: "the audio; raw streams are pcm16 (wav adds a streaming header); SSE carries speech.audio.delta then speech.audio.done",
+        content: { ...Object.fromEntries(AUDIO_MEDIA_TYPES.map((type) => [type, { schema: binary }])), "text/event-stream": { schema: { type: "string" } } },
+      },
+      ...errorResponses(400, 401, 404, 408, 413, 429, 500, 503),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/speech/batch",
+    summary: "Many items at once, with batch-level defaults; results are streamed as JSON, item by item",
+    security: bearer,
+    request: { body: { required: true, ...json(batchDocumentSchema) } },
+    responses: {
+      200: {
+        description: "per-item results",
+        ...json(
+          z.object({
+            id: z.string(),
+            results: z.array(z.object({ index: z.number().int(), status: z.enum(["success", "error"]), audio_data: z.string().optional(), media_type: z.string().optional(), finish_reason: z.string().optional(), error: z.string().optional() })),
+            total: z.number().int(),
+            succeeded: z.number().int(),
+            failed: z.number().int(),
+          }),
+        ),
+      },
+      ...errorResponses(400, 401, 408, 413, 503),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/speech/stream",
+    summary: "WebSocket: session.config, input.text…, input.done; audio.start, binary pcm16 frames, audio.done, session.done",
+    security: [...bearer, { apiKeyQuery: [] }],
+    responses: { 101: { description: "switched to the WebSocket protocol" }, ...errorResponses(401, 503) },
+    "x-websocket-client-messages": z.toJSONSchema(streamClientMessageSchema, { io: "input", unrepresentable: "any" }),
+  } as RouteConfig);
+  registry.registerPath({
+    method: "get",
+    path: "/v1/models",
+    summary: "The served model and its aliases",
+    security: openByDefault,
+    responses: { 200: { description: "OpenAI's model list", ...json(z.object({ object: z.literal("list"), data: z.array(modelEntrySchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/models",
+    summary: "Models for Open WebUI (models[].id) and in OpenAI's shape (data)",
+    security: openByDefault,
+    responses: { 200: { description: "models", ...json(z.object({ models: z.array(z.object({ id: z.string(), name: z.string() })), data: z.array(modelEntrySchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/voices",
+    summary: "Built-in and uploaded voices (without a key, on --public-listings: no consent ids or transcripts)",
+    security: openByDefault,
+    responses: { 200: { description: "voice names, lower-case and sorted, and the uploads", ...json(z.object({ voices: z.array(z.string()), uploaded_voices: z.array(uploadedVoiceSchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/voices",
+    summary: "Upload a voice: name, consent, and exactly one of audio_sample or speaker_embedding",
+    security: bearer,
+    request: { body: { required: true, content: { "multipart/form-data": { schema: voiceUploadForm } } } },
+    responses: { 200: { description: "the stored voice", ...json(z.object({ success: z.literal(true), voice: uploadedVoiceSchema })) }, ...errorResponses(400, 401, 408, 415, 503, 507) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/v1/audio/voices/{name}",
+    summary: "Delete an uploaded voice (case-insensitive name)",
+    security: bearer,
+    request: { params: z.object({ name: z.string() }) },
+    responses: { 200: { description: "deleted", ...json(z.object({ success: z.literal(true), name: z.string(), message: z.string() })) }, ...errorResponses(401, 404, 500, 503) },
+  });
+  const healthBody = z.object({ status: z.string(), model: z.string().optional(), engine: z.string().optional(), error: z.string().optional(), draining: z.boolean().optional() });
+  registry.registerPath({
+    method: "get",
+    path: "/health",
+    summary: "Liveness: 200 while serving (draining included); 503 while the model loads, or when it or its engine failed",
+    security: openByDefault,
+    responses: { 200: { description: "alive", ...json(healthBody) }, 503: { description: "loading or failed", ...json(healthBody) } },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/health/ready",
+    summary: "Readiness: 200 when the model is loaded, its engine can run and the server is not draining",
+    security: openByDefault,
+    responses: { 200: { description: "ready", ...json(z.object({ status: z.literal("ready") })) }, 503: { description: "loading, failed or draining", ...json(healthBody) } },
+  });
+  registry.registerPath({ method: "get", path: "/metrics", summary: "Prometheus text format", security: openByDefault, responses: { 200: { description: "metrics", content: { "text/plain": { schema: { type: "string" } } } } } });
+  registry.registerPath({ method: "get", path: OPENAPI_PATH, summary: "This document", security: [{}], responses: { 200: { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } } } });
+  registry.registerPath({ method: "get", path: DOCS_PATH, summary: "Interactive documentation of this document", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
+  registry.registerPath({ method: "get", path: "/", summary: "The playground page", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
+  registry.registerPath({ method: "get", path: "/favicon.ico", summary: "No icon (204)", security: [{}], responses: { 204: { description: "empty" } } });
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: "3.1.0",
+    info: { title: "voxedge", version: "0.1.0", description: "OpenAI's speech API and vLLM-Omni's extensions. Errors are `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`." },
+    servers: [{ url: "/" }],
+  });
+}
+
+let document: ReturnType<typeof buildDocument> | undefined;
+
+/** Built once, on first use: the schemas do not change while the server runs. */
+export function openApiDocument(): ReturnType<typeof buildDocument> {
+  document ??= buildDocument();
+  return document;
+}
+
+export function registerOpenApiRoutes(app: Hono): void {
+  app.get(OPENAPI_PATH, (c) => c.json(openApiDocument()));
+  app.get(DOCS_PATH, swaggerUI({ url: OPENAPI_PATH, title: "voxedge API" }));
+}

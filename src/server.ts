@@ -1,0 +1,90 @@
+/**
+ * The serving process, whichever entry starts it (`voxedge serve` in main.ts, `deno serve src/deploy.ts`):
+ * the voice store, the model (loading in the background: readiness is 503 until it is ready), the app, and
+ * the graceful shutdown both entries run on SIGTERM/SIGINT.
+ */
+import type { Config } from "./config.ts";
+import { createApp } from "./app.ts";
+import { engineOptionsOf, ModelHost } from "./engine/host.ts";
+import { loadModel } from "./models/registry.ts";
+import type { Logger } from "./log/logger.ts";
+import type { RuntimeSupport } from "./runtime/serve.ts";
+import { VoiceStore } from "./voices/store.ts";
+
+/** After the grace, how long the streams the engine then ends get to send their last bytes. */
+const FINAL_FLUSH_MS = 5000;
+
+export interface ServingProcess {
+  fetch: (request: Request, server?: unknown) => Response | Promise<Response>;
+  /**
+   * Drains (readiness 503, new work refused, sessions finish what they had flushed and close 1001), waits up
+   * to --shutdown-grace for active work, ends what is left, lets voice writes finish, then calls
+   * `stopListening` and closes the model. `hurry` resolving (a second signal) ends the grace early.
+   */
+  shutDown(stopListening: () => Promise<void>, hurry?: Promise<void>): Promise<void>;
+}
+
+export async function startServingProcess(config: Config, logger: Logger, runtime: RuntimeSupport): Promise<ServingProcess> {
+  const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
+  logger.info("voice store ready", { uploaded_voices: voices.list().length });
+  const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
+  const { app, lifecycle } = createApp({ config, host, logger, voices, runtime });
+  void host.loaded.then(() => {
+    const capabilities = host.model?.capabilities;
+    if (!capabilities) {
+      logger.error("model failed to load", { error: host.failure?.message });
+      return;
+    }
+    const label = capabilities.kind === "classic-fallback" ? "offline classic fallback engine (no neural weights)" : "neural model";
+    logger.info(`model ready: ${label}`, { model: capabilities.modelId, description: capabilities.description, voices: capabilities.voices.length, ...host.engine?.limits });
+  });
+
+  let shuttingDown: Promise<void> | undefined;
+  const shutDown = async (stopListening: () => Promise<void>, hurry: Promise<void> = new Promise(() => {})) => {
+    const graceMs = config.shutdownGraceSeconds * 1000;
+    logger.info("draining: readiness is 503, new work is refused", { grace_seconds: config.shutdownGraceSeconds, ...lifecycle.active });
+    lifecycle.startDraining();
+    const finished = await Promise.race([lifecycle.idle(graceMs), hurry.then(() => false)]);
+    if (!finished) {
+      logger.warn("shutdown grace is over: ending the streams still running", lifecycle.active);
+      lifecycle.closeSessions();
+    }
+    // Ends every request still in the engine; their streams end (raw streams short, SSE with finish_reason "abort").
+    await host.close();
+    if (!(await lifecycle.idle(FINAL_FLUSH_MS))) logger.warn("responses still open after the engine stopped; closing their connections", lifecycle.active);
+    // A voice upload accepted before draining has finished writing by now (it is an active request), but a
+    // write the store queued is waited for all the same: no temp file is left behind.
+    await voices.settled();
+    await stopListening();
+    logger.info("stopped");
+  };
+  return {
+    fetch: app.fetch,
+    shutDown: (stopListening, hurry) => (shuttingDown ??= shutDown(stopListening, hurry)),
+  };
+}
+
+/**
+ * Runs `shutDown` on the first SIGTERM or SIGINT; a second signal ends the grace early. Resolves once the
+ * shutdown is complete.
+ */
+export function onStopSignal(process: { on(signal: "SIGTERM" | "SIGINT", listener: () => void): unknown }, logger: Logger, shutDown: (hurry: Promise<void>) => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let hurry = () => {};
+    const hurried = new Promise<void>((resolve) => {
+      hurry = resolve;
+    });
+    let signals = 0;
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.on(signal, () => {
+        signals++;
+        if (signals > 1) {
+          logger.warn("second stop signal: ending the grace now", { signal });
+          return hurry();
+        }
+        logger.info("shutting down", { signal });
+        shutDown(hurried).then(resolve, reject);
+      });
+    }
+  });
+}

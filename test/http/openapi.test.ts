@@ -1,0 +1,89 @@
+/**
+ * /openapi.json describes exactly the routes the app registers, its request bodies are the schemas the
+ * routes parse with (what the `openai` client sends validates, what the server refuses does not), and /docs
+ * renders it.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import Ajv2020 from "ajv/dist/2020.js";
+import OpenAI from "openai";
+import { testApp } from "../support/server.ts";
+import { ToneAdapter } from "../support/tone-adapter.ts";
+
+type App = Awaited<ReturnType<typeof testApp>>["app"];
+type Document = { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>> };
+
+let app: App;
+let document: Document;
+beforeAll(async () => {
+  ({ app } = await testApp(new ToneAdapter()));
+  const response = await app.request("/openapi.json");
+  expect(response.status).toBe(200);
+  document = (await response.json()) as Document;
+});
+
+test("it is OpenAPI 3.1", () => {
+  expect(document.openapi).toBe("3.1.0");
+});
+
+test("every route the app registers is in it, and nothing else", () => {
+  const registered = new Set(app.routes.filter((route) => route.method !== "ALL").map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([a-z]+)/gi, "{$1}")}`));
+  const documented = new Set(Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`)));
+  expect([...registered].sort()).toEqual([...documented].sort());
+  expect(registered.size).toBeGreaterThanOrEqual(14);
+});
+
+test("/docs is an HTML page over /openapi.json", async () => {
+  const response = await app.request("/docs");
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toContain("text/html");
+  expect(await response.text()).toContain("/openapi.json");
+});
+
+describe("request bodies validate against it", () => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const validatorFor = (path: string) => ajv.compile(document.paths[path]!.post!.requestBody!.content["application/json"]!.schema);
+
+  test("what the openai client sends for speech: files, SSE, every option it has", async () => {
+    const sent: unknown[] = [];
+    const client = new OpenAI({
+      baseURL: "http://voxedge.test/v1",
+      apiKey: "unused",
+      maxRetries: 0,
+      fetch: async (url: string | URL | Request, init?: RequestInit) => {
+        sent.push(JSON.parse(String(init?.body)));
+        return app.request(String(url), init);
+      },
+    });
+    const requests: OpenAI.Audio.SpeechCreateParams[] = [
+      { model: "tts-1", voice: "alloy", input: "Hello." },
+      { model: "gpt-4o-mini-tts", voice: "low", input: "Calm.", instructions: "calm", response_format: "mp3", speed: 1.25 },
+      { model: "tts-1-hd", voice: "high", input: "Events.", response_format: "pcm", stream_format: "sse" },
+      { model: "tts-1", voice: "nova", input: "Raw.", response_format: "wav", stream_format: "audio" },
+    ];
+    for (const request of requests) {
+      const response = await client.audio.speech.create(request);
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    const validate = validatorFor("/v1/audio/speech");
+    expect(sent).toHaveLength(requests.length);
+    for (const body of sent) expect({ body, valid: validate(body), errors: validate.errors }).toMatchObject({ valid: true });
+  });
+
+  test("what the server refuses does not validate (the schema is not vacuous)", async () => {
+    const validate = validatorFor("/v1/audio/speech");
+    for (const body of [{ voice: "alloy" }, { input: "x", speed: 9 }, { input: "x", response_format: "ogg" }, { input: "x", typo_field: 1 }]) {
+      const refused = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(refused.status).toBe(400);
+      expect(validate(body)).toBe(false);
+    }
+    // null means "not set", in the document as in the server.
+    expect(validate({ input: "x", voice: null, speed: null, seed: 42 })).toBe(true);
+  });
+
+  test("a batch with per-item overrides validates", () => {
+    const validate = validatorFor("/v1/audio/speech/batch");
+    expect(validate({ response_format: "wav", items: [{ input: "One." }, { input: "Two.", voice: "high", response_format: "flac" }] })).toBe(true);
+    expect(validate({ items: [] })).toBe(false);
+  });
+});
