@@ -71,7 +71,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
 
   registerHealthRoutes(app, { host, lifecycle });
   registerOpenApiRoutes(app);
-  registerInfoRoutes(app, { service, host, metrics });
+  registerInfoRoutes(app, { service, metrics });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
   registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs, isAnonymous });

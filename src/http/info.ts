@@ -1,13 +1,11 @@
-/** GET / (the playground page and its modules), /v1/models, /v1/audio/models, /health, /metrics. */
+/** GET / (the playground page and its modules), /v1/models, /v1/audio/models, /metrics. */
 import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
-import type { ModelHost } from "../engine/host.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
 
 export interface InfoRouteDeps {
   service: SpeechService;
-  host: ModelHost;
   metrics: ServiceMetrics;
 }
 
@@ -17,13 +15,14 @@ const PUBLIC_DIR = new URL("../../public/", import.meta.url);
  * The playground's modules, by name: a fixed list rather than a folder served as it is, so no request path
  * ever reaches the file system.
  */
-const PLAYGROUND_MODULES = new Set(["playground.js", "playground-lib.js", "pcm-player.js"]);
+export const PLAYGROUND_MODULES = ["playground.js", "playground-lib.js", "pcm-player.js"] as const;
+const isPlaygroundModule = (file: string): file is (typeof PLAYGROUND_MODULES)[number] => (PLAYGROUND_MODULES as readonly string[]).includes(file);
 
-export function registerInfoRoutes(app: Hono, { service, host, metrics }: InfoRouteDeps): void {
+export function registerInfoRoutes(app: Hono, { service, metrics }: InfoRouteDeps): void {
   app.get("/", async (c) => c.html(await readFile(new URL("index.html", PUBLIC_DIR), "utf-8")));
   app.get("/playground/:file", async (c) => {
     const file = c.req.param("file");
-    if (!PLAYGROUND_MODULES.has(file)) return c.notFound();
+    if (!isPlaygroundModule(file)) return c.notFound();
     const source = await readFile(new URL(file, PUBLIC_DIR), "utf-8");
     return c.body(source, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "no-cache" });
   });

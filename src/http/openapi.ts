@@ -15,6 +15,7 @@ import { z } from "zod";
 import { batchItemSchema, speechFieldShape, speechRequestSchema, streamClientMessageSchema } from "../api/speech.ts";
 import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_EMBEDDING_LENGTH, MAX_SPEAKER_DESCRIPTION_CHARS } from "../api/voices.ts";
 import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+import { PLAYGROUND_MODULES } from "./info.ts";
 
 export const OPENAPI_PATH = "/openapi.json";
 export const DOCS_PATH = "/docs";
@@ -203,6 +204,14 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   registry.registerPath({ method: "get", path: OPENAPI_PATH, summary: "This document", security: [{}], responses: { 200: { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } } } });
   registry.registerPath({ method: "get", path: DOCS_PATH, summary: "Interactive documentation of this document", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
   registry.registerPath({ method: "get", path: "/", summary: "The playground page", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/{file}",
+    summary: "The playground's ES modules, by name; any other name is a 404",
+    security: [{}],
+    request: { params: z.object({ file: z.enum(PLAYGROUND_MODULES) }) },
+    responses: { 200: { description: "JavaScript", content: { "text/javascript": { schema: { type: "string" } } } }, 404: { description: "not one of the playground's modules" } },
+  });
   registry.registerPath({ method: "get", path: "/favicon.ico", summary: "No icon (204)", security: [{}], responses: { 204: { description: "empty" } } });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

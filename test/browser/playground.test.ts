@@ -286,6 +286,40 @@ describe("the playground page", () => {
     await page.context().close();
   }, 30_000);
 
+  test("a server that asks for a key: the page says so, opens the key field, and with the key speaks and uploads", async () => {
+    const keyed = await startTestServer(await createClassicModel(), { flags: { "api-key": "sk-playground" } });
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${keyed.url}/`);
+      await page.waitForFunction(() => /API key/.test(document.getElementById("model")?.textContent ?? ""));
+      const keyField = page.getByLabel("API key", { exact: true });
+      expect(await keyField.isVisible()).toBe(true);
+      await keyField.fill("sk-playground");
+      await keyField.press("Enter");
+      await page.waitForFunction(() => document.querySelectorAll("#voice option").length > 1);
+      expect(await page.textContent("#model")).toContain("offline classic fallback");
+      expect(await page.textContent("#snippet-curl")).toContain("$VOXEDGE_API_KEY");
+      expect(await page.textContent("#snippet-curl")).not.toContain("sk-playground");
+
+      await page.getByRole("textbox", { name: "Text", exact: true }).fill("With the key.");
+      await page.getByRole("button", { name: "Speak", exact: true }).click();
+      const done = await waitForState(page, ["done", "error"]);
+      expect(done).toMatchObject({ state: "done", lastError: null });
+      expect(done.samplesPlayed).toBeGreaterThan(0);
+
+      await page.getByLabel("Voice sample", { exact: true }).setInputFiles({ name: "kay.wav", mimeType: "audio/wav", buffer: Buffer.from(await wavFile(2).arrayBuffer()) });
+      await page.getByRole("textbox", { name: "Voice name", exact: true }).fill("kay");
+      await page.getByRole("textbox", { name: "Consent ID", exact: true }).fill("consent-k");
+      await page.getByRole("checkbox", { name: /consent/i }).check();
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      await page.getByRole("button", { name: "Delete kay" }).waitFor();
+      await context.close();
+    } finally {
+      await keyed.stop();
+    }
+  }, 60_000);
+
   test("a phone-sized window has no horizontal scroll", async () => {
     const { page, consoleErrors } = await openPlayground(classic, { width: 375, height: 740 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
