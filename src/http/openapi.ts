@@ -10,6 +10,8 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import type { Hono } from "hono";
 import { z } from "zod";
 import { batchItemSchema, speechFieldShape, speechRequestSchema, streamClientMessageSchema } from "../api/speech.ts";
@@ -202,6 +204,14 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   });
   registry.registerPath({ method: "get", path: "/metrics", summary: "Prometheus text format", security: openByDefault, responses: { 200: { description: "metrics", content: { "text/plain": { schema: { type: "string" } } } } } });
   registry.registerPath({ method: "get", path: OPENAPI_PATH, summary: "This document", security: [{}], responses: { 200: { description: "OpenAPI 3.1", content: { "application/json": { schema: { type: "object" } } } } } });
+  registry.registerPath({
+    method: "get",
+    path: `${DOCS_ASSETS_BASE}/swagger-ui-dist/{file}`,
+    summary: "Swagger UI's script and style for the docs page, from the installed swagger-ui-dist",
+    security: [{}],
+    request: { params: z.object({ file: z.enum(Object.keys(DOCS_ASSETS) as [string, ...string[]]) }) },
+    responses: { 200: { description: "JavaScript or CSS" }, 404: { description: "not one of the docs page's assets" } },
+  });
   registry.registerPath({ method: "get", path: DOCS_PATH, summary: "Interactive documentation of this document", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
   registry.registerPath({ method: "get", path: "/", summary: "The playground page", security: [{}], responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
   registry.registerPath({
@@ -229,7 +239,25 @@ export function openApiDocument(): ReturnType<typeof buildDocument> {
   return document;
 }
 
+/**
+ * Swagger UI's own script and style, served from the installed swagger-ui-dist rather than a CDN: a
+ * self-hosted server is often on a network that cannot reach one. Only these two files, by name.
+ */
+const DOCS_ASSETS: Readonly<Record<string, string>> = {
+  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+  "swagger-ui.css": "text/css; charset=utf-8",
+};
+const DOCS_ASSETS_BASE = `${DOCS_PATH}/assets`;
+
 export function registerOpenApiRoutes(app: Hono): void {
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument()));
-  app.get(DOCS_PATH, swaggerUI({ url: OPENAPI_PATH, title: "voxedge API" }));
+  // The page asks for `${baseUrl}/swagger-ui-dist/<file>`.
+  app.get(DOCS_PATH, swaggerUI({ url: OPENAPI_PATH, title: "voxedge API", baseUrl: DOCS_ASSETS_BASE }));
+  app.get(`${DOCS_ASSETS_BASE}/swagger-ui-dist/:file`, async (c) => {
+    const file = c.req.param("file");
+    const contentType = DOCS_ASSETS[file];
+    if (contentType === undefined) return c.notFound();
+    const source = await readFile(createRequire(import.meta.url).resolve(`swagger-ui-dist/${file}`));
+    return c.body(source, 200, { "Content-Type": contentType, "Cache-Control": "public, max-age=86400" });
+  });
 }

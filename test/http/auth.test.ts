@@ -26,8 +26,8 @@ function routesOf(app: App): { method: string; path: string }[] {
   const routes: { method: string; path: string }[] = [];
   for (const route of app.routes) {
     if (route.method === "ALL") continue;
-    // The playground's module route answers only for its modules' names; any other parameter is a name.
-    const path = route.path.replace(":file", "playground.js").replace(/:[a-z]+/gi, "someone");
+    // The static routes answer only for their files' names; any other parameter is a name.
+    const path = route.path.replace("/playground/:file", "/playground/playground.js").replace("/swagger-ui-dist/:file", "/swagger-ui-dist/swagger-ui.css").replace(/:[a-z]+/gi, "someone");
     const id = `${route.method} ${path}`;
     if (seen.has(id)) continue;
     seen.add(id);
@@ -37,7 +37,7 @@ function routesOf(app: App): { method: string; path: string }[] {
 }
 
 /** Routes that answer without a key whatever the flags: the API's description and the playground page. */
-const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/", "/playground/playground.js", "/favicon.ico"]);
+const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-dist/swagger-ui.css", "/", "/playground/playground.js", "/favicon.ico"]);
 
 const call = (app: App, method: string, path: string, headers: Record<string, string> = {}) => app.request(path, { method, headers });
 

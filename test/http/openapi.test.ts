@@ -32,11 +32,21 @@ test("every route the app registers is in it, and nothing else", () => {
   expect(registered.size).toBeGreaterThanOrEqual(14);
 });
 
-test("/docs is an HTML page over /openapi.json", async () => {
+test("/docs is an HTML page over /openapi.json whose script and style this server serves (no CDN)", async () => {
   const response = await app.request("/docs");
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/html");
-  expect(await response.text()).toContain("/openapi.json");
+  const html = await response.text();
+  expect(html).toContain("/openapi.json");
+  const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
+  expect(assets.sort()).toEqual(["/docs/assets/swagger-ui-dist/swagger-ui-bundle.js", "/docs/assets/swagger-ui-dist/swagger-ui.css"]);
+  for (const asset of assets) {
+    const served = await app.request(asset);
+    expect(served.status).toBe(200);
+    expect(served.headers.get("content-type")).toMatch(asset.endsWith(".js") ? /javascript/ : /css/);
+    expect((await served.arrayBuffer()).byteLength).toBeGreaterThan(10_000);
+  }
+  expect((await app.request("/docs/assets/swagger-ui-dist/package.json")).status).toBe(404);
 });
 
 describe("request bodies validate against it", () => {
