@@ -65,8 +65,15 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
 }
 
 /**
- * Runs `shutDown` on the first SIGTERM or SIGINT; a second signal ends the grace early. Resolves once the
- * shutdown is complete.
+ * A stop signal this soon after the first is the same one delivered again: Ctrl-C in a terminal, systemd and
+ * `docker stop` signal every process of the group, and a `bun run` or `npm start` parent forwards the
+ * signal to the server as well. A person who means "now" presses again later than this.
+ */
+export const REPEATED_SIGNAL_MS = 1000;
+
+/**
+ * Runs `shutDown` on the first SIGTERM or SIGINT; a second signal, REPEATED_SIGNAL_MS or more later, ends
+ * the grace early. Resolves once the shutdown is complete.
  */
 export function onStopSignal(process: { on(signal: "SIGTERM" | "SIGINT", listener: () => void): unknown }, logger: Logger, shutDown: (hurry: Promise<void>) => Promise<void>): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -74,14 +81,17 @@ export function onStopSignal(process: { on(signal: "SIGTERM" | "SIGINT", listene
     const hurried = new Promise<void>((resolve) => {
       hurry = resolve;
     });
-    let signals = 0;
+    let firstSignalAt: number | undefined;
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
       process.on(signal, () => {
-        signals++;
-        if (signals > 1) {
+        if (firstSignalAt !== undefined) {
+          // The same stop delivered twice (to the process group, and again by a `bun run`/`npm start`
+          // parent that forwards it) is not someone asking again.
+          if (performance.now() - firstSignalAt < REPEATED_SIGNAL_MS) return;
           logger.warn("second stop signal: ending the grace now", { signal });
           return hurry();
         }
+        firstSignalAt = performance.now();
         logger.info("shutting down", { signal });
         shutDown(hurried).then(resolve, reject);
       });

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { encodeWav } from "../../src/audio/wav.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { VoiceStore } from "../../src/voices/store.ts";
-import { startBunServer } from "../support/server-process.ts";
+import { BUN, startBunServer, startServerProcess } from "../support/server-process.ts";
 import { multipartBody, sine } from "../support/uploads.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
 
@@ -113,4 +113,22 @@ test("past --shutdown-grace, a stream nobody reads is ended short and the proces
   expect(bytes).toBeLessThan(fullBytes);
   expect(["done", "error"]).toContain(ended);
   expect(server.logLines().some((line) => line.message === "shutdown grace is over: ending the streams still running")).toBe(true);
+}, 90_000);
+
+test("`bun run voxedge serve` signalled as a terminal's Ctrl-C, systemd or docker stop do (the whole process group): one drain, the stream completes, exit 0", async () => {
+  const speakerDir = mkdtempSync(join(tmpdir(), "voxedge-shutdown-"));
+  // Through the package script: a `bun run` parent with the server as its child, both in one group.
+  const server = await startServerProcess([BUN, "run", "voxedge", "serve", "--engine", "classic", "--host", "127.0.0.1", "--port", "0", "--speaker-dir", speakerDir, "--shutdown-grace", "60"], {}, 45_000, true);
+  const fullBytes = (await (await streamRequest(server.base)).arrayBuffer()).byteLength;
+  const stream = await streamRequest(server.base);
+  const reader = stream.body!.getReader();
+  const first = await reader.read();
+  process.kill(-server.child.pid!, "SIGTERM");
+  const { bytes, ended } = await readAll(reader, first.value!.byteLength);
+  expect(ended).toBe("done");
+  expect(bytes).toBe(fullBytes);
+  expect(await server.exited).toBe(0);
+  const log = server.logLines();
+  expect(log.filter((line) => line.message === "shutting down")).toHaveLength(1);
+  expect(log.some((line) => line.message === "second stop signal: ending the grace now")).toBe(false);
 }, 90_000);

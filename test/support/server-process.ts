@@ -24,8 +24,12 @@ export interface ServerProcess {
 /** Its listening line: Bun's JSON `listening` log, or `deno serve`'s banner. */
 const LISTENING = [/"message":"listening","url":"(http:\/\/[^"]+)"/, /Listening on (http:\/\/[^\s/]+)\//];
 
-export async function startServerProcess(command: string[], env: Record<string, string> = {}, readyWithinMs = 45_000): Promise<ServerProcess> {
-  const child = spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+/**
+ * `ownProcessGroup`: the command leads a process group of its own, as a service under systemd or a command
+ * typed in a terminal does, so a test can signal the whole group (`process.kill(-pid)`) as they do.
+ */
+export async function startServerProcess(command: string[], env: Record<string, string> = {}, readyWithinMs = 45_000, ownProcessGroup = false): Promise<ServerProcess> {
+  const child = spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env }, detached: ownProcessGroup });
   let output = "";
   child.stdout!.on("data", (chunk) => (output += chunk));
   child.stderr!.on("data", (chunk) => (output += chunk));
