@@ -24,6 +24,8 @@ const playground = {
   samplesPlayedAtSessionDone: null,
   samplesReceived: 0,
   sampleRate: null,
+  /** The loudest sample the worklet has put out (0..1), measured after it, on the way to the speakers. */
+  peakLevel: 0,
   sentences: [],
 };
 window.voxedgePlayground = playground;
@@ -196,6 +198,8 @@ let session = null;
  * worklet module loads once.
  */
 function audioOutput() {
+  // iOS plays Web Audio as "ambient" (muted by the silent switch) unless told this page is for listening.
+  if (navigator.audioSession && navigator.audioSession.type !== "playback") navigator.audioSession.type = "playback";
   audioContext ??= new AudioContext({ latencyHint: "interactive" });
   const resumed = audioContext.resume();
   workletReady ??= audioContext.audioWorklet.addModule(endpoint("playground/pcm-player.js"));
@@ -251,7 +255,7 @@ $("speak").onclick = () => {
 
 async function speak(text, output) {
   session?.finish("replaced");
-  Object.assign(playground, { samplesPlayed: 0, firstAudioMs: null, underruns: 0, lastError: null, samplesPlayedAtSessionDone: null, samplesReceived: 0, sampleRate: null, sentences: [] });
+  Object.assign(playground, { samplesPlayed: 0, firstAudioMs: null, underruns: 0, lastError: null, samplesPlayedAtSessionDone: null, samplesReceived: 0, sampleRate: null, peakLevel: 0, sentences: [] });
   $("speak-error").textContent = "";
   $("sentences").replaceChildren();
   for (const id of ["first-audio", "rtf", "buffered", "jitter", "played"]) $(id).textContent = "–";
@@ -281,6 +285,8 @@ class SpeakSession {
   sessionDone = false;
   lastChunkAt = null;
   current = null;
+  analyser = null;
+  levels = null;
 
   constructor(text, config, context) {
     this.text = text;
@@ -341,6 +347,10 @@ class SpeakSession {
       this.node.port.onmessage = ({ data }) => this.progress(data);
       this.node.port.postMessage({ type: "format", sampleRate: message.sample_rate, startSeconds: JITTER_BUFFER_SECONDS });
       this.node.connect(this.context.destination);
+      // A tap on what actually goes to the speakers, for the level the page reports.
+      this.analyser = new AnalyserNode(this.context, { fftSize: 2048 });
+      this.levels = new Float32Array(this.analyser.fftSize);
+      this.node.connect(this.analyser);
     }
     const sentence = { index: playground.sentences.length, text: message.sentence_text, startSample: playground.samplesReceived, startedAt: performance.now(), firstAudioMs: null, doneMs: null, samples: 0, element: document.createElement("li") };
     sentence.element.textContent = message.sentence_text;
@@ -389,6 +399,10 @@ class SpeakSession {
     if (this.ended) return;
     playground.samplesPlayed = samplesPlayed;
     playground.underruns = underruns;
+    if (this.analyser) {
+      this.analyser.getFloatTimeDomainData(this.levels);
+      for (const value of this.levels) playground.peakLevel = Math.max(playground.peakLevel, Math.abs(value));
+    }
     const ms = (samples) => Math.round((samples / playground.sampleRate) * 1000);
     $("underruns").textContent = String(underruns);
     $("buffered").textContent = `${ms(bufferedSamples)} ms`;
@@ -415,6 +429,7 @@ class SpeakSession {
     if (this.node) {
       this.node.port.postMessage({ type: "stop" });
       this.node.disconnect();
+      this.analyser?.disconnect();
     }
     for (const sentence of playground.sentences) sentence.element.removeAttribute("aria-current");
     recording = { chunks: this.chunks, sampleRate: playground.sampleRate };

@@ -30,6 +30,7 @@ interface PlaygroundState {
   lastError: string | null;
   samplesPlayedAtSessionDone: number | null;
   samplesReceived: number;
+  peakLevel: number;
 }
 
 let classic: TestServer;
@@ -156,6 +157,8 @@ describe("the playground page", () => {
     expect(samples.length).toBe(done.samplesReceived);
     const rms = Math.sqrt(samples.reduce((sum, value) => sum + value * value, 0) / samples.length);
     expect(rms).toBeGreaterThan(0.01);
+    // And what the worklet put out on the way to the speakers was not silence either.
+    expect(done.peakLevel).toBeGreaterThan(0.05);
     expect(consoleErrors).toEqual([]);
     await page.context().close();
   }, 120_000);
@@ -166,6 +169,11 @@ describe("the playground page", () => {
     await page.getByRole("textbox", { name: "Text", exact: true }).fill(sentences(72));
     await page.getByRole("button", { name: "Speak", exact: true }).click();
     await waitForState(page, ["playing"]);
+    // A long text sent at once: the worklet is already playing while the server is still making it.
+    await page.waitForFunction(() => (window as unknown as { voxedgePlayground: PlaygroundState }).voxedgePlayground.samplesPlayed > 0, null, { polling: 20 });
+    const midway = await playback(page);
+    expect(midway.samplesPlayedAtSessionDone).toBeNull();
+    expect(midway.samplesPlayed).toBeLessThan(midway.samplesReceived);
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     const stopped = await waitForState(page, ["done"]);
     expect(stopped.samplesPlayedAtSessionDone).toBeNull();
