@@ -21,6 +21,7 @@ import type { TextConditioner } from "./stages/text-conditioner.ts";
 import type { PocketModelFlags } from "./bundle.ts";
 import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 import { concatFloat32 } from "../../audio/concat.ts";
+import { OutputGarbage } from "../../onnx/output-garbage.ts";
 
 /** How the runner reaches the Mimi decoder, wherever it runs (decoder/choice.ts). */
 export interface RunnerDecoder extends LatentDecoder<unknown> {
@@ -50,6 +51,13 @@ export class PocketRunner implements ModelRunner {
   readonly #requests = new Map<RequestId, PocketRequest>();
   /** Decoder states alive (requests' chunks not yet released), for the state gauge. */
   #liveDecoderStates = 0;
+
+  /**
+   * Prefill caches dropped once admitted to a slot, collected every 64 MB: 16 streams starting at once
+   * left ~300 MB of them before the collector came round (bench/load.ts, README); a collection on this
+   * thread holds up a tick, so not after every prefill.
+   */
+  readonly #garbage = new OutputGarbage(64 * 1024 * 1024);
 
   constructor(private readonly parts: PocketRunnerParts) {}
 
@@ -143,6 +151,8 @@ export class PocketRunner implements ModelRunner {
     const state = await flowLm.prefill(request.voice, conditioning);
     const { flowLmSlots } = this.parts;
     const cache = flowLmSlots ? { slot: flowLmSlots.admit(state) } : { state };
+    // Admitted: the prefill's caches were copied into the slot and are garbage now (10–50 MB at full size).
+    if (flowLmSlots) this.#garbage.dropped(stateBytes(state));
     request.startChunk(cache, state.positions, chunk, flowLm.config.cachePositions, this.#newDecoderState());
     // A chunk with no room left in the cache ends as it starts.
     if (request.sampling?.cache !== cache) this.#releaseSlot(cache);

@@ -11,7 +11,8 @@ import { parentPort } from "node:worker_threads";
 import { SerialQueue } from "../../../async/serial-queue.ts";
 import { configureOnnxRuntime, loadOnnxRuntime } from "../../../onnx/runtime.ts";
 import { MimiDecoder, openMimiDecoderSession } from "../stages/mimi-decoder.ts";
-import { type MimiState } from "../stages/state.ts";
+import { stateBytes, type MimiState } from "../stages/state.ts";
+import { OutputGarbage } from "../../../onnx/output-garbage.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./protocol.ts";
 
 if (!parentPort) throw new Error("decoder/worker.ts runs as a worker thread (worker-client.ts starts it)");
@@ -22,9 +23,14 @@ let decoder: MimiDecoder | undefined;
 const states = new Map<number, MimiState>();
 // Decodes run one after another in arrival order: a state's next decode needs the previous one's result.
 const messages = new SerialQueue();
+/**
+ * Every decode drops the state it replaced (8 MB at full size), collected every 16 MB: at 16 streams, left
+ * to the collector's own pace, two workers' dead states added ~250 MB to the peak (bench/load.ts, README).
+ */
+const garbage = new OutputGarbage(16 * 1024 * 1024);
 
 port.on("message", (message: DecoderWorkerRequest) => {
-  const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => void states.delete(message.stateId);
+  const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => release(message.stateId);
   // Nobody awaits a message's handling, so a handler's failure is logged here; the queue goes on to the next.
   void messages.run(handle).catch((error: unknown) => reply({ kind: "log", level: "error", message: `Mimi decoder worker: ${(error as Error).message}` }));
 });
@@ -51,7 +57,16 @@ async function decode(message: Extract<DecoderWorkerRequest, { kind: "decode" }>
     const result = await decoder.decode(state, message.latents, { reuseState });
     states.set(message.nextStateId, result.state);
     reply({ kind: "decoded", requestId: message.requestId, audio: result.audio }, [result.audio.buffer as ArrayBuffer]);
+    // The state this decode replaced in place is dead now; one kept under its own id dies at its release.
+    if (reuseState && result.state.tensors !== state.tensors) garbage.dropped(stateBytes(state));
   } catch (error) {
     reply({ kind: "error", requestId: message.requestId, message: (error as Error).message });
   }
+}
+
+function release(stateId: number): void {
+  const state = states.get(stateId);
+  if (state === undefined) return;
+  states.delete(stateId);
+  garbage.dropped(stateBytes(state));
 }
