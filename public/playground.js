@@ -231,7 +231,8 @@ function readAsDataUrl(blob) {
 
 function sessionConfig() {
   const config = { type: "session.config", voice: $("voice").value, response_format: "pcm", stream_audio: true };
-  const rate = Number($("sample-rate").value);
+  // Named even for "the model's own": pcm on its own means OpenAI's 24 kHz, whatever the model makes.
+  const rate = Number($("sample-rate").value) || server.model?.sample_rate;
   if (rate) config.sample_rate = rate;
   return config;
 }
@@ -521,7 +522,7 @@ function currentSettings() {
     input: $("text").value,
     voice: $("voice").value,
     responseFormat: $("format").value,
-    sampleRate: Number($("sample-rate").value) || undefined,
+    sampleRate: Number($("sample-rate").value) || server.model?.sample_rate,
     speed: Number($("speed").value) || 1,
     withApiKey: $("api-key").value.trim() !== "",
   };

@@ -251,8 +251,9 @@ const DOCS_ASSETS_BASE = `${DOCS_PATH}/assets`;
 
 export function registerOpenApiRoutes(app: Hono): void {
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument()));
-  // The page asks for `${baseUrl}/swagger-ui-dist/<file>`.
-  app.get(DOCS_PATH, swaggerUI({ url: OPENAPI_PATH, title: "voxedge API", baseUrl: DOCS_ASSETS_BASE }));
+  // The page asks for `${baseUrl}/swagger-ui-dist/<file>`; both it and the document's URL are relative to
+  // the page, so the docs work behind a reverse proxy's path prefix too.
+  app.get(DOCS_PATH, swaggerUI({ url: OPENAPI_PATH.slice(1), title: "voxedge API", baseUrl: DOCS_ASSETS_BASE.slice(1) }));
   app.get(`${DOCS_ASSETS_BASE}/swagger-ui-dist/:file`, async (c) => {
     const file = c.req.param("file");
     const contentType = DOCS_ASSETS[file];
