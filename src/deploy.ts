@@ -29,7 +29,9 @@ function configFromEnvironment() {
 const config = configFromEnvironment();
 const logger = createLogger(config.logLevel);
 const runtime = await loadRuntime();
-logger.info("starting voxedge (deploy entry)", { runtime: runtime.name, config: describeConfig(config) });
+// `deno serve --host/--port` decide where it listens; VOXEDGE_HOST/VOXEDGE_PORT do not apply, so they are not shown.
+const { host: _host, port: _port, ...shownConfig } = describeConfig(config);
+logger.info("starting voxedge (deploy entry)", { runtime: runtime.name, config: shownConfig });
 const serving = await startServingProcess(config, logger, runtime);
 void onStopSignal(process, logger, (hurry) => serving.shutDown(async () => {}, hurry)).then(() => process.exit(0));
 
