@@ -41,12 +41,16 @@ function logFromWorker(logger: Logger, reply: Extract<DecoderWorkerReply, { kind
   logger[reply.level](reply.message);
 }
 
+/** How long a closing worker may take to finish its run and exit before it is terminated. */
+const CLOSE_GRACE_MS = 10_000;
+
 export class WorkerMimiDecoder {
   readonly concurrent = true;
   #nextStateId = 1;
   #nextRequestId = 1;
   readonly #pending = new Map<number, { resolve: (audio: Float32Array) => void; reject: (error: Error) => void }>();
   #failure: Error | undefined;
+  #closed = false;
   readonly #released = new FinalizationRegistry<number>((stateId) => this.#post({ kind: "release", stateId }));
 
   private constructor(
@@ -140,9 +144,19 @@ export class WorkerMimiDecoder {
     return this.#failure !== undefined;
   }
 
+  /**
+   * Pending decodes are rejected now; the worker finishes the run it is in (if any), releases its session
+   * and exits. It is terminated only if it has not exited by CLOSE_GRACE_MS (a run that hangs): terminating
+   * it mid-run can abort the process (worker.ts, close).
+   */
   close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#fail(new Error("the Mimi decoder worker was closed"));
-    this.worker.terminate();
+    this.worker.postMessage({ kind: "close" } satisfies DecoderWorkerRequest);
+    const stuck = setTimeout(() => void this.worker.terminate(), CLOSE_GRACE_MS);
+    stuck.unref?.();
+    this.worker.once("exit", () => clearTimeout(stuck));
   }
 
   #handle(): WorkerDecoderState {

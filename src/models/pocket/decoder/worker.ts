@@ -29,7 +29,15 @@ const messages = new SerialQueue();
  */
 const garbage = new OutputGarbage(16 * 1024 * 1024);
 
+/** Set by `close` as it arrives: decodes queued behind it are not run. */
+let closing = false;
+
 port.on("message", (message: DecoderWorkerRequest) => {
+  if (message.kind === "close") {
+    closing = true;
+    void messages.run(close);
+    return;
+  }
   const handle = message.kind === "open" ? () => open(message) : message.kind === "decode" ? () => decode(message) : async () => release(message.stateId);
   // Nobody awaits a message's handling, so a handler's failure is logged here; the queue goes on to the next.
   void messages.run(handle).catch((error: unknown) => reply({ kind: "log", level: "error", message: `Mimi decoder worker: ${(error as Error).message}` }));
@@ -48,6 +56,7 @@ async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): P
 }
 
 async function decode(message: Extract<DecoderWorkerRequest, { kind: "decode" }>): Promise<void> {
+  if (closing) return;
   try {
     if (!decoder) throw new Error("the decoder worker has no open decoder");
     // emptyState on the main thread only allocates an id; the state itself is made here on first use.
@@ -69,4 +78,15 @@ function release(stateId: number): void {
   if (state === undefined) return;
   states.delete(stateId);
   garbage.dropped(stateBytes(state));
+}
+
+/**
+ * Exits once no run is in progress. Terminating the thread in the middle of one is not safe: onnxruntime-node
+ * completes it on its own thread and calls back into a JavaScript environment that is gone, which aborts
+ * the whole process.
+ */
+async function close(): Promise<void> {
+  states.clear();
+  await decoder?.close().catch(() => undefined);
+  port.close();
 }

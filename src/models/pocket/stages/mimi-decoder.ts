@@ -41,6 +41,11 @@ export class MimiDecoder implements LatentDecoder<MimiState> {
     this.states = new StateOutputs(session, manifest, cacheWrites, "mimi_decoder");
   }
 
+  /** Releases the session; the decoder is unusable after. */
+  close(): Promise<void> {
+    return this.session.release();
+  }
+
   /** A fresh streaming state (manifest fills: `first` flags true, buffers zero, `[1, C, 0]` tensors empty). */
   emptyState(): MimiState {
     return { tensors: initialStateTensors(this.manifest, this.session.Tensor), frames: 0 };

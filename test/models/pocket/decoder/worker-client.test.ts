@@ -155,6 +155,23 @@ describe("Mimi decoder in a worker thread", () => {
     await expect(pending).rejects.toThrow(/closed/);
     await expect(started!.decode(started!.emptyState(), latents)).rejects.toThrow(/closed/);
   });
+
+  test("closing with a decode running lets the worker finish it and exit by itself (code 0), time after time", async () => {
+    for (let round = 0; round < 8; round++) {
+      const started = (await startDecoderWorker(bundle, "onnxruntime-node", silentLogger))!;
+      const thread = (started as unknown as { worker: import("node:worker_threads").Worker }).worker;
+      const exited = new Promise<number>((resolve) => thread.once("exit", resolve));
+      const pending = started.decode(started.emptyState(), latents).then(
+        () => "decoded",
+        (error: Error) => error.message,
+      );
+      // Closing at different points of the decode: before it reaches the session, during the run, after it.
+      await Bun.sleep(round);
+      started.close();
+      expect(await pending).toMatch(/^decoded$|closed/);
+      expect(await exited).toBe(0);
+    }
+  }, 60_000);
 });
 
 describe("a pool of decoder workers", () => {
