@@ -30,7 +30,7 @@ const playground = {
 };
 window.voxedgePlayground = playground;
 
-const server = { model: null, voices: [], uploaded: [] };
+const server = { model: null, uploaded: [] };
 
 /** Requests relative to the page, so the playground works behind a reverse proxy's path prefix too. */
 const endpoint = (path) => new URL(path, location.href);
@@ -67,7 +67,6 @@ async function loadModel() {
 
 async function loadVoices(select) {
   const listing = await getJson("v1/audio/voices");
-  server.voices = listing.voices;
   server.uploaded = listing.uploaded_voices ?? [];
   const picker = $("voice");
   const keep = select ?? picker.value;
@@ -284,7 +283,6 @@ class SpeakSession {
   socket;
   ended = false;
   sessionDone = false;
-  lastChunkAt = null;
   current = null;
   analyser = null;
   levels = null;
@@ -377,7 +375,6 @@ class SpeakSession {
     if (sentence) sentence.samples += samples.length;
     this.chunks.push(samples);
     playground.samplesReceived += samples.length;
-    this.lastChunkAt = now;
     // Generation time over audio made: below 1 the server makes audio faster than it plays.
     const rtf = (now - this.startedAt) / 1000 / (playground.samplesReceived / playground.sampleRate);
     $("rtf").textContent = rtf.toFixed(2);

@@ -5,22 +5,17 @@ import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
-import { onStopSignal, startServingProcess } from "./server.ts";
+import { onStopSignal, openVoiceStore, startServingProcess } from "./server.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
 import { createLogger } from "./log/logger.ts";
 import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
-import { VoiceStore, VoiceStoreFolderError } from "./voices/store.ts";
-import type { Logger } from "./log/logger.ts";
+import { VoiceStoreFolderError } from "./voices/store.ts";
 import { createProgressRenderer } from "./cli/progress.ts";
 import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
-
-function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
-  return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
-}
 
 const USAGE = `Usage:
   voxedge [serve] [options]                         serve the speech API

@@ -24,8 +24,13 @@ export interface ServingProcess {
   shutDown(stopListening: () => Promise<void>, hurry?: Promise<void>): Promise<void>;
 }
 
+/** The uploaded-voice store the config names (`serve` and `say` alike). */
+export function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
+  return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
+}
+
 export async function startServingProcess(config: Config, logger: Logger, runtime: RuntimeSupport): Promise<ServingProcess> {
-  const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
+  const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
   const { app, lifecycle } = createApp({ config, host, logger, voices, runtime });

@@ -248,6 +248,7 @@ const DOCS_ASSETS: Readonly<Record<string, string>> = {
   "swagger-ui.css": "text/css; charset=utf-8",
 };
 const DOCS_ASSETS_BASE = `${DOCS_PATH}/assets`;
+const resolveInstalled = createRequire(import.meta.url).resolve;
 
 export function registerOpenApiRoutes(app: Hono): void {
   app.get(OPENAPI_PATH, (c) => c.json(openApiDocument()));
@@ -258,7 +259,7 @@ export function registerOpenApiRoutes(app: Hono): void {
     const file = c.req.param("file");
     const contentType = DOCS_ASSETS[file];
     if (contentType === undefined) return c.notFound();
-    const source = await readFile(createRequire(import.meta.url).resolve(`swagger-ui-dist/${file}`));
+    const source = await readFile(resolveInstalled(`swagger-ui-dist/${file}`));
     return c.body(source, 200, { "Content-Type": contentType, "Cache-Control": "public, max-age=86400" });
   });
 }

@@ -8,7 +8,7 @@ import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, SpeechStreamSession } from "../speech/stream-session.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
-import { noteAudio, noteFirstAudio, streamEnded } from "./access-log.ts";
+import { noteAudio, noteFirstAudio, streamEnded, type ResponseEnd } from "./access-log.ts";
 
 export interface StreamRouteDeps {
   service: SpeechService;
@@ -30,6 +30,11 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
       let serverCloseCode: number | undefined;
       /** The sample rate of the sentence being sent when it is raw pcm16 (audio.start says), so frames count as seconds. */
       let pcmRateHz: number | undefined;
+      const finish = (end: ResponseEnd) => {
+        session?.closed();
+        untrack();
+        ended(end);
+      };
       return {
         onOpen(_event, ws) {
           const socket = ws as WSContext<unknown>;
@@ -68,15 +73,11 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
           session?.receive(event.data as string | ArrayBuffer);
         },
         onClose() {
-          session?.closed();
-          untrack();
           // Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
-          ended(serverCloseCode === undefined ? "client_closed" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
+          finish(serverCloseCode === undefined ? "client_closed" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
         },
         onError() {
-          session?.closed();
-          untrack();
-          ended("failed");
+          finish("failed");
         },
       };
     }),
