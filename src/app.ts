@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { cors } from "hono/cors";
 import type { Config } from "./config.ts";
 import type { ModelHost } from "./engine/host.ts";
-import { ApiError } from "./api/errors.ts";
+import { ApiError, echoed } from "./api/errors.ts";
 import { ServiceMetrics } from "./metrics.ts";
 import { SPEECH_RESPONSE_HEADERS, SpeechService } from "./speech/service.ts";
 import type { Logger } from "./log/logger.ts";
@@ -57,7 +57,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     return c.json(new ApiError(500, "Internal server error").toBody(), 500);
   });
-  app.notFound((c) => c.json(new ApiError(404, `No route for ${c.req.method} ${c.req.path}`).toBody(), 404));
+  app.notFound((c) => c.json(new ApiError(404, `No route for ${c.req.method} ${echoed(c.req.path, 256)}`).toBody(), 404));
 
   // Outermost, so refusals (401, 503) are logged and counted as well.
   registerAccessLog(app, logger, lifecycle);
@@ -69,7 +69,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   const { isAnonymous } = registerApiKeyCheck(app, new ApiKeyCheck(config));
   registerDrainGate(app, lifecycle);
 
-  registerHealthRoutes(app, { host, lifecycle });
+  registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
   registerOpenApiRoutes(app);
   registerInfoRoutes(app, { service, metrics });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;

@@ -171,7 +171,7 @@ const OPTIONS = {
     flag: "ws-max-queued-segments",
     env: "VOXEDGE_WS_MAX_QUEUED_SEGMENTS",
     schema: z.coerce.number().int().min(1).default(1000),
-    description: "most segments a WebSocket session may have waiting to be spoken; beyond it: error and close 1008",
+    description: "most segments (and utterance ends, each a session.done still to send) a WebSocket session may have waiting; beyond it: error and close 1008",
   },
   wsMaxQueuedChars: {
     flag: "ws-max-queued-chars",

@@ -74,7 +74,7 @@ async function runServe(config: Config): Promise<number> {
   const runtime = await loadRuntime();
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
   const serving = await startServingProcess(config, logger, runtime);
-  const server = runtime.serve(serving.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds });
+  const server = runtime.serve(serving.fetch, config.host, config.port, { keepAliveTimeoutSeconds: config.keepAliveTimeoutSeconds, writeStallTimeoutSeconds: config.streamStallTimeoutSeconds });
   logger.info("listening", { url: server.url });
   await onStopSignal(process, logger, (hurry) => serving.shutDown(() => server.stop(), hurry));
   // Everything is closed; a handle some library left open must not keep a stopped server from exiting 0.

@@ -3,17 +3,30 @@ import type { ZodError } from "zod";
 
 export type ApiErrorType = "BadRequestError" | "NotFoundError" | "UnauthorizedError" | "RateLimitError" | "ServiceUnavailableError" | "server_error";
 
+/** Longest piece of client text an error message quotes back (a model name, a field name). */
+export const MAX_ECHOED_CHARS = 64;
+/** Backstops for whatever a message still quotes: an error body stays a few KB whatever the request held. */
+const MAX_MESSAGE_CHARS = 2048;
+const MAX_PARAM_CHARS = 256;
+
+/** Client text as an error quotes it: at most `maxChars` characters, with "…" when cut. */
+export function echoed(text: string, maxChars = MAX_ECHOED_CHARS): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text;
+}
+
 export class ApiError extends Error {
   /** Headers the error response carries (e.g. Retry-After on a 429). */
   headers: Record<string, string> = {};
+  readonly param: string | null;
 
   constructor(
     readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 429 | 499 | 500 | 503 | 507,
     message: string,
-    readonly param: string | null = null,
+    param: string | null = null,
     readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status === 429 ? "RateLimitError" : status >= 500 ? "server_error" : "BadRequestError",
   ) {
-    super(message);
+    super(echoed(message, MAX_MESSAGE_CHARS));
+    this.param = param === null ? null : echoed(param, MAX_PARAM_CHARS);
   }
 
   toBody() {
@@ -40,7 +53,7 @@ export function fromZodError(error: ZodError, pathPrefix = "", body?: unknown): 
   const issue = error.issues[0]!;
   const path = [pathPrefix, ...issue.path.map(String)].filter((part) => part.length > 0).join(".");
   if (issue.code === "unrecognized_keys") {
-    const key = issue.keys[0]!;
+    const key = echoed(issue.keys[0]!);
     const param = path ? `${path}.${key}` : key;
     return badRequest(`Unknown field '${param}'`, param);
   }

@@ -7,8 +7,12 @@
  * - temperature is the variance of the flow's starting noise, which it learnt to map from at 1 (upstream
  *   speaks at 0.7); 2 doubles that, and 0 starts from the noise's mean.
  * - lsd_steps Euler steps cost one flow-net run each per frame; the most any runtime uses is 10 (KR1).
- * - eos_threshold is compared with the raw EOS logit: ±10 are p ≈ 0.99995 and p ≈ 0.00005, so a threshold
- *   past them means "stop at once" or "never stop", which would only run every chunk to its frame cap.
+ * - eos_threshold is compared with the raw EOS logit: speech ends at the first frame whose logit passes it.
+ *   Upstream's −4 (p ≈ 0.018) is where the published weights were tuned to stop; −10 (p ≈ 0.00005) stops at
+ *   once. Above 0 the head must be more sure than even odds, which a head trained to fire one frame per chunk
+ *   need never be: at 10 the tiny bundle never stopped (460 s of audio for 4,090 characters, against 17 s),
+ *   so every chunk ran to its frame cap. 0 is the highest threshold that still asks only that the head
+ *   think the end likelier than not.
  * - frames_after_eos: models recommend 3 to 8; 25 frames are 2 s of trailing audio per chunk.
  */
 import { z } from "zod";
@@ -26,6 +30,6 @@ function integerIn(key: string, min: number, max: number) {
 export const samplingParamsSchema = z.object({
   temperature: numberIn("temperature", 0, 2),
   lsd_steps: integerIn("lsd_steps", 1, 16),
-  eos_threshold: numberIn("eos_threshold", -10, 10),
+  eos_threshold: numberIn("eos_threshold", -10, 0),
   frames_after_eos: integerIn("frames_after_eos", 0, 25),
 });

@@ -87,6 +87,14 @@ export class EngineStream implements AsyncIterable<AudioChunk> {
   [Symbol.asyncIterator](): AsyncIterator<AudioChunk> {
     return this.engine.chunksOf(this.request);
   }
+
+  /**
+   * Gives up the request, read or not: its running place and model state are freed at the next tick. For a
+   * caller that admitted a stream and then failed before handing it to a consumer.
+   */
+  cancel(): void {
+    this.engine.cancel(this.request);
+  }
 }
 
 export class Engine {
@@ -106,6 +114,8 @@ export class Engine {
   readonly #roomWaiters: Array<() => void> = [];
   /** Auxiliary model work (voice encodes) run one per tick, between plans. */
   readonly #tasks: Array<() => Promise<void>> = [];
+  /** When a request was last admitted or ended: while the engine is full, nothing has turned over since. */
+  #lastTurnoverMs = performance.now();
   /** Running seconds of recent requests (exponential average), for Retry-After. */
   #meanRequestSeconds = 1;
   #closed = false;
@@ -154,6 +164,15 @@ export class Engine {
     this.onFailure?.(error);
   }
 
+  /**
+   * How long the engine has been unable to admit anything: 0 while it has room, else the time since a request
+   * was last admitted or ended. Work that turns over keeps this short however busy the engine is; a long one
+   * means the places are held by requests that make no progress.
+   */
+  fullForMs(nowMs = performance.now()): number {
+    return this.#scheduler.hasRoom ? 0 : nowMs - this.#lastTurnoverMs;
+  }
+
   /** Bytes of per-request model state the runner holds now. */
   get stateBytes(): number {
     return this.#runner.stateBytes();
@@ -169,20 +188,29 @@ export class Engine {
     if (failure) throw new ApiError(503, `The speech engine has failed (${failure.message}); the server needs a restart`);
     job.signal.throwIfAborted();
     while (!this.#scheduler.hasRoom) {
-      if (options.whenFull !== "wait") {
-        this.observer?.rejected();
-        throw new EngineFullError(this.#retryAfterSeconds(), this.#limits);
-      }
+      if (options.whenFull !== "wait") throw this.fullError();
       await this.#roomFor(job.signal);
     }
     const request = new EngineRequest(this.#nextId++, job, performance.now());
     this.#scheduler.add(request);
+    this.#lastTurnoverMs = performance.now();
     // A WebSocket session's signal outlives its sentences: each request's listener goes when it is read out.
     const onAbort = () => this.#queueAbort(request.id);
     job.signal.addEventListener("abort", onAbort, { once: true });
     request.detach = () => job.signal.removeEventListener("abort", onAbort);
     this.#kick();
     return new EngineStream(this, request);
+  }
+
+  /** A 429 (EngineFullError) now, counted as a refusal, when no running or waiting place is free. */
+  refuseIfFull(): void {
+    if (!this.#scheduler.hasRoom) throw this.fullError();
+  }
+
+  /** The refusal a full engine answers with (a 429 with Retry-After), counted as one. */
+  fullError(): EngineFullError {
+    this.observer?.rejected();
+    return new EngineFullError(this.#retryAfterSeconds(), this.#limits);
   }
 
   /**
@@ -227,6 +255,12 @@ export class Engine {
       // The consumer stopped reading before the end: nobody wants the rest.
       if (!isFinished(request.status)) this.#queueAbort(request.id);
     }
+  }
+
+  /** @internal EngineStream.cancel. */
+  cancel(request: EngineRequest): void {
+    request.detach();
+    if (!isFinished(request.status)) this.#queueAbort(request.id);
   }
 
   /** Ends every request and stops the loop; the runner frees their state in a last plan. */
@@ -374,6 +408,7 @@ export class Engine {
   }
 
   #ended(reason: FinishReason, request?: EngineRequest): void {
+    this.#lastTurnoverMs = performance.now();
     if (request?.admittedAtMs !== undefined && reason !== "abort") {
       const seconds = (performance.now() - request.admittedAtMs) / 1000;
       this.#meanRequestSeconds = 0.8 * this.#meanRequestSeconds + 0.2 * seconds;

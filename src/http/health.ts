@@ -3,7 +3,9 @@
  * - GET /health (liveness): 200 while the process serves, draining included; 503 while the model is still
  *   loading, or when it failed to load or its engine failed at run time, the states a restart may fix;
  * - GET /health/ready (readiness): 200 only when the model is loaded, its engine can run, and the server is
- *   not draining; else 503 saying which, so a load balancer sends the next request elsewhere.
+ *   not draining, and its engine has not been full without any request turning over for longer than
+ *   `saturatedAfterMs` (a request's deadline: the stream stall timeout); else 503 saying which, so a load
+ *   balancer sends the next request elsewhere.
  */
 import type { Hono } from "hono";
 import type { ModelHost } from "../engine/host.ts";
@@ -12,6 +14,8 @@ import type { ServerLifecycle } from "./lifecycle.ts";
 export interface HealthRouteDeps {
   host: ModelHost;
   lifecycle: ServerLifecycle;
+  /** The engine has admitted nothing for this long while full: readiness turns 503 ("saturated"). */
+  saturatedAfterMs: number;
 }
 
 type Status = { status: "ok" | "loading" | "failed" | "draining"; error?: string };
@@ -23,7 +27,7 @@ function modelStatus(host: ModelHost): Status {
   return { status: "ok" };
 }
 
-export function registerHealthRoutes(app: Hono, { host, lifecycle }: HealthRouteDeps): void {
+export function registerHealthRoutes(app: Hono, { host, lifecycle, saturatedAfterMs }: HealthRouteDeps): void {
   app.get("/health", (c) => {
     const status = modelStatus(host);
     if (status.status !== "ok") return c.json(status, 503);
@@ -35,6 +39,8 @@ export function registerHealthRoutes(app: Hono, { host, lifecycle }: HealthRoute
     const status = modelStatus(host);
     if (status.status !== "ok") return c.json(status, 503);
     if (lifecycle.draining) return c.json({ status: "draining", active: lifecycle.active }, 503);
+    const fullForMs = host.engine?.fullForMs() ?? 0;
+    if (fullForMs > saturatedAfterMs) return c.json({ status: "saturated", full_for_seconds: Math.round(fullForMs / 1000) }, 503);
     return c.json({ status: "ready" });
   });
 }

@@ -39,7 +39,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: "the engine is full; retry after `Retry-After` seconds",
   500: "server fault (no internals)",
   503: "the model is loading or failed, or the server is shutting down",
-  507: "the speaker folder could not store the voice",
+  507: "the speaker folder could not take the change (store or delete the voice)",
 };
 
 const AUDIO_MEDIA_TYPES = ["audio/wav", "audio/pcm", "audio/mpeg", "audio/flac", "audio/ogg", "audio/aac"];
@@ -185,7 +185,7 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
     summary: "Delete an uploaded voice (case-insensitive name)",
     security: bearer,
     request: { params: z.object({ name: z.string() }) },
-    responses: { 200: { description: "deleted", ...json(z.object({ success: z.literal(true), name: z.string(), message: z.string() })) }, ...errorResponses(401, 404, 500, 503) },
+    responses: { 200: { description: "deleted", ...json(z.object({ success: z.literal(true), name: z.string(), message: z.string() })) }, ...errorResponses(401, 404, 503, 507) },
   });
   const healthBody = z.object({ status: z.string(), model: z.string().optional(), engine: z.string().optional(), error: z.string().optional(), draining: z.boolean().optional() });
   registry.registerPath({

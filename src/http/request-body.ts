@@ -22,9 +22,19 @@ function bodyCap(limits: BodyLimits, tooLarge: () => ApiError): StreamCap {
   return {
     maxBytes: limits.maxBytes,
     tooLarge,
-    deadline: { timeoutMs: limits.timeoutMs, error: () => new ApiError(408, `The request body did not arrive within ${seconds} s`) },
+    deadline: { timeoutMs: limits.timeoutMs, error: () => bodyTimedOut(seconds) },
     sourceFailed: () => new ClientClosedRequestError(),
   };
+}
+
+/**
+ * The rest of a stalled body may still arrive on the connection, where it would be read as the next request:
+ * the 408 ends the connection (RFC 9110 §15.5.9), and the runtime closes it once the answer is written.
+ */
+function bodyTimedOut(seconds: number): ApiError {
+  const error = new ApiError(408, `The request body did not arrive within ${seconds} s`);
+  error.headers = { Connection: "close" };
+  return error;
 }
 
 /** The request body as a stream within `limits` (bodyCap). */

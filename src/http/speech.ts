@@ -1,5 +1,5 @@
 /** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
 import { concatBytes } from "../audio/concat.ts";
@@ -41,25 +41,37 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
 
     // Admitted before the response starts, so a full engine is a 429 and not a broken stream.
     const stream = await deps.service.admit(prepared, requestSignal);
-    const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
-    const onAudio = (samples: Float32Array) => noteAudio(c, samples.length / prepared.outputSampleRateHz);
-    const ended = streamEnded(c);
-    const onEnd = (outcome: StreamOutcome, error?: unknown) => {
-      ended(responseEndOf(outcome));
-      deps.metrics.countStreamEnd(mode, outcome);
-      if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
-    };
-    if (prepared.streaming === "audio") {
-      const body = pullStream((signal) => rawAudioBytes(deps.service, prepared, stream, signal, onAudio), requestSignal, onEnd, deps.stallTimeoutMs);
-      return new Response(body, {
-        headers: { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) },
-      });
+    // Until the body is handed over nobody reads or cancels the stream: any failure here must give it up,
+    // or it keeps its running place and model state for good.
+    try {
+      return streamingResponse(deps, prepared, stream, requestSignal, c);
+    } catch (error) {
+      stream.cancel();
+      throw error;
     }
-    const body = pullStream((signal) => sseEvents(deps.service, prepared, stream, signal, deps.logger, onAudio), requestSignal, onEnd, deps.stallTimeoutMs);
-    return new Response(body, {
-      headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) },
-    });
   });
+}
+
+function streamingResponse(deps: SpeechRouteDeps, prepared: PreparedSpeech, stream: EngineStream, requestSignal: AbortSignal, c: Context): Response {
+  const mode = prepared.streaming === "sse" ? "sse" : "audio_stream";
+  const onAudio = (samples: Float32Array) => noteAudio(c, samples.length / prepared.outputSampleRateHz);
+  const ended = streamEnded(c);
+  const onEnd = (outcome: StreamOutcome, error?: unknown) => {
+    ended(responseEndOf(outcome));
+    deps.metrics.countStreamEnd(mode, outcome);
+    if (outcome === "failed") deps.logger.error("speech stream failed", { mode, error: String(error) });
+  };
+  const headers =
+    prepared.streaming === "audio"
+      ? { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) }
+      : { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) };
+  const produce =
+    prepared.streaming === "audio"
+      ? (signal: AbortSignal) => rawAudioBytes(deps.service, prepared, stream, signal, onAudio)
+      : (signal: AbortSignal) => sseEvents(deps.service, prepared, stream, signal, deps.logger, onAudio);
+  // Headers first: they are what can throw, and the body must not exist (listening on the request) if they do.
+  const checkedHeaders = new Headers(headers);
+  return new Response(pullStream(produce, requestSignal, onEnd, deps.stallTimeoutMs), { headers: checkedHeaders });
 }
 
 async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {

@@ -10,6 +10,12 @@ import { CLOSE_GOING_AWAY, CLOSE_NORMAL, SpeechStreamSession } from "../speech/s
 import type { ServerLifecycle } from "./lifecycle.ts";
 import { noteAudio, noteFirstAudio, streamEnded, type ResponseEnd } from "./access-log.ts";
 
+/**
+ * How long a close handshake may take before the connection is dropped: a client that reads nothing never
+ * takes the close frame queued behind its unread audio, so its socket would otherwise stay open for good.
+ */
+const CLOSE_HANDSHAKE_MS = 5000;
+
 export interface StreamRouteDeps {
   service: SpeechService;
   metrics: ServiceMetrics;
@@ -28,6 +34,7 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
       // The session's access log line is written when the socket closes, with the audio it carried.
       const ended = streamEnded(c);
       let serverCloseCode: number | undefined;
+      let socketClosed = false;
       /** The sample rate of the sentence being sent when it is raw pcm16 (audio.start says), so frames count as seconds. */
       let pcmRateHz: number | undefined;
       const finish = (end: ResponseEnd) => {
@@ -54,6 +61,9 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
                 serverCloseCode ??= code;
                 socket.close(code, reason);
                 untrack();
+                setTimeout(() => {
+                  if (!socketClosed) runtime.terminate(socket);
+                }, CLOSE_HANDSHAKE_MS).unref?.();
               },
             },
             {
@@ -73,6 +83,7 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
           session?.receive(event.data as string | ArrayBuffer);
         },
         onClose() {
+          socketClosed = true;
           // Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
           finish(serverCloseCode === undefined ? "client_closed" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
         },

@@ -83,8 +83,12 @@ export interface SpeechModel {
   readonly paramsSchema: z.ZodType<Record<string, unknown>>;
   /** Runs the engine's plans over this model's requests: the only way its audio is made. */
   readonly runner: ModelRunner;
-  /** Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. */
-  encodeVoice?(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt>;
+  /**
+   * Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. Work that
+   * must not run beside the engine's plans (the model's in-process sessions) goes through `runModelWork`,
+   * which runs it between two ticks; work off the JS thread (a worker) may run at any time.
+   */
+  encodeVoice?(reference: ReferenceAudio, signal: AbortSignal, runModelWork: <T>(task: () => Promise<T>) => Promise<T>): Promise<VoicePrompt>;
   close(): Promise<void>;
 }
 

@@ -4,12 +4,14 @@
  */
 import type { Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
+import { createHash } from "node:crypto";
+import { Semaphore } from "../async/semaphore.ts";
 import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import type { Engine, EngineStream, SubmitOptions } from "../engine/core.ts";
 import type { FinishReason } from "../models/contract.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
-import { ApiError, badRequest } from "../api/errors.ts";
+import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
@@ -88,6 +90,12 @@ export class SpeechService {
    * served even before the eviction below runs.
    */
   readonly #voicePrompts = new LRUCache<string, Promise<VoicePrompt>>({ max: VOICE_PROMPT_CACHE_ENTRIES });
+  /**
+   * One voice encode at a time: on two cores a second would only halve the speed of both, and take a core
+   * from the playing streams. Others wait, as many as the engine runs streams; past that a 429.
+   */
+  readonly #encodeGate = new Semaphore(1);
+  #encodesWaiting = 0;
 
   constructor(
     private readonly host: ModelHost,
@@ -133,7 +141,7 @@ export class SpeechService {
   checkModel(model: string | undefined): void {
     if (model === undefined) return;
     if (!this.servedModelIds().includes(model)) {
-      throw new ApiError(404, `The model '${model}' does not exist. Served: ${this.servedModelIds().join(", ")}`, "model");
+      throw new ApiError(404, `The model '${echoed(model)}' does not exist. Served: ${this.servedModelIds().join(", ")}`, "model");
     }
   }
 
@@ -189,8 +197,8 @@ export class SpeechService {
       ...OTHER_MODELS_FIELDS.filter((field) => request[field] !== undefined),
       ...Object.keys(request.extra_params ?? {})
         .filter((key) => !Object.hasOwn(extraParams, key))
-        .map((key) => `extra_params.${key}`),
-    ];
+        .map((key) => `extra_params.${headerSafeFieldName(key)}`),
+    ].slice(0, MAX_IGNORED_FIELDS);
 
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
@@ -222,7 +230,7 @@ export class SpeechService {
     const parsed = sampling.success ? this.model().paramsSchema.safeParse(extraParams) : sampling;
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0]!;
-    const key = issue.path.map(String).join(".");
+    const key = echoed(issue.path.map(String).join("."));
     const param = key ? `extra_params.${key}` : "extra_params";
     // A model words its messages after its own keys ("lsd_steps must be …"); the client sent them in extra_params.
     throw badRequest(key && issue.message.startsWith(key) ? `extra_params.${issue.message}` : `${param}: ${issue.message}`, param);
@@ -238,7 +246,11 @@ export class SpeechService {
     const capabilities = adapter.capabilities;
     if (request.ref_audio !== undefined) {
       const samples = await this.refAudio.resolve(request.ref_audio, capabilities.nativeSampleRateHz, signal);
-      const voicePrompt = await this.#encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript: request.ref_text?.trim() || undefined }, signal);
+      const transcript = request.ref_text?.trim() || undefined;
+      // Keyed by content: the items of a batch, a WebSocket session's sentences and repeat callers that send
+      // the same clip (by any URL or data: spelling) share one encode.
+      const key = `\u0000ref\u0000${createHash("sha256").update(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength)).digest("base64")}\u0000${transcript ?? ""}`;
+      const voicePrompt = await this.#sharedPrompt(key, signal, () => this.#encodeVoice(adapter, { samples, sampleRateHz: capabilities.nativeSampleRateHz, transcript }, new AbortController().signal));
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
@@ -297,29 +309,59 @@ export class SpeechService {
 
   #uploadedVoicePrompt(voice: StoredVoice, transcript: string | undefined, adapter: SpeechModel, signal: AbortSignal): Promise<VoicePrompt> {
     const key = `${voice.name.toLowerCase()}\u0000${voice.created_at}\u0000${transcript ?? ""}`;
-    const cached = this.#voicePrompts.get(key);
-    if (cached) return cached;
     const rateHz = adapter.capabilities.nativeSampleRateHz;
-    // Encoding is not tied to the first caller's signal: the prompt is shared by every later request.
-    const prompt = (async () => {
+    return this.#sharedPrompt(key, signal, async () => {
       const stored = await this.voices.loadAudio(voice.name);
       if (!stored || stored.voice.created_at !== voice.created_at) throw badRequest(`voice '${voice.name}' was replaced or deleted; retry`, "voice");
       const samples = await resample(stored.samples, stored.sampleRateHz, rateHz);
       return this.#encodeVoice(adapter, { samples, sampleRateHz: rateHz, transcript }, new AbortController().signal);
-    })();
-    this.#voicePrompts.set(key, prompt);
-    prompt.catch(() => this.#voicePrompts.delete(key));
+    });
+  }
+
+  /**
+   * The cached prompt under `key`, or the one `encode` makes, shared with every caller that asks meanwhile.
+   * Encoding is not tied to the first caller's signal, since later callers wait for it too; a failed encode
+   * (a 429 included) is not kept.
+   */
+  #sharedPrompt(key: string, signal: AbortSignal, encode: () => Promise<VoicePrompt>): Promise<VoicePrompt> {
+    let prompt = this.#voicePrompts.get(key);
+    if (!prompt) {
+      prompt = encode();
+      this.#voicePrompts.set(key, prompt);
+      const made = prompt;
+      made.catch(() => {
+        if (this.#voicePrompts.get(key) === made) this.#voicePrompts.delete(key);
+      });
+    }
     return prompt.then((value) => {
       if (signal.aborted) throw signal.reason;
       return value;
     });
   }
 
-  /** A voice encode is model work: the engine runs it between two plans, never beside one. */
-  #encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<SpeechModel["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
+  /**
+   * A voice encode counts in admission: with no room in the engine, or more encodes waiting than the engine
+   * runs streams, it is a 429 before any work. Its model work runs between two engine ticks; the encoder
+   * itself, where the model has it in a worker, off the JS thread.
+   */
+  async #encodeVoice(adapter: SpeechModel, reference: Parameters<NonNullable<SpeechModel["encodeVoice"]>>[0], signal: AbortSignal): Promise<VoicePrompt> {
     const encodeVoice = adapter.encodeVoice?.bind(adapter);
     if (!encodeVoice) throw new Error(`adapter ${adapter.capabilities.modelId} claims cloning but has no encodeVoice`);
-    return this.engine().runTask(() => encodeVoice(reference, signal), signal);
+    const engine = this.engine();
+    engine.refuseIfFull();
+    if (this.#encodesWaiting >= engine.limits.maxStreams) throw engine.fullError();
+    this.#encodesWaiting++;
+    let release: () => void;
+    try {
+      release = await this.#encodeGate.acquire();
+    } finally {
+      this.#encodesWaiting--;
+    }
+    try {
+      return await encodeVoice(reference, signal, (task) => engine.runTask(task, signal));
+    } finally {
+      release();
+    }
   }
 
   usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
@@ -461,6 +503,28 @@ function usageHeaderNames(name: string): string[] {
 export const SPEECH_RESPONSE_HEADERS: readonly string[] = [...Object.keys(USAGE_HEADERS).flatMap(usageHeaderNames), "X-Ignored-Fields", "X-Finish-Reason"];
 
 /** Names the fields the model ignored, so a client learns that they had no effect; none, no header. */
+/** Ignored fields named at most; the rest of a request's unknown extra_params keys go unnamed. */
+const MAX_IGNORED_FIELDS = 32;
+const MAX_IGNORED_FIELD_NAME_BYTES = 64;
+const HEADER_SAFE_BYTE = /^[A-Za-z0-9_.~-]$/;
+
+/**
+ * An extra_params key as X-Ignored-Fields (and ignored_fields) name it. The key is client text, and a header
+ * value may hold neither a newline, a NUL nor a character above U+00FF (`new Response()` throws on them):
+ * every other byte of its UTF-8 is percent-encoded, a comma included since it separates the names, and the
+ * result is cut to 64 bytes.
+ */
+export function headerSafeFieldName(key: string): string {
+  let name = "";
+  for (const byte of new TextEncoder().encode(key)) {
+    const char = String.fromCharCode(byte);
+    const piece = HEADER_SAFE_BYTE.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    if (name.length + piece.length > MAX_IGNORED_FIELD_NAME_BYTES) return `${name}...`;
+    name += piece;
+  }
+  return name;
+}
+
 export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, string> {
   return prepared.ignoredFields.length > 0 ? { "X-Ignored-Fields": prepared.ignoredFields.join(",") } : {};
 }

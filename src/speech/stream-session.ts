@@ -30,6 +30,18 @@ export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
 /** Above this many bytes queued on the socket, generation waits for the client to read. */
 export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
 const DRAIN_POLL_MS = 10;
+/**
+ * Bytes of client messages waiting to be handled (messages queue while a session.config is checked, which
+ * may fetch and encode a ref_audio): two of the largest messages. Each message also counts
+ * INBOX_MESSAGE_OVERHEAD_BYTES, what holding it costs beyond its text, so a flood of tiny ones is bounded too.
+ */
+export const MAX_INBOX_BYTES = 2 * MAX_CONFIG_MESSAGE_BYTES;
+const INBOX_MESSAGE_OVERHEAD_BYTES = 256;
+
+function messageBytes(data: string | ArrayBuffer | Uint8Array | Blob): number {
+  if (typeof data === "string") return Buffer.byteLength(data);
+  return data instanceof Blob ? data.size : data.byteLength;
+}
 
 export interface StreamSink {
   sendJson(message: Record<string, unknown>): void;
@@ -70,6 +82,8 @@ export class SpeechStreamSession {
   #closingCode = CLOSE_NORMAL;
   /** Messages are handled one at a time, in arrival order (config validation awaits). */
   readonly #inbox = new SerialQueue();
+  /** Bytes of the messages in #inbox (with their overhead), bounded by MAX_INBOX_BYTES. */
+  #inboxBytes = 0;
   readonly #abort = new AbortController();
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -84,10 +98,20 @@ export class SpeechStreamSession {
   /** A message from the client, text or binary, as received. */
   receive(data: string | ArrayBuffer | Uint8Array | Blob): void {
     if (this.#closed || this.#closing) return;
-    void this.#inbox.run(() => this.#handle(data)).catch((error) => {
-      this.options.logger.error("websocket message handling failed", { error: String(error) });
-      this.#fail("internal error", CLOSE_POLICY);
-    });
+    const cost = messageBytes(data) + INBOX_MESSAGE_OVERHEAD_BYTES;
+    this.#inboxBytes += cost;
+    if (this.#inboxBytes > MAX_INBOX_BYTES) {
+      return this.#fail(`more than ${MAX_INBOX_BYTES} bytes of messages are waiting to be handled; wait for the server's answers before sending more`, CLOSE_POLICY);
+    }
+    void this.#inbox
+      .run(() => this.#handle(data))
+      .catch((error) => {
+        this.options.logger.error("websocket message handling failed", { error: String(error) });
+        this.#fail("internal error", CLOSE_POLICY);
+      })
+      .finally(() => {
+        this.#inboxBytes -= cost;
+      });
   }
 
   /** The socket closed (either side): stop generation, free everything. */
@@ -119,9 +143,14 @@ export class SpeechStreamSession {
     this.closed();
   }
 
-  /** Segments and characters waiting to be spoken (what the queue caps bound). */
-  get queued(): { segments: number; chars: number } {
-    return { segments: this.#work.filter((item) => item.kind === "segment").length, chars: this.#queuedChars };
+  /**
+   * Segments, utterance ends and characters waiting (what the queue caps bound). Each utterance end is a
+   * session.done still to send: the segment cap bounds them too, counted on their own, so a flood of empty
+   * input.done cannot grow the queue without bound.
+   */
+  get queued(): { segments: number; utteranceEnds: number; chars: number } {
+    const segments = this.#work.filter((item) => item.kind === "segment").length;
+    return { segments, utteranceEnds: this.#work.length - segments, chars: this.#queuedChars };
   }
 
   async #handle(data: string | ArrayBuffer | Uint8Array | Blob): Promise<void> {
@@ -165,6 +194,7 @@ export class SpeechStreamSession {
         this.#enqueue({ kind: "utterance-end", utteranceIndex: this.#utteranceIndex, totalSentences: this.#sentenceIndex });
         this.#utteranceIndex++;
         this.#sentenceIndex = 0;
+        this.#overQueueCap();
         return;
       case "session.close":
         // What input.done flushed is finished first; text never flushed is dropped.
@@ -203,9 +233,10 @@ export class SpeechStreamSession {
   #overQueueCap(): boolean {
     const { maxQueuedSegments, maxQueuedChars } = this.options;
     const waitingChars = this.#queuedChars + this.#segmenter.pendingLength;
-    if (this.queued.segments <= maxQueuedSegments && waitingChars <= maxQueuedChars) return false;
+    const { segments, utteranceEnds } = this.queued;
+    if (segments <= maxQueuedSegments && utteranceEnds <= maxQueuedSegments && waitingChars <= maxQueuedChars) return false;
     this.#fail(
-      `too much text is waiting to be spoken (at most ${maxQueuedSegments} segments and ${maxQueuedChars} characters may be queued); wait for audio.done before sending more`,
+      `too much text is waiting to be spoken (at most ${maxQueuedSegments} segments, ${maxQueuedSegments} utterance ends and ${maxQueuedChars} characters may be queued); wait for audio.done and session.done before sending more`,
       CLOSE_POLICY,
     );
     return true;
@@ -233,6 +264,10 @@ export class SpeechStreamSession {
       for (let item = this.#work.shift(); item && !this.#closed; item = this.#work.shift()) {
         if (item.kind === "segment") this.#queuedChars -= item.text.length;
         if (item.kind === "utterance-end") {
+          // A client that reads nothing holds its session.done messages here, within the queue's cap, not in
+          // the socket's unbounded send buffer.
+          await this.#waitForDrain();
+          if (this.#closed) break;
           this.sink.sendJson({ type: "session.done", utterance_index: item.utteranceIndex, total_sentences: item.totalSentences });
         } else {
           await this.#speak(item);

@@ -32,12 +32,13 @@
  * a younger one may be that replica's save in progress.
  *
  * The folder must be creatable and writable when the store opens (a test file is written and removed), so a
- * bad --speaker-dir stops the server at start. If it breaks later, a save is a 507 and a delete a 500 that
+ * bad --speaker-dir stops the server at start. If it breaks later, a save or a delete is a 507 (the folder cannot take the change) that
  * say what is wrong with the folder; the full path goes to the log, not to the client.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { mkdir, open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { hostname } from "node:os";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { INVALID_VOICE_NAME_MESSAGE, isValidVoiceName } from "../api/voices.ts";
 import type { Logger } from "../log/logger.ts";
@@ -113,6 +114,23 @@ const EMBEDDING_MIME_TYPE = "application/x-safetensors";
 const FILE_NAME_HASH_HEX_CHARS = 32;
 /** Header reads in flight while restoring: enough to hide file-open latency, few enough to spare descriptors. */
 const RESTORE_CONCURRENCY = 16;
+/** The write lock of a speaker folder (see underFolderLock); not a voice file, so scans pass it by. */
+const WRITE_LOCK_FILE = ".voxedge-write.lock";
+/** A save holds the lock for milliseconds (one file written and fsynced); this old, its holder is gone. */
+const STALE_LOCK_MS = 30_000;
+/** How long a save waits for another replica's before a 503. */
+const LOCK_WAIT_MS = 10_000;
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return errorCode(error) === "EPERM";
+  }
+}
+
 const INTEGER_METADATA_KEYS = ["created_at", "file_size", "sample_rate", "embedding_dim"] as const;
 
 /** Trims and rejects names that are empty or could act as a path; the trimmed name is the voice's name. */
@@ -144,6 +162,8 @@ export class VoiceStore {
     }
     const store = new VoiceStore(options.dir, options.maxVoices, options.logger);
     try {
+      // A lock left by a save of this host's that was killed would hold every replica's saves back.
+      await store.removeStaleLock();
       await store.restore();
     } catch (error) {
       if (errorCode(error) === undefined) throw error;
@@ -199,7 +219,7 @@ export class VoiceStore {
     const name = validateVoiceName(input.name);
     if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
     if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
-    return this.mutations.run(async () => {
+    return this.mutations.run(() => this.underFolderLock(async () => {
       await this.rescanFolder().catch((error) => {
         throw this.folderFailure(error, 507, "the voice was not saved");
       });
@@ -218,13 +238,13 @@ export class VoiceStore {
       const fileBytes = encodeSafetensors({ [AUDIO_TENSOR]: { dtype: "F32", shape: [input.samples.length], data: input.samples } }, voiceMetadata(voice));
       await this.commit(voice, fileBytes);
       return voice;
-    });
+    }));
   }
 
   async saveEmbedding(input: SaveEmbeddingInput): Promise<StoredVoice> {
     const name = validateVoiceName(input.name);
     if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
-    return this.mutations.run(async () => {
+    return this.mutations.run(() => this.underFolderLock(async () => {
       await this.rescanFolder().catch((error) => {
         throw this.folderFailure(error, 507, "the voice was not saved");
       });
@@ -246,7 +266,7 @@ export class VoiceStore {
       };
       await this.commit(voice, fileBytes);
       return voice;
-    });
+    }));
   }
 
   delete(name: string): Promise<boolean> {
@@ -254,7 +274,7 @@ export class VoiceStore {
       const key = voiceKey(name);
       // Another replica may have uploaded it, or deleted it already.
       await this.refreshKey(key).catch((error) => {
-        throw this.folderFailure(error, 500, "the voice was not deleted");
+        throw this.folderFailure(error, 507, "the voice was not deleted");
       });
       const entry = this.voices.get(key);
       if (entry === undefined) return false;
@@ -267,7 +287,7 @@ export class VoiceStore {
       this.voices.delete(key);
       this.fireEvict(key);
       await fsyncDirectory(this.dir).catch((error) => {
-        throw this.folderFailure(error, 500, "the deletion may not survive a restart");
+        throw this.folderFailure(error, 507, "the deletion may not survive a restart");
       });
       return true;
     });
@@ -331,6 +351,57 @@ export class VoiceStore {
     }
   }
 
+  /**
+   * Runs a save with the folder's write lock held, so replicas sharing the folder take turns: the rescan, the
+   * cap check, created_at and the commit of one save all see every other replica's finished saves. The lock is
+   * a file made with an exclusive create (O_EXCL, atomic on local file systems and on NFSv3+); a lock older
+   * than STALE_LOCK_MS was left by a process that died holding it and is broken.
+   */
+  private async underFolderLock<T>(save: () => Promise<T>): Promise<T> {
+    const lockPath = join(this.dir, WRITE_LOCK_FILE);
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        const handle = await open(lockPath, "wx", 0o600);
+        await handle.writeFile(JSON.stringify({ host: hostname(), pid: process.pid }));
+        await handle.close();
+        break;
+      } catch (error) {
+        if (errorCode(error) !== "EEXIST") throw this.folderFailure(error, 507, "the voice was not saved");
+        if (await this.removeStaleLock()) continue;
+        if (Date.now() > deadline) throw new ApiError(503, `The voice store folder is busy with other replicas' saves (lock held for ${LOCK_WAIT_MS / 1000} s); retry`);
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+      }
+    }
+    try {
+      return await save();
+    } finally {
+      await unlink(lockPath).catch((error) => this.logger.error("could not remove the voice folder lock", { code: errorCode(error) }));
+    }
+  }
+
+  /**
+   * Removes the write lock when its holder is gone: a process of this host that no longer runs (killed while
+   * saving), or any holder after STALE_LOCK_MS (another host's crash). True when there is no lock left.
+   */
+  private async removeStaleLock(): Promise<boolean> {
+    const lockPath = join(this.dir, WRITE_LOCK_FILE);
+    const [info, text] = await Promise.all([stat(lockPath).catch(() => undefined), readFile(lockPath, "utf-8").catch(() => undefined)]);
+    if (!info) return true;
+    let holder: { host?: unknown; pid?: unknown } = {};
+    try {
+      holder = JSON.parse(text ?? "");
+    } catch {
+      // Being written right now, or not ours: only its age can tell.
+    }
+    const holderGone = holder.host === hostname() && typeof holder.pid === "number" && !processRuns(holder.pid);
+    const ageMs = Date.now() - info.mtimeMs;
+    if (!holderGone && ageMs <= STALE_LOCK_MS) return false;
+    this.logger.warn("removing a stale voice folder lock", { ageMs: Math.round(ageMs), holderGone });
+    await unlink(lockPath).catch(() => undefined);
+    return true;
+  }
+
   private checkCap(name: string): void {
     const key = voiceKey(name);
     const otherVoiceCount = this.voices.size - (this.voices.has(key) ? 1 : 0);
@@ -389,12 +460,12 @@ export class VoiceStore {
     try {
       await unlink(join(this.dir, fileName));
     } catch (error) {
-      if (errorCode(error) !== "ENOENT") throw this.folderFailure(error, 500, outcome);
+      if (errorCode(error) !== "ENOENT") throw this.folderFailure(error, 507, outcome);
     }
   }
 
   /** A file-system error as the client's ApiError (what is wrong, no path) and a log line (with the path). */
-  private folderFailure(error: unknown, status: 500 | 507, outcome: string): unknown {
+  private folderFailure(error: unknown, status: 507, outcome: string): unknown {
     const code = errorCode(error);
     if (code === undefined) return error;
     this.logger.error("voice store folder failed", { dir: this.dir, code });

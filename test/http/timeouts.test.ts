@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AudioChunk, SynthesisJob } from "../../src/models/contract.ts";
 import { createLogger } from "../../src/log/logger.ts";
-import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
+import { RawHttpConnection, requestHead, serverEndEstablished } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { eventually } from "../support/eventually.ts";
@@ -67,6 +67,10 @@ describe("request bodies that do not arrive in time", () => {
         const response = await connection.response();
         expect(response.status).toBe(408);
         expect(expectApiErrorShape(response.body, 408).message).toContain("did not arrive within 1 s");
+        // The rest of the body may still come, where it would read as the next request: the 408 ends the connection.
+        expect(response.headers.connection).toBe("close");
+        const closedWithin5s = await Promise.race([connection.closed.then(() => true), sleep(5000).then(() => false)]);
+        expect(closedWithin5s).toBe(true);
       } finally {
         connection.destroy();
       }
@@ -188,6 +192,9 @@ describe("streams the client stops reading", () => {
         );
         await sleep(300);
         expect(adapter.framesProduced).toBe(framesAtAbort);
+        // Its socket, full of unsent audio, is closed too, not left for the client to hold for good.
+        const serverPort = Number(new URL(server.url).port);
+        await eventually("the server to close its end of the connection", async () => (serverEndEstablished(serverPort, connection.socket.localPort!) ? undefined : true), 15_000);
       } finally {
         connection.destroy();
         await server.stop();

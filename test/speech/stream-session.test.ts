@@ -122,12 +122,14 @@ describe("queue caps", () => {
     const adapter = new ToneAdapter();
     const { session, sink, send } = await openSession(adapter);
     send({ type: "session.config", stream_audio: true });
+    // Once the configuration is in force, so each message is handled as it comes and none waits in the inbox.
+    await Bun.sleep(20);
     for (let i = 0; i < 100; i++) session.receive(FLOOD_MESSAGE);
     expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
     const errors = sink.json().filter((message) => message.type === "error");
     expect(errors).toHaveLength(1);
-    expect(errors[0].message).toContain("at most 1000 segments and 1000000 characters");
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(errors[0].message).toContain("at most 1000 segments, 1000 utterance ends and 1000000 characters");
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
     // The cap trips inside the first message: one sentence went to the model, the 3.2 million others never did.
     expect(adapter.jobs.length).toBeLessThanOrEqual(1);
   });
@@ -139,12 +141,12 @@ describe("queue caps", () => {
     send({ type: "input.text", text: "One. Two. Three. Four. Five. Six. " });
     await until(() => session.queued?.segments === 5 || sink.closeCode !== undefined);
     expect(sink.closeCode).toBeUndefined();
-    expect(session.queued).toEqual({ segments: 5, chars: "Two.Three.Four.Five.Six.".length });
+    expect(session.queued).toEqual({ segments: 5, utteranceEnds: 0, chars: "Two.Three.Four.Five.Six.".length });
 
     send({ type: "input.text", text: "Seven. " });
     expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
     expect(sink.json().at(-1)).toMatchObject({ type: "error", message: expect.stringContaining("at most 5 segments") });
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
   });
 
   test("the cap bounds what waits, not what a session may say: 60 sentences in batches of 6 paced by audio.done all play, a 7th at once is refused", async () => {
@@ -160,7 +162,7 @@ describe("queue caps", () => {
     send({ type: "input.done" });
     await sink.waitForJson("session.done");
     expect(sink.json().at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 60 });
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
 
     send({ type: "input.text", text: "One. Two. Three. Four. Five. Six. Seven. " });
     expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
@@ -177,12 +179,12 @@ describe("queue caps", () => {
     send({ type: "input.text", text: `Tail${" word".repeat(19)}`.slice(0, 96) });
     await until(() => session.queued?.segments === 16 || sink.closeCode !== undefined);
     expect(sink.closeCode).toBeUndefined();
-    expect(session.queued).toEqual({ segments: 16, chars: 4000 });
+    expect(session.queued).toEqual({ segments: 16, utteranceEnds: 0, chars: 4000 });
 
     send({ type: "input.text", text: "s" });
     expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
     expect(sink.json().at(-1).message).toContain("4096 characters");
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
   });
 });
 
@@ -200,7 +202,7 @@ describe("a client that stops reading", () => {
     expect(sink.closeReason).toContain("stopped reading");
     expect(adapter.jobs).toHaveLength(1);
     expect(adapter.jobs[0]!.signal.aborted).toBe(true);
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
   });
 
   test("a slow but steady reader is never cut, even while its backlog stays above the high-water mark for longer than the timeout", async () => {
@@ -240,6 +242,6 @@ describe("session.close", () => {
     expect(messages.filter((message) => message.type === "audio.done").map((message) => message.error)).toEqual([null, null, null]);
     expect(messages.at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 3 });
     expect(adapter.jobs.map((job) => job.text)).toEqual(["First of three.", "Second of three.", "Third of three"]);
-    expect(session.queued).toEqual({ segments: 0, chars: 0 });
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
   });
 });

@@ -2,6 +2,7 @@
  * HTTP/1.x over a bare TCP socket, for what fetch cannot express: a body that stalls or trickles, a hang-up
  * mid-body, a request without Host, a client that never reads, and watching the server close a connection.
  */
+import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 
 export interface RawResponse {
@@ -140,4 +141,27 @@ function parseResponse(bytes: Buffer, ended: boolean): { response: RawResponse; 
 
 function withBody(status: number, headers: Record<string, string>, bytes: Buffer): RawResponse {
   return { status, headers, bytes, body: bytes.toString("utf-8") };
+}
+
+/**
+ * Whether the server still holds its end of a loopback connection open (state ESTABLISHED in /proc/net/tcp),
+ * seen without reading from the client's side: a client that reads nothing never sees the server's FIN, which
+ * waits behind the unread bytes, so only the kernel's table tells whether the server let go. Linux only.
+ */
+export function serverEndEstablished(serverPort: number, clientPort: number): boolean {
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text: string;
+    try {
+      text = readFileSync(table, "utf-8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const [, local, remote, state] = line.trim().split(/\s+/);
+      if (!local || !remote) continue;
+      if (local.endsWith(`:${hex(serverPort)}`) && remote.endsWith(`:${hex(clientPort)}`) && state === "01") return true;
+    }
+  }
+  return false;
 }

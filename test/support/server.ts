@@ -42,6 +42,6 @@ export interface TestServer extends Awaited<ReturnType<typeof testApp>> {
 
 export async function startTestServer(adapter: SpeechModel, options: TestAppOptions = {}): Promise<TestServer> {
   const built = await testApp(adapter, options);
-  const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port, { keepAliveTimeoutSeconds: built.config.keepAliveTimeoutSeconds });
+  const server = built.runtime.serve(built.app.fetch, built.config.host, built.config.port, { keepAliveTimeoutSeconds: built.config.keepAliveTimeoutSeconds, writeStallTimeoutSeconds: built.config.streamStallTimeoutSeconds });
   return { ...built, url: server.url, stop: () => server.stop() };
 }

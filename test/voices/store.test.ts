@@ -488,7 +488,7 @@ describe("a folder that cannot be written", () => {
     expect(body.error.message).toContain("ENOTDIR");
     expect(body.error.message).not.toContain(dir);
     const deleted = await app.request("/v1/audio/voices/before", { method: "DELETE" });
-    expect(deleted.status).toBe(500);
+    expect(deleted.status).toBe(507);
     expect(((await deleted.json()) as any).error.message).toContain("voice store folder");
     const listed = (await (await app.request("/v1/audio/voices")).json()) as any;
     expect(listed.uploaded_voices.map((voice: { name: string }) => voice.name)).toEqual(["before"]);

@@ -16,8 +16,9 @@ import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, ReferenceAudio, SpeechModel, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
-import { type OnnxProviderOptions } from "../../onnx/runtime.ts";
-import { createPocketStages, voiceStateFromAudio, type PocketStages } from "./pipeline.ts";
+import { type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
+import { createPocketStages, type PocketStages } from "./pipeline.ts";
+import { WorkerVoiceEncoderGraph } from "./encoder/worker-client.ts";
 import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
 import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
 import { type LatentDecoder } from "./stages/mimi-decoder.ts";
@@ -104,6 +105,8 @@ export class PocketModel implements SpeechModel {
   readonly runner: PocketRunner;
   readonly #decoder: MimiDecoderPlacement;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
+  /** The Mimi encoder's worker thread, when it started. */
+  #encoderWorker: WorkerVoiceEncoderGraph | undefined;
 
   private constructor(
     private readonly bundle: PocketBundle,
@@ -164,6 +167,7 @@ export class PocketModel implements SpeechModel {
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
     const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
     const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
+    await model.#startEncoderWorker(options.logger);
     (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
     return model;
   }
@@ -174,15 +178,20 @@ export class PocketModel implements SpeechModel {
   }
 
   /**
-   * The voice prompt of reference audio: the Mimi encoder, then a FlowLM prefill. The engine runs it
-   * between two plans (Engine.runTask); an aborted request's encode never starts.
+   * The voice prompt of reference audio (§2.1): the Mimi encoder, in its worker thread where it has one
+   * (else between two engine ticks), then a FlowLM prefill between two ticks. Only the first
+   * MAX_VOICE_SECONDS of the clip are encoded. An aborted request's encode never starts.
    */
-  async encodeVoice(reference: ReferenceAudio, signal: AbortSignal): Promise<VoicePrompt> {
+  async encodeVoice(reference: ReferenceAudio, signal: AbortSignal, runModelWork: <T>(task: () => Promise<T>) => Promise<T>): Promise<VoicePrompt> {
     signal.throwIfAborted();
-    const { samplesPerFrame } = this.bundle.dims;
-    const state = await voiceStateFromAudio(this.stages, reference.samples);
+    const encoder = this.stages.voiceEncoder;
+    if (!encoder) throw new Error("this bundle has no mimi_encoder.onnx, so it cannot clone voices");
+    const conditioning = encoder.offThread ? await encoder.encode(reference.samples) : await runModelWork(() => encoder.encode(reference.samples));
+    signal.throwIfAborted();
+    const flowLm = this.stages.flowLm;
+    const state = await runModelWork(() => flowLm.prefill(flowLm.emptyState(), conditioning));
     // ref_text is accepted by the API but Pocket TTS conditions on the audio alone.
-    return { audioFrameCount: Math.ceil(reference.samples.length / samplesPerFrame), byteSize: stateBytes(state), state };
+    return { audioFrameCount: encoder.keptFrames(reference.samples.length), byteSize: stateBytes(state), state };
   }
 
   #predefinedVoice(name: string): Promise<FlowLmState> {
@@ -197,7 +206,21 @@ export class PocketModel implements SpeechModel {
     return state;
   }
 
+  /** Voice encodes leave the JS thread where a worker can open the encoder; else they run between ticks. */
+  async #startEncoderWorker(logger: Logger): Promise<void> {
+    const graph = this.bundle.graphs.voiceEncoder;
+    if (!graph || !this.stages.voiceEncoder || this.sessions.executionProvider !== "cpu") return;
+    try {
+      const worker = await WorkerVoiceEncoderGraph.start({ path: graph.path, provider: this.sessions.provider as CpuProvider });
+      this.#encoderWorker = worker;
+      this.stages.voiceEncoder.runOffThread({ run: (audio) => worker.run(audio), failed: () => worker.failed });
+    } catch (error) {
+      logger.warn("voice encodes run in the main thread, between engine ticks", { error: (error as Error).message });
+    }
+  }
+
   async close(): Promise<void> {
+    await this.#encoderWorker?.close();
     if (this.#decoder.kind === "worker") this.#decoder.decoder.close();
     if (this.#decoder.kind === "wgsl") this.#decoder.decoder.destroy();
     await closePocketSessions(this.sessions);

@@ -112,7 +112,7 @@ describe("Pocket TTS through the speech API", () => {
   });
 
   test("extra_params past the model's ranges (an EOS that never fires) are 400s naming the key before any audio, on every route", async () => {
-    const outOfRange = [["eos_threshold", 1e9], ["eos_threshold", -10.5], ["temperature", 2.5], ["lsd_steps", 17], ["frames_after_eos", 26]] as const;
+    const outOfRange = [["eos_threshold", 1e9], ["eos_threshold", 10], ["eos_threshold", 0.5], ["eos_threshold", -10.5], ["temperature", 2.5], ["lsd_steps", 17], ["frames_after_eos", 26]] as const;
     for (const [key, value] of outOfRange) {
       for (const streaming of [{ stream: false }, { stream: true }, { stream_format: "audio" }]) {
         const response = await speak({ ...streaming, extra_params: { [key]: value } });
@@ -120,7 +120,7 @@ describe("Pocket TTS through the speech API", () => {
         expect(((await response.json()) as any).error.param).toBe(`extra_params.${key}`);
       }
     }
-    const edges = await speak({ seed: 1, max_new_tokens: 2, extra_params: { eos_threshold: 10, temperature: 2, lsd_steps: 16, frames_after_eos: 25 } });
+    const edges = await speak({ seed: 1, max_new_tokens: 2, extra_params: { eos_threshold: 0, temperature: 2, lsd_steps: 16, frames_after_eos: 25 } });
     expect(edges.status).toBe(200);
 
     const batch = (body: unknown) => fetch(`${server.url}/v1/audio/speech/batch`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

@@ -3,7 +3,7 @@ import { generationParams, pocketParamsSchema } from "../../../src/models/pocket
 
 describe("Pocket TTS extra_params", () => {
   test("each range is closed at its edges and names the key when broken", () => {
-    const edges = { temperature: [0, 2], lsd_steps: [1, 16], eos_threshold: [-10, 10], frames_after_eos: [0, 25] } as const;
+    const edges = { temperature: [0, 2], lsd_steps: [1, 16], eos_threshold: [-10, 0], frames_after_eos: [0, 25] } as const;
     for (const [key, [min, max]] of Object.entries(edges)) {
       expect(pocketParamsSchema.safeParse({ [key]: min }).success).toBe(true);
       expect(pocketParamsSchema.safeParse({ [key]: max }).success).toBe(true);
