@@ -304,3 +304,23 @@ describe("failures", () => {
     expect(engine.stateBytes).toBe(0);
   });
 });
+
+describe("a stream admitted and never read", () => {
+  test("cancel() frees its place and state; fullForMs counts only while the engine is full with nothing turning over", async () => {
+    const runner = new FakeRunner();
+    const engine = engineWith(runner, { maxStreams: 1, maxQueue: 0 });
+    expect(engine.fullForMs()).toBe(0);
+    const held = await engine.submit(job(100_000));
+    expect(() => engine.refuseIfFull()).toThrow(EngineFullError);
+    await Bun.sleep(30);
+    // Nobody reads it: the place is held, and the time since anything was admitted or ended grows.
+    expect(engine.fullForMs()).toBeGreaterThanOrEqual(25);
+    held.cancel();
+    await settle(engine);
+    expect(held.finishReason).toBe("abort");
+    expect(runner.freed).toEqual([held.requestId]);
+    expect(engine.fullForMs()).toBe(0);
+    const next = await engine.submit(job(3));
+    expect(await collect(next)).toBe(3);
+  });
+});

@@ -104,3 +104,25 @@ test("draining waits for a stream in progress: idle only once its last byte is t
   expect(await lifecycle.idle(5000)).toBe(true);
   expect(lifecycle.active).toEqual({ requests: 0, sessions: 0 });
 });
+
+describe("readiness of a jammed engine", () => {
+  test("503 saturated once the engine has been full without turnover for longer than the stall timeout; 200 again when it frees", async () => {
+    const { Hono } = await import("hono");
+    const { registerHealthRoutes } = await import("../../src/http/health.ts");
+    let fullForMs = 0;
+    const host = { state: "ready", failure: undefined, model: { capabilities: { modelId: "m", kind: "neural" } }, engine: { failure: undefined, fullForMs: () => fullForMs } };
+    const app = new Hono();
+    registerHealthRoutes(app, { host: host as never, lifecycle: { draining: false, active: 0 } as never, saturatedAfterMs: 1000 });
+    expect((await app.request("/health/ready")).status).toBe(200);
+    fullForMs = 900;
+    expect((await app.request("/health/ready")).status).toBe(200);
+    fullForMs = 1500;
+    const jammed = await app.request("/health/ready");
+    expect(jammed.status).toBe(503);
+    expect(await jammed.json()).toMatchObject({ status: "saturated" });
+    // Liveness stays 200: a restart is not the remedy, the held streams time out by themselves.
+    expect((await app.request("/health")).status).toBe(200);
+    fullForMs = 0;
+    expect((await app.request("/health/ready")).status).toBe(200);
+  });
+});

@@ -122,9 +122,12 @@ describe("queue caps", () => {
     const adapter = new ToneAdapter();
     const { session, sink, send } = await openSession(adapter);
     send({ type: "session.config", stream_audio: true });
-    // Once the configuration is in force, so each message is handled as it comes and none waits in the inbox.
+    // Once the configuration is in force, and one message a turn as a socket delivers them, so none waits in the inbox.
     await Bun.sleep(20);
-    for (let i = 0; i < 100; i++) session.receive(FLOOD_MESSAGE);
+    for (let i = 0; i < 100 && sink.closeCode === undefined; i++) {
+      session.receive(FLOOD_MESSAGE);
+      await Bun.sleep(0);
+    }
     expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
     const errors = sink.json().filter((message) => message.type === "error");
     expect(errors).toHaveLength(1);
@@ -243,5 +246,31 @@ describe("session.close", () => {
     expect(messages.at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 3 });
     expect(adapter.jobs.map((job) => job.text)).toEqual(["First of three.", "Second of three.", "Third of three"]);
     expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
+  });
+});
+
+describe("floods that bypassed the caps", () => {
+  test("empty input.done on a socket that reads nothing: the session.done messages wait within the cap, then close 1008", async () => {
+    const adapter = new ToneAdapter();
+    const { session, sink, send } = await openSession(adapter);
+    send({ type: "session.config", stream_audio: true });
+    await Bun.sleep(20);
+    // The client's socket is full: nothing more may be sent to it.
+    sink.unreadBytes = 8 * 1024 * 1024;
+    for (let i = 0; i < 5000 && sink.closeCode === undefined; i++) send({ type: "input.done" });
+    expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
+    expect(sink.json().filter((message) => message.type === "session.done").length).toBeLessThanOrEqual(1);
+    expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });
+  });
+
+  test("messages sent while session.config is still being checked wait within 8 MiB of inbox, then close 1008", async () => {
+    const adapter = new ToneAdapter();
+    const { session, sink } = await openSession(adapter);
+    session.receive(JSON.stringify({ type: "session.config", stream_audio: true }));
+    for (let i = 0; i < 100; i++) session.receive(FLOOD_MESSAGE);
+    expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
+    const errors = sink.json().filter((message) => message.type === "error");
+    expect(errors).toHaveLength(1);
+    expect(errors[0].message).toContain("waiting to be handled");
   });
 });

@@ -507,3 +507,35 @@ describe("a folder that cannot be written", () => {
     expect(lines.some((line) => line.includes("voice store folder failed") && line.includes(speakerDir))).toBe(true);
   });
 });
+
+describe("replicas on one folder", () => {
+  test("16 concurrent uploaders through two stores with a cap of 20 store at most 20 voices, each (name, created_at) once", async () => {
+    const replicas = [await openStore(20), await openStore(20)];
+    const outcomes = await Promise.all(
+      Array.from({ length: 16 }, async (_, uploader) => {
+        const stored: StoredVoice[] = [];
+        for (let upload = 0; upload < 3; upload++) {
+          try {
+            stored.push(await replicas[uploader % 2]!.saveAudio(audioInput(`voice-${uploader}-${upload}`)));
+          } catch (error) {
+            if (!(error instanceof ApiError) || error.status !== 400) throw error;
+          }
+        }
+        return stored;
+      }),
+    );
+    const acknowledged = outcomes.flat();
+    expect(acknowledged.length).toBe(20);
+    expect(voiceFiles().length).toBe(20);
+    expect(new Set(acknowledged.map((voice) => voice.created_at)).size).toBe(20);
+    expect(readdirSync(dir).filter((file) => !file.endsWith(".safetensors"))).toEqual([]);
+  });
+
+  test("a lock left by a process of this host that is gone is removed at open, and saves go on", async () => {
+    writeFileSync(join(dir, ".voxedge-write.lock"), JSON.stringify({ host: (await import("node:os")).hostname(), pid: 2 ** 22 + 12345 }));
+    const store = await openStore();
+    expect(readdirSync(dir)).not.toContain(".voxedge-write.lock");
+    await store.saveAudio(audioInput("after"));
+    expect(voiceFiles().length).toBe(1);
+  });
+});

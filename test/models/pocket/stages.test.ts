@@ -11,7 +11,7 @@ import { compareTensors } from "../../../src/conformance/harness.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createOnnxSession } from "../../../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
-import { VoiceEncoder } from "../../../src/models/pocket/stages/voice-encoder.ts";
+import { runEncoder, VoiceEncoder } from "../../../src/models/pocket/stages/voice-encoder.ts";
 import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
 import { type FlowLmState } from "../../../src/models/pocket/stages/state.ts";
 import { encodeSafetensors } from "../../../src/formats/safetensors.ts";
@@ -58,6 +58,29 @@ test("text conditioner: token ids → embedding rows, exactly", async () => {
 });
 
 describe("voice encoder", () => {
+  test("a clip longer than one window encodes, window by window, to the whole-clip result; past 10 s it is cut to 10 s", async () => {
+    const encoder = stages.voiceEncoder!;
+    const clip = new Float32Array(113 * 1920);
+    let seed = 7;
+    for (let index = 0; index < clip.length; index++) {
+      seed = (seed * 16807) % 2147483647;
+      clip[index] = (seed / 2147483647 - 0.5) * 0.6;
+    }
+    const whole = await runEncoder(sessions.voiceEncoder!, clip, D);
+    const windowed = await encoder.encode(clip);
+    expect(windowed.dims).toEqual(whole.dims);
+    let worst = 0;
+    for (let index = 0; index < whole.data.length; index++) worst = Math.max(worst, Math.abs(windowed.data[index]! - whole.data[index]!) / (1e-3 + Math.abs(whole.data[index]!)));
+    expect(worst).toBeLessThan(1e-3);
+
+    const long = new Float32Array(20 * 24_000);
+    for (let copy = 0; copy * clip.length < long.length; copy++) long.set(clip.subarray(0, Math.min(clip.length, long.length - copy * clip.length)), copy * clip.length);
+    expect(encoder.keptFrames(long.length)).toBe(125);
+    const cut = await encoder.encode(long);
+    expect(cut.dims).toEqual([1, 126, D]);
+    expect(cut.data).toEqual((await encoder.encode(long.subarray(0, 125 * 1920))).data);
+  });
+
   test("detects the baked-in BOS and matches the golden voice conditioning, padded or not", async () => {
     const encoder = stages.voiceEncoder!;
     expect(encoder.bosBakedIn).toBe(true);
