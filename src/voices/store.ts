@@ -39,6 +39,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdir, open, readdir, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { hostname } from "node:os";
+import { readFileSync } from "node:fs";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { INVALID_VOICE_NAME_MESSAGE, isValidVoiceName } from "../api/voices.ts";
 import type { Logger } from "../log/logger.ts";
@@ -124,10 +125,16 @@ const LOCK_WAIT_MS = 10_000;
 function processRuns(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: it runs, as another user.
     return errorCode(error) === "EPERM";
+  }
+  // A process killed but not yet reaped by its parent still answers signal 0: on Linux its state says "zombie".
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf-8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
   }
 }
 
