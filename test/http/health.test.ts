@@ -3,7 +3,7 @@
  * that dies at run time (logged once, 503, requests refused rather than hung), and draining for a shutdown
  * (new work refused with a retryable 503, reads still answered).
  */
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
