@@ -189,3 +189,27 @@ describe("Pocket TTS through the speech API", () => {
     expect(replaced).not.toEqual(first);
   });
 });
+
+describe("the voice encoder's worker thread", () => {
+  test("runs at the lowest priority (nice 19), so an encode takes only the CPU the playing streams leave", () => {
+    const { readdirSync, readFileSync } = require("node:fs") as typeof import("node:fs");
+    const niceOf = (task: string) => {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, "utf-8");
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+    };
+    const nices = readdirSync("/proc/self/task").map(niceOf);
+    expect(nices).toContain(19);
+    // The main thread keeps its priority.
+    expect(niceOf(String(process.pid))).toBe(0);
+  });
+
+  test("a cloned voice speaks through it, the same bytes for the same seed", async () => {
+    const clip = new Float32Array(2 * 24_000).map((_, index) => 0.3 * Math.sin(index / 20));
+    const { encodeWav } = await import("../../../src/audio/wav.ts");
+    const refAudio = `data:audio/wav;base64,${Buffer.from(encodeWav(clip, 24_000)).toString("base64")}`;
+    const first = await speak({ ref_audio: refAudio, seed: 3, max_new_tokens: 4 });
+    const second = await speak({ ref_audio: refAudio, seed: 3, max_new_tokens: 4 });
+    expect(first.status).toBe(200);
+    expect(Buffer.from(await first.arrayBuffer()).equals(Buffer.from(await second.arrayBuffer()))).toBe(true);
+  });
+});

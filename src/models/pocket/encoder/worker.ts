@@ -3,6 +3,8 @@
  * thread that calls it: in the main thread, encoding a reference clip (a second of work or more) would hold
  * up every playing stream and every other request, /health included, for as long.
  */
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort } from "node:worker_threads";
 import { SerialQueue } from "../../../async/serial-queue.ts";
 import { configureOnnxRuntime, loadOnnxRuntime, type OnnxSession } from "../../../onnx/runtime.ts";
@@ -28,8 +30,23 @@ port.on("message", (message: EncoderWorkerRequest) => {
   void messages.run(() => (message.kind === "open" ? open(message) : encode(message))).catch(() => undefined);
 });
 
+/**
+ * The lowest scheduling priority for this thread (and the onnxruntime threads it starts): an encode then runs
+ * on whatever CPU the playing streams leave, instead of taking a core from them. Linux only: setpriority on a
+ * thread id changes that one thread; elsewhere the encode runs at normal priority.
+ */
+function yieldToPlayingStreams(): void {
+  try {
+    const threadId = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, 19);
+  } catch {
+    // No /proc/thread-self (not Linux), or not allowed: normal priority.
+  }
+}
+
 async function open(message: Extract<EncoderWorkerRequest, { kind: "open" }>): Promise<void> {
   try {
+    yieldToPlayingStreams();
     configureOnnxRuntime({ threads: message.threads });
     const runtime = await loadOnnxRuntime({ provider: message.provider });
     session = await runtime.createSession(message.path);
