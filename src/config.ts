@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
+import { containerMemoryLimitBytes } from "./runtime/memory-limit.ts";
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
@@ -48,9 +49,33 @@ export const DEFAULT_MAX_STREAMS = 8;
  * FlowLM steps are batched (bench/mimi-frames.ts: ~5 ms a frame at 4+ frames per call, flat beyond, so
  * more rows per call do not help), and each stream decodes on one worker: on two cores a second worker
  * took 8 streams from 14.6 to 21.6 audio seconds per wall second (bench/load.ts, README). Each worker
- * holds its own decoder session (~47 MB at full size).
+ * costs ~150 MB resident at full size (its runtime and decoder session), so a container limited to
+ * SMALL_HOST_BYTES or less gets one.
  */
-export const DEFAULT_DECODER_WORKERS = Math.max(1, Math.min(4, availableParallelism()));
+const SMALL_HOST_BYTES = 2 * 1024 ** 3;
+
+const MEMORY_UNITS: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
+/** "900MiB", "1GiB", "1e9", "none" → bytes, or null for no budget. */
+const memoryBudgetText = z.union([
+  z.number().positive().nullable(),
+  z.string().transform((text, context) => {
+    const trimmed = text.trim().toLowerCase();
+    if (trimmed === "none" || trimmed === "0") return null;
+    const match = /^(\d+(?:\.\d+)?(?:e\d+)?)\s*([a-z]*)$/.exec(trimmed);
+    const unit = match ? MEMORY_UNITS[match[2]!] : undefined;
+    if (!match || unit === undefined) {
+      context.addIssue({ code: "custom", message: `'${text}' is not a size (e.g. 900MiB, 1GiB, 1000000000, none)` });
+      return z.NEVER;
+    }
+    return Math.round(Number(match[1]) * unit);
+  }),
+]);
+export const DEFAULT_DECODER_WORKERS = defaultDecoderWorkers(containerMemoryLimitBytes());
+
+export function defaultDecoderWorkers(memoryLimitBytes: number | undefined): number {
+  if (memoryLimitBytes !== undefined && memoryLimitBytes <= SMALL_HOST_BYTES) return 1;
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
 export const DEFAULT_MAX_QUEUE = 32;
 
 const OPTIONS = {
@@ -68,6 +93,12 @@ const OPTIONS = {
     env: "VOXEDGE_MODEL_CACHE_DIR",
     schema: z.string().min(1).default(join(homedir(), ".cache", "voxedge", "models")),
     description: "where `models pull` stores bundles",
+  },
+  graphCacheDir: {
+    flag: "graph-cache-dir",
+    env: "VOXEDGE_GRAPH_CACHE_DIR",
+    schema: z.string().min(1).default(join(homedir(), ".cache", "voxedge", "graphs")),
+    description: "where the graphs rewritten from a bundle at load time are kept, so later starts load them as files (a folder that cannot be written: they are made in memory at every start)",
   },
   hubUrl: { flag: "hub-url", env: "VOXEDGE_HUB_URL", schema: z.url().default("https://huggingface.co"), description: "model hub that `models pull` downloads from" },
   device: {
@@ -207,6 +238,12 @@ const OPTIONS = {
     env: "VOXEDGE_MAX_STREAMS",
     schema: z.coerce.number().int().min(1).max(1024).default(DEFAULT_MAX_STREAMS),
     description: "requests the engine runs at once (each HTTP stream, file, batch item or WebSocket sentence being spoken); more wait in the queue",
+  },
+  memoryBudget: {
+    flag: "memory-budget",
+    env: "VOXEDGE_MEMORY_BUDGET",
+    schema: memoryBudgetText.default(containerMemoryLimitBytes() ?? null),
+    description: "resident memory the server plans within (bytes, or with a unit: 900MiB, 1GiB; none = no budget); a request that would take the server past 90 % of it waits in the queue or gets a 429, never an out-of-memory kill. Default: the container's memory limit (cgroup) when it has one",
   },
   maxQueue: {
     flag: "max-queue",

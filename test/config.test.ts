@@ -1,8 +1,9 @@
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { configHelp, ConfigError, describeConfig, loadConfig, parseCommandLine } from "../src/config.ts";
+import { configHelp, ConfigError, defaultDecoderWorkers, describeConfig, loadConfig, parseCommandLine } from "../src/config.ts";
+import { containerMemoryLimitBytes } from "../src/runtime/memory-limit.ts";
 
 test("flags override environment, environment overrides defaults", () => {
   expect(loadConfig({}, {}).port).toBe(8000);
@@ -71,4 +72,30 @@ test("switches: --public-listings alone is true, followed by false it is off; --
   expect(() => parse(["--shutdown-grace", "-1"])).toThrow("--shutdown-grace");
   const help = configHelp();
   for (const flag of ["--api-key", "--api-key-file", "--public-listings", "--protect-health", "--protect-metrics", "--shutdown-grace", "VOXEDGE_SHUTDOWN_GRACE"]) expect(help).toContain(flag);
+});
+
+describe("--memory-budget and the container's limit", () => {
+  test("sizes with units, none, and a clear error", () => {
+    expect(loadConfig({ "memory-budget": "900MiB" }, {}).memoryBudget).toBe(900 * 1024 ** 2);
+    expect(loadConfig({}, { VOXEDGE_MEMORY_BUDGET: "1GiB" }).memoryBudget).toBe(1024 ** 3);
+    expect(loadConfig({ "memory-budget": "none" }, {}).memoryBudget).toBeNull();
+    expect(() => loadConfig({ "memory-budget": "lots" }, {})).toThrow("--memory-budget");
+  });
+
+  test("the cgroup limit is read from v2 or v1, and 'max' or v1's huge value is no limit", () => {
+    const files = (entries: Record<string, string>) => (path: string) => {
+      if (!(path in entries)) throw new Error("ENOENT");
+      return entries[path]!;
+    };
+    expect(containerMemoryLimitBytes(files({ "/sys/fs/cgroup/memory.max": "1073741824\n" }))).toBe(1024 ** 3);
+    expect(containerMemoryLimitBytes(files({ "/sys/fs/cgroup/memory.max": "max\n" }))).toBeUndefined();
+    expect(containerMemoryLimitBytes(files({ "/sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912" }))).toBe(512 * 1024 ** 2);
+    expect(containerMemoryLimitBytes(files({ "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712" }))).toBeUndefined();
+    expect(containerMemoryLimitBytes(files({}))).toBeUndefined();
+  });
+
+  test("one decoder worker by default in a container of 2 GiB or less", () => {
+    expect(defaultDecoderWorkers(1024 ** 3)).toBe(1);
+    expect(defaultDecoderWorkers(undefined)).toBeGreaterThanOrEqual(1);
+  });
 });

@@ -27,6 +27,11 @@ export interface EngineOptions {
   pauseAboveSeconds?: number;
   /** Decode plans left in flight at once. */
   maxInFlightDecodes?: number;
+  /**
+   * Memory admission plans within: a request is admitted only while the resident memory now, plus what
+   * every waiting request and this one are planned to cost, stays within `budgetBytes`.
+   */
+  memory?: { budgetBytes: number; plannedBytesPerRequest: number; residentBytes: () => number };
 }
 
 /**
@@ -57,8 +62,10 @@ export class EngineFullError extends ApiError {
   constructor(
     readonly retryAfterSeconds: number,
     limits: { maxStreams: number; maxQueue: number },
+    memoryBudgetBytes?: number,
   ) {
-    super(429, `The server is at capacity (${limits.maxStreams} streams running, ${limits.maxQueue} waiting); retry after ${retryAfterSeconds} s`, null, "RateLimitError");
+    const what = memoryBudgetBytes === undefined ? `${limits.maxStreams} streams running, ${limits.maxQueue} waiting` : `its memory budget of ${Math.round(memoryBudgetBytes / 1024 ** 2)} MiB (--memory-budget) is taken`;
+    super(429, `The server is at capacity (${what}); retry after ${retryAfterSeconds} s`, null, "RateLimitError");
     this.headers = { "Retry-After": String(retryAfterSeconds) };
   }
 }
@@ -102,6 +109,7 @@ export class Engine {
   readonly #scheduler: Scheduler;
   readonly #limits: { maxStreams: number; maxQueue: number };
   readonly #maxInFlightDecodes: number;
+  readonly #memory: EngineOptions["memory"];
   #nextId = 1;
   /** The running loop, until it runs out of work. */
   #loopDone: Promise<void> | undefined;
@@ -131,6 +139,7 @@ export class Engine {
     const maxStreams = Math.min(options.maxStreams, runner.maxRequests ?? Infinity);
     this.#limits = { maxStreams, maxQueue: options.maxQueue };
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
+    this.#memory = options.memory;
     this.#scheduler = new Scheduler(
       {
         maxRunning: maxStreams,
@@ -187,7 +196,7 @@ export class Engine {
     const failure = this.failure;
     if (failure) throw new ApiError(503, `The speech engine has failed (${failure.message}); the server needs a restart`);
     job.signal.throwIfAborted();
-    while (!this.#scheduler.hasRoom) {
+    while (!this.#hasRoom) {
       if (options.whenFull !== "wait") throw this.fullError();
       await this.#roomFor(job.signal);
     }
@@ -204,13 +213,24 @@ export class Engine {
 
   /** A 429 (EngineFullError) now, counted as a refusal, when no running or waiting place is free. */
   refuseIfFull(): void {
-    if (!this.#scheduler.hasRoom) throw this.fullError();
+    if (!this.#hasRoom) throw this.fullError();
   }
 
   /** The refusal a full engine answers with (a 429 with Retry-After), counted as one. */
   fullError(): EngineFullError {
     this.observer?.rejected();
-    return new EngineFullError(this.#retryAfterSeconds(), this.#limits);
+    return new EngineFullError(this.#retryAfterSeconds(), this.#limits, this.#scheduler.hasRoom ? this.#memory?.budgetBytes : undefined);
+  }
+
+  /** A place is free, and (with a memory budget) one more request is planned to fit in it. */
+  get #hasRoom(): boolean {
+    if (!this.#scheduler.hasRoom) return false;
+    const memory = this.#memory;
+    if (!memory) return true;
+    // With nothing admitted, one request always may run: a budget below the idle server must not refuse everything.
+    const { running, waiting, paused } = this.#scheduler.counts;
+    if (running + waiting + paused === 0) return true;
+    return memory.residentBytes() + memory.plannedBytesPerRequest * (waiting + 1) <= memory.budgetBytes;
   }
 
   /**

@@ -7,14 +7,28 @@
 import type { SpeechModel } from "../models/contract.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
 import { Engine, type EngineOptions } from "./core.ts";
+import { residentBytes } from "../runtime/memory-limit.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
 
 export const DEFAULT_ENGINE_OPTIONS: Readonly<EngineOptions> = Object.freeze({ maxStreams: DEFAULT_MAX_STREAMS, maxQueue: DEFAULT_MAX_QUEUE });
 
-/** The engine options a configuration sets (--max-streams, --max-queue). */
-export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue">): EngineOptions {
-  return { maxStreams: config.maxStreams, maxQueue: config.maxQueue };
+/**
+ * What admitting one more request is planned to cost in resident memory: its model state (19.9 MiB a
+ * running stream at real size, bench/load.ts at 16 streams) and its decode buffers, rounded up.
+ */
+const PLANNED_BYTES_PER_REQUEST = 32 * 1024 ** 2;
+/** The share of --memory-budget admission plans to fill: the rest is for runs' transient buffers. */
+const MEMORY_BUDGET_USE = 0.9;
+
+/** The engine options a configuration sets (--max-streams, --max-queue, --memory-budget). */
+export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue"> & Partial<Pick<Config, "memoryBudget">>): EngineOptions {
+  const budget = config.memoryBudget ?? null;
+  return {
+    maxStreams: config.maxStreams,
+    maxQueue: config.maxQueue,
+    ...(budget === null ? {} : { memory: { budgetBytes: budget * MEMORY_BUDGET_USE, plannedBytesPerRequest: PLANNED_BYTES_PER_REQUEST, residentBytes } }),
+  };
 }
 
 export class ModelHost {

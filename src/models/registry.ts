@@ -17,5 +17,5 @@ export async function loadModel(config: Config, logger: Logger): Promise<SpeechM
   if (!bundleDir) return createClassicModel();
   // onnxruntime-web is loaded only when a neural bundle is actually served.
   const { PocketModel } = await import("./pocket/model.ts");
-  return PocketModel.load(bundleDir, {}, { decoder: config.decoder, decoderWorkers: config.decoderWorkers, device: config.device, logger });
+  return PocketModel.load(bundleDir, {}, { decoder: config.decoder, decoderWorkers: config.decoderWorkers, device: config.device, graphCacheDir: config.graphCacheDir, logger });
 }

@@ -324,3 +324,29 @@ describe("a stream admitted and never read", () => {
     expect(await collect(next)).toBe(3);
   });
 });
+
+describe("a memory budget", () => {
+  test("admits while resident memory plus what each waiting request and the new one are planned to cost fits, else a 429 naming the budget", async () => {
+    let resident = 500;
+    const runner = new FakeRunner();
+    const engine = engineWith(runner, { maxStreams: 8, maxQueue: 8, memory: { budgetBytes: 600, plannedBytesPerRequest: 40, residentBytes: () => resident } });
+    const first = await engine.submit(job(100_000));
+    // 500 + 40 ≤ 600, then 500 + 2 × 40 ≤ 600 while the second waits to start, then a third would pass it.
+    const second = await engine.submit(job(100_000));
+    resident = 580;
+    const refused = await engine.submit(job(3)).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(EngineFullError);
+    expect((refused as Error).message).toContain("memory budget");
+    // A batch item waits instead, and runs once a request has ended and memory is back.
+    const waiting = engine.submit(job(3), { whenFull: "wait" });
+    first.cancel();
+    resident = 500;
+    second.cancel();
+    expect(await collect(await waiting)).toBe(3);
+  });
+
+  test("with nothing running, one request is admitted whatever the budget", async () => {
+    const engine = engineWith(new FakeRunner(), { memory: { budgetBytes: 1, plannedBytesPerRequest: 40, residentBytes: () => 10_000 } });
+    expect(await collect(await engine.submit(job(2)))).toBe(2);
+  });
+});

@@ -19,6 +19,7 @@ import { closePocketSessions, openPocketSessions, type PocketSessions } from "./
 import { type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, type PocketStages } from "./pipeline.ts";
 import { WorkerVoiceEncoderGraph } from "./encoder/worker-client.ts";
+import { GraphCache } from "../../onnx/graph-cache.ts";
 import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
 import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
 import { type LatentDecoder } from "./stages/mimi-decoder.ts";
@@ -30,6 +31,11 @@ import { prepareTextPrompt } from "./text-prompt.ts";
 import { pocketParamsSchema } from "./params.ts";
 import { PocketRunner, type RunnerDecoder } from "./runner.ts";
 import { DEFAULT_DECODER_WORKERS } from "../../config.ts";
+
+/** Frees what loading dropped now, under Bun (the only runtime that exposes its collector). */
+function collectGarbage(): void {
+  (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
+}
 
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
 type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoderPool } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };
@@ -44,19 +50,19 @@ function describePlacement(placement: MimiDecoderPlacement): string {
  * The bundle's sessions on a WebGPU device where the policy picks one (fp32 graphs), else on the CPU (int8
  * where the bundle has them). Under `auto`, a GPU that fails to open the sessions falls back to the CPU.
  */
-async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy, logger: Logger): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
+async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOptions, device: DevicePolicy, logger: Logger, graphCache: GraphCache): Promise<{ bundle: PocketBundle; sessions: PocketSessions }> {
   const gpuDevice = await chooseLanguageModelGpu(device);
   if (gpuDevice) {
     const bundle = await loadPocketBundle(bundleDir, { precision: "fp32" });
     try {
-      return { bundle, sessions: await openPocketSessions(bundle, { ...providerOptions, gpuDevice }) };
+      return { bundle, sessions: await openPocketSessions(bundle, { ...providerOptions, gpuDevice }, graphCache) };
     } catch (error) {
       if (device === "gpu") throw error;
       logger.warn("running Pocket TTS on the CPU: its sessions failed on WebGPU", { error: (error as Error).message });
     }
   }
   const bundle = await loadPocketBundle(bundleDir, { precision: "int8" });
-  return { bundle, sessions: await openPocketSessions(bundle, providerOptions) };
+  return { bundle, sessions: await openPocketSessions(bundle, providerOptions, graphCache) };
 }
 
 /**
@@ -154,11 +160,14 @@ export class PocketModel implements SpeechModel {
   static async load(
     bundleDir: string,
     providerOptions: OnnxProviderOptions,
-    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; decoder?: DecoderChoice; device?: DevicePolicy },
+    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; decoder?: DecoderChoice; device?: DevicePolicy; graphCacheDir?: string },
   ): Promise<PocketModel> {
     // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
-    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto", options.logger);
+    const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto", options.logger, new GraphCache(options.graphCacheDir));
     const stages = await createPocketStages(bundle, sessions);
+    // The stages' checks (the batched step against the published graph) leave ~200 MB of states behind at
+    // real size: collected now, before the workers start, they never add to the load's peak.
+    collectGarbage();
     const tokenizer =
       bundle.tokenizer.format === "sentencepiece"
         ? await SentencePieceTokenizer.fromFile(bundle.tokenizer.modelPath)
@@ -168,7 +177,7 @@ export class PocketModel implements SpeechModel {
     const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
     const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
     await model.#startEncoderWorker(options.logger);
-    (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
+    collectGarbage();
     return model;
   }
 

@@ -5,6 +5,7 @@ import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxR
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
 import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";
 import { onnxGraphWeights } from "../../onnx/proto.ts";
+import { GraphCache } from "../../onnx/graph-cache.ts";
 import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
 import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
 import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
@@ -41,7 +42,7 @@ export interface PocketSessions {
   mimiDecoderStates: StateEntry[];
 }
 
-export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}): Promise<PocketSessions> {
+export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}, graphCache = new GraphCache(undefined)): Promise<PocketSessions> {
   const runtime = await loadOnnxRuntime(options);
   const { graphs } = bundle;
   // One session at a time, each graph's bytes (read, rewritten, built) dropped and collected before the next:
@@ -49,16 +50,16 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   // 0.41 GiB once they were collected (real-size int8 bundle).
   const textConditioner = await runtime.createSession(graphs.textConditioner.path);
   const voiceEncoder = graphs.voiceEncoder ? await runtime.createSession(graphs.voiceEncoder.path) : null;
-  const [flowLmFlow, flowLmFlowRows] = await createFlowHeadSessions(runtime, graphs.flowLmFlow.path);
+  const [flowLmFlow, flowLmFlowRows] = await createFlowHeadSessions(runtime, graphs.flowLmFlow.path, graphCache);
   collectGarbage();
   // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per call, so
   // fetching the writes instead of the caches would save nothing.
   const mimi = await openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest);
   collectGarbage();
   // flow_lm_main is read once per use: the published session (rewritten), then the batched step's weights.
-  const flowLm = await createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS });
+  const flowLm = await createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }, graphCache);
   collectGarbage();
-  const flowLmBatched = await createBatchedStepSession(runtime, bundle);
+  const flowLmBatched = await createBatchedStepSession(runtime, bundle, graphCache);
   collectGarbage();
   return {
     provider: runtime.provider,
@@ -82,29 +83,40 @@ function collectGarbage(): void {
 }
 
 /** The batched FlowLM step from the bundle's flow_lm_main weights, or why it cannot be built or run. */
-async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle): Promise<BatchedStepSession> {
+async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle, graphCache: GraphCache): Promise<BatchedStepSession> {
   const caches = bundle.flowLmStateManifest.filter((entry) => entry.key === "cache" && entry.shape.length === 5);
   if (caches.length === 0) return { session: null, reason: "the FlowLM manifest has no KV caches" };
   const [, , , heads, headDim] = caches[0]!.shape as [number, number, number, number, number];
   const config = { layers: caches.length, heads, headDim, latentDim: bundle.dims.latentDim, cachePositions: bundle.dims.flowLmCachePositions };
   const path = bundle.graphs.flowLmMain.path;
-  const read = flowLmWeightsFromGraph(onnxGraphWeights(new Uint8Array(await readFile(path)), path), config);
-  if ("reason" in read) return { session: null, reason: read.reason };
+  let reason: string | undefined;
+  const graph = await graphCache.prepare(path, `batched-step-${config.layers}x${config.cachePositions}`, async () => {
+    const read = flowLmWeightsFromGraph(onnxGraphWeights(new Uint8Array(await readFile(path)), path), config);
+    if ("reason" in read) {
+      reason = read.reason;
+      return null;
+    }
+    return { model: buildBatchedFlowLmStep(read.weights), meta: {} };
+  });
+  // "Unchanged" here means the weights could not be read for a batched step: the published graph runs alone.
+  if (graph.meta === null) return { session: null, reason: reason ?? "the FlowLM graph's weights do not fit the batched step" };
   try {
-    return { session: await runtime.createSession(path, buildBatchedFlowLmStep(read.weights)), config };
+    return { session: await runtime.createSession(graph.path, graph.model), config };
   } catch (error) {
     return { session: null, reason: `the runtime cannot run the batched step graph: ${(error as Error).message}` };
   }
 }
 
 /** The published flow head, and the one for many rows (per-row quantization where the graph quantizes). */
-async function createFlowHeadSessions(runtime: OnnxRuntime, path: string): Promise<[OnnxSession, OnnxSession]> {
-  const model = new Uint8Array(await readFile(path));
-  const rowQuantized = quantizeRowsSeparately(model);
-  const published = await runtime.createSession(path, model);
-  if (!rowQuantized) return [published, published];
+async function createFlowHeadSessions(runtime: OnnxRuntime, path: string, graphCache: GraphCache): Promise<[OnnxSession, OnnxSession]> {
+  const rowQuantized = await graphCache.prepare(path, "row-quantized", async () => {
+    const rewritten = quantizeRowsSeparately(new Uint8Array(await readFile(path)));
+    return rewritten && { model: rewritten.model, meta: {} };
+  });
+  const published = await runtime.createSession(path);
+  if (rowQuantized.meta === null) return [published, published];
   // A runtime that cannot run the rewrite (its Scan) keeps the flow head one row per call.
-  const rows = await runtime.createSession(path, rowQuantized.model).catch(() => published);
+  const rows = await runtime.createSession(rowQuantized.path, rowQuantized.model).catch(() => published);
   return [published, rows];
 }
 
@@ -117,13 +129,15 @@ export async function createCacheWritingSession(
   path: string,
   manifest: readonly StateEntry[],
   options: RewriteOptions = {},
-  /** The graph's bytes, when the caller has read them already. */
-  bytes?: Uint8Array,
+  graphCache = new GraphCache(undefined),
 ): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
-  const model = bytes ?? new Uint8Array(await readFile(path));
   // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
-  const rewritten = rewriteCacheWrites(model, manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache"), options);
-  return { session: await runtime.createSession(path, rewritten?.model ?? model), cacheWrites: rewritten?.plans ?? [], windowed: rewritten?.windowed ?? [] };
+  const states = manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache");
+  const graph = await graphCache.prepare(path, `cache-writes-${options.positionsAxis ?? "fixed"}`, async () => {
+    const rewritten = rewriteCacheWrites(new Uint8Array(await readFile(path)), states, options);
+    return rewritten && { model: rewritten.model, meta: { plans: rewritten.plans, windowed: rewritten.windowed } };
+  });
+  return { session: await runtime.createSession(graph.path, graph.model), cacheWrites: graph.meta?.plans ?? [], windowed: graph.meta?.windowed ?? [] };
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {

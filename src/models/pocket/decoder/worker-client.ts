@@ -254,7 +254,9 @@ export class WorkerMimiDecoderPool {
 
 /** `count` decoder workers in a pool, or null where none starts (see startDecoderWorker). */
 export async function startDecoderWorkers(bundle: PocketBundle, provider: CpuProvider, logger: Logger, count: number): Promise<WorkerMimiDecoderPool | null> {
-  const started = await Promise.all(Array.from({ length: count }, () => startDecoderWorker(bundle, provider, logger)));
+  // One after another: each start's transient (a runtime and a session being made) is over before the next.
+  const started: (WorkerMimiDecoder | null)[] = [];
+  for (let index = 0; index < count; index++) started.push(await startDecoderWorker(bundle, provider, logger));
   const workers = started.filter((worker): worker is WorkerMimiDecoder => worker !== null);
   if (workers.length < count && workers.length > 0) logger.warn(`${count - workers.length} of ${count} Mimi decoder workers could not start`);
   return workers.length > 0 ? new WorkerMimiDecoderPool(workers) : null;

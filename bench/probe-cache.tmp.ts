@@ -1,0 +1,42 @@
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+const rss = () => Number(readFileSync("/proc/self/status", "utf-8").match(/VmRSS:\s+(\d+)/)![1]) / 1024;
+const hwm = () => Number(readFileSync("/proc/self/status", "utf-8").match(/VmHWM:\s+(\d+)/)![1]) / 1024;
+const mark = (what: string) => console.log(`rss ${rss().toFixed(0).padStart(5)}  hwm ${hwm().toFixed(0).padStart(5)}  ${what}`);
+const { loadPocketBundle } = await import("../src/models/pocket/bundle.ts");
+const { rewriteCacheWrites } = await import("../src/onnx/cache-writes.ts");
+const { onnxGraphWeights } = await import("../src/onnx/proto.ts");
+const { buildBatchedFlowLmStep } = await import("../src/models/pocket/batched/flow-lm-graph.ts");
+const { flowLmWeightsFromGraph } = await import("../src/models/pocket/batched/flow-lm-weights.ts");
+const { FLOW_LM_POSITIONS_AXIS } = await import("../src/models/pocket/stages/state.ts");
+const { loadOnnxRuntime } = await import("../src/onnx/runtime.ts");
+const bundle = await loadPocketBundle("/tmp/pocket-full", { precision: "int8" });
+const path = bundle.graphs.flowLmMain.path;
+if (process.argv[2] === "write") {
+  mark("start");
+  const rewritten = rewriteCacheWrites(new Uint8Array(readFileSync(path)), bundle.flowLmStateManifest.filter((e) => e.dtype === "float32" && e.key === "cache"), { positionsAxis: FLOW_LM_POSITIONS_AXIS })!;
+  writeFileSync("/tmp/main-rewritten.onnx", rewritten.model);
+  mark("rewritten written");
+  (globalThis as any).Bun.gc(true);
+  const caches = bundle.flowLmStateManifest.filter((e) => e.key === "cache" && e.shape.length === 5);
+  const [, , , heads, headDim] = caches[0]!.shape;
+  const read = flowLmWeightsFromGraph(onnxGraphWeights(new Uint8Array(readFileSync(path)), path), { layers: caches.length, heads, headDim, latentDim: bundle.dims.latentDim, cachePositions: bundle.dims.flowLmCachePositions }) as any;
+  mark("weights read");
+  writeFileSync("/tmp/main-batched.onnx", buildBatchedFlowLmStep(read.weights));
+  mark("batched written");
+} else {
+  const runtime = await loadOnnxRuntime({});
+  mark("start");
+  const a = await runtime.createSession("/tmp/main-rewritten.onnx");
+  mark("rewritten session");
+  const b = await runtime.createSession("/tmp/main-batched.onnx");
+  mark("batched session");
+  const c = await runtime.createSession(bundle.graphs.mimiDecoder.path);
+  mark("decoder session");
+  const d = await runtime.createSession(bundle.graphs.voiceEncoder!.path);
+  mark("encoder session");
+  const e = await runtime.createSession(bundle.graphs.textConditioner.path);
+  mark("text session");
+  const f = await runtime.createSession(bundle.graphs.flowLmFlow.path);
+  mark("flow session");
+}
+process.exit(0);
