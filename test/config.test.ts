@@ -99,3 +99,19 @@ describe("--memory-budget and the container's limit", () => {
     expect(defaultDecoderWorkers(undefined)).toBeGreaterThanOrEqual(1);
   });
 });
+
+test("the limit of this process's own cgroup wins over the hierarchy's root (v1 and v2 without a cgroup namespace)", () => {
+  const files: Record<string, string> = {
+    "/proc/self/cgroup": "9:name=systemd:/\n4:memory:/bench-1\n0::/\n",
+    "/sys/fs/cgroup/memory/bench-1/memory.limit_in_bytes": "1073741824",
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712",
+  };
+  const read = (path: string) => {
+    if (!(path in files)) throw new Error("ENOENT");
+    return files[path]!;
+  };
+  expect(containerMemoryLimitBytes(read)).toBe(1024 ** 3);
+  files["/proc/self/cgroup"] = "0::/ctr\n";
+  files["/sys/fs/cgroup/ctr/memory.max"] = "536870912\n";
+  expect(containerMemoryLimitBytes(read)).toBe(512 * 1024 ** 2);
+});

@@ -10,7 +10,26 @@ import { readFileSync } from "node:fs";
 const NO_LIMIT_ABOVE_BYTES = 2 ** 60;
 
 export function containerMemoryLimitBytes(readText: (path: string) => string = (path) => readFileSync(path, "utf-8")): number | undefined {
-  for (const path of ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]) {
+  // This process's own cgroup first (/proc/self/cgroup: "0::/path" on v2, "N:memory:/path" on v1), then the
+  // root of the hierarchy, which is the container's own where the runtime mounts a cgroup namespace.
+  let ownV2 = "";
+  let ownV1 = "";
+  try {
+    for (const line of readText("/proc/self/cgroup").split("\n")) {
+      const [, controllers, path] = line.split(":");
+      if (controllers === "" && path) ownV2 = path;
+      if (controllers?.split(",").includes("memory") && path) ownV1 = path;
+    }
+  } catch {
+    // No /proc (not Linux): only the root files below, which will be missing too.
+  }
+  const candidates = [
+    ...(ownV2 && ownV2 !== "/" ? [`/sys/fs/cgroup${ownV2}/memory.max`] : []),
+    "/sys/fs/cgroup/memory.max",
+    ...(ownV1 && ownV1 !== "/" ? [`/sys/fs/cgroup/memory${ownV1}/memory.limit_in_bytes`] : []),
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+  ];
+  for (const path of candidates) {
     let text: string;
     try {
       text = readText(path).trim();
