@@ -47,19 +47,20 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   const { graphs } = bundle;
   // One session at a time, each graph's bytes (read, rewritten, built) dropped and collected before the next:
   // made all at once, every graph's copies were alive together, and the load peaked at 1.29 GiB against
-  // 0.41 GiB once they were collected (real-size int8 bundle).
-  const textConditioner = await runtime.createSession(graphs.textConditioner.path);
-  const voiceEncoder = graphs.voiceEncoder ? await runtime.createSession(graphs.voiceEncoder.path) : null;
-  const [flowLmFlow, flowLmFlowRows] = await createFlowHeadSessions(runtime, graphs.flowLmFlow.path, graphCache);
-  collectGarbage();
-  // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per call, so
-  // fetching the writes instead of the caches would save nothing.
-  const mimi = await openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest);
-  collectGarbage();
+  // 0.41 GiB once they were collected (real-size int8 bundle). FlowLM's two go first: on a start with no
+  // graph cache yet their rewrites are the load's largest transients, best made with little else resident.
   // flow_lm_main is read once per use: the published session (rewritten), then the batched step's weights.
   const flowLm = await createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }, graphCache);
   collectGarbage();
   const flowLmBatched = await createBatchedStepSession(runtime, bundle, graphCache);
+  collectGarbage();
+  const [flowLmFlow, flowLmFlowRows] = await createFlowHeadSessions(runtime, graphs.flowLmFlow.path, graphCache);
+  collectGarbage();
+  const textConditioner = await runtime.createSession(graphs.textConditioner.path);
+  const voiceEncoder = graphs.voiceEncoder ? await runtime.createSession(graphs.voiceEncoder.path) : null;
+  // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per call, so
+  // fetching the writes instead of the caches would save nothing.
+  const mimi = await openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest);
   collectGarbage();
   return {
     provider: runtime.provider,
