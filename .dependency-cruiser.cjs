@@ -1,6 +1,6 @@
 /**
  * Which of src/'s folders may import which: http → speech → engine → models → {onnx, gpu, text, formats}, with
- * voices and weights on formats and audio, and api/, log/, async/, config.ts and metrics.ts shared by every layer
+ * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours. Each layer lists what it may import (anything else of
  * ours is a violation), so a new edge against the direction fails test/architecture.test.ts. The composition
  * root (main.ts, app.ts) may import anything.
@@ -8,7 +8,8 @@
  * The parser is swc: TypeScript 7 has no JavaScript API for dependency-cruiser's tsc parser, and swc reads the
  * source as written, so `import type` and `import("…")` types count as edges (cycles of types included).
  */
-const shared = "^src/(api|log|async)/|^src/(config|metrics)\\.ts$";
+// system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
+const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [shared, ...allowed] });
 
 module.exports = {
@@ -37,7 +38,7 @@ module.exports = {
     },
     {
       name: "shared-modules-import-no-layer",
-      comment: "api/, log/, async/, config.ts and metrics.ts are imported by every layer, so they import none.",
+      comment: "api/, log/, async/, system/, config.ts and metrics.ts are imported by every layer, so they import none.",
       severity: "error",
       from: { path: shared },
       to: onlyTo(),
@@ -63,10 +64,10 @@ module.exports = {
     },
     {
       name: "infrastructure-below-models",
-      comment: "onnx, gpu and text serve the models: they use formats and audio, never a model or a layer above.",
+      comment: "onnx, gpu and text serve the models: they use formats and audio, never a model or a layer above; the graph cache writes through weights/durable-write.ts, the one fsync policy.",
       severity: "error",
       from: { path: "^src/(onnx|gpu|text)/" },
-      to: onlyTo("^src/(onnx|gpu|text|formats|audio)/"),
+      to: onlyTo("^src/(onnx|gpu|text|formats|audio)/", "^src/weights/durable-write\\.ts$"),
     },
     {
       name: "voices-and-weights-use-formats-and-audio",

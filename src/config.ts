@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
-import { containerMemoryLimitBytes } from "./runtime/memory-limit.ts";
+import { containerMemoryLimitBytes } from "./system/memory-limit.ts";
 import { join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configHelp, ConfigError, defaultDecoderWorkers, describeConfig, loadConfig, parseCommandLine } from "../src/config.ts";
-import { containerMemoryLimitBytes } from "../src/runtime/memory-limit.ts";
+import { containerMemoryLimitBytes } from "../src/system/memory-limit.ts";
 
 test("flags override environment, environment overrides defaults", () => {
   expect(loadConfig({}, {}).port).toBe(8000);

@@ -7,7 +7,7 @@
 import type { SpeechModel } from "../models/contract.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
 import { Engine, type EngineOptions } from "./core.ts";
-import { residentBytes } from "../runtime/memory-limit.ts";
+import { residentBytes } from "../system/memory-limit.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
 

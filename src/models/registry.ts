@@ -7,7 +7,7 @@ import type { Logger } from "../log/logger.ts";
 import type { SpeechModel } from "./contract.ts";
 import { createClassicModel } from "./classic/model.ts";
 import { findCachedBundle } from "../weights/download.ts";
-import { releaseFreeMemory, tuneAllocator } from "../runtime/allocator.ts";
+import { releaseFreeMemory, tuneAllocator } from "../system/allocator.ts";
 
 export async function loadModel(config: Config, logger: Logger): Promise<SpeechModel> {
   if (config.engine === "classic") return createClassicModel();

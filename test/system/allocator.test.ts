@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { releaseFreeMemory, tuneAllocator } from "../../src/runtime/allocator.ts";
+import { releaseFreeMemory, tuneAllocator } from "../../src/system/allocator.ts";
 
 const glibc = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
 
