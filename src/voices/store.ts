@@ -36,7 +36,7 @@
  * say what is wrong with the folder; the full path goes to the log, not to the client.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readdir, readFile, stat, unlink } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
@@ -119,6 +119,8 @@ const RESTORE_CONCURRENCY = 16;
 const WRITE_LOCK_FILE = ".voxedge-write.lock";
 /** A save holds the lock for milliseconds (one file written and fsynced); this old, its holder is gone. */
 const STALE_LOCK_MS = 30_000;
+/** A lock with no holder's name in it, this old, was left by a process killed right after creating it. */
+const NAMELESS_LOCK_STALE_MS = 2_000;
 /** How long a save waits for another replica's before a 503. */
 const LOCK_WAIT_MS = 10_000;
 
@@ -171,6 +173,7 @@ export class VoiceStore {
     try {
       // A lock left by a save of this host's that was killed would hold every replica's saves back.
       await store.removeStaleLock();
+      await store.removeDeadClaims();
       await store.restore();
     } catch (error) {
       if (errorCode(error) === undefined) throw error;
@@ -369,9 +372,7 @@ export class VoiceStore {
     const deadline = Date.now() + LOCK_WAIT_MS;
     for (;;) {
       try {
-        const handle = await open(lockPath, "wx", 0o600);
-        await handle.writeFile(JSON.stringify({ host: hostname(), pid: process.pid }));
-        await handle.close();
+        await this.createLock(lockPath);
         break;
       } catch (error) {
         if (errorCode(error) !== "EEXIST") throw this.folderFailure(error, 507, "the voice was not saved");
@@ -388,6 +389,39 @@ export class VoiceStore {
   }
 
   /**
+   * Makes the lock with its holder's name already in it: the name is written to a claim file of this process,
+   * which is then hard-linked as the lock (atomic, EEXIST when another holds it), so a lock is never seen
+   * nameless, whenever its maker is killed. A file system without hard links gets an exclusive create instead.
+   */
+  private async createLock(lockPath: string): Promise<void> {
+    const holder = JSON.stringify({ host: hostname(), pid: process.pid });
+    const claim = `${lockPath}.${process.pid}.${randomUUID()}`;
+    await writeFile(claim, holder, { mode: 0o600 });
+    try {
+      await link(claim, lockPath);
+    } catch (error) {
+      if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(errorCode(error) ?? "")) throw error;
+      const handle = await open(lockPath, "wx", 0o600);
+      await handle.writeFile(holder);
+      await handle.close();
+    } finally {
+      await unlink(claim).catch(() => undefined);
+    }
+  }
+
+  /** Claim files of processes of this host that are gone (killed between making one and removing it). */
+  private async removeDeadClaims(): Promise<void> {
+    const prefix = `${WRITE_LOCK_FILE}.`;
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!name.startsWith(prefix)) continue;
+      const pid = Number(name.slice(prefix.length).split(".")[0]);
+      const text = await readFile(join(this.dir, name), "utf-8").catch(() => "");
+      const sameHost = text.includes(JSON.stringify(hostname()));
+      if (Number.isInteger(pid) && sameHost && pid !== process.pid && !processRuns(pid)) await unlink(join(this.dir, name)).catch(() => undefined);
+    }
+  }
+
+  /**
    * Removes the write lock when its holder is gone: a process of this host that no longer runs (killed while
    * saving), or any holder after STALE_LOCK_MS (another host's crash). True when there is no lock left.
    */
@@ -395,14 +429,15 @@ export class VoiceStore {
     const lockPath = join(this.dir, WRITE_LOCK_FILE);
     const [info, text] = await Promise.all([stat(lockPath).catch(() => undefined), readFile(lockPath, "utf-8").catch(() => undefined)]);
     if (!info) return true;
-    let holder: { host?: unknown; pid?: unknown } = {};
+    let holder: { host?: unknown; pid?: unknown } | undefined;
     try {
       holder = JSON.parse(text ?? "");
     } catch {
-      // Being written right now, or not ours: only its age can tell.
+      // Empty or cut: its holder was killed between creating it and writing its name, or is writing it now.
     }
-    const holderGone = holder.host === hostname() && typeof holder.pid === "number" && !processRuns(holder.pid);
     const ageMs = Date.now() - info.mtimeMs;
+    // A live holder names itself within microseconds of the create, so a nameless lock this old is a dead one's.
+    const holderGone = holder === undefined ? ageMs > NAMELESS_LOCK_STALE_MS : holder.host === hostname() && typeof holder.pid === "number" && !processRuns(holder.pid);
     if (!holderGone && ageMs <= STALE_LOCK_MS) return false;
     this.logger.warn("removing a stale voice folder lock", { ageMs: Math.round(ageMs), holderGone });
     await unlink(lockPath).catch(() => undefined);

@@ -539,3 +539,12 @@ describe("replicas on one folder", () => {
     expect(voiceFiles().length).toBe(1);
   });
 });
+
+test("a nameless lock (its holder killed between creating and naming it) is stale after 2 s, not 30", async () => {
+  const lock = join(dir, ".voxedge-write.lock");
+  writeFileSync(lock, "");
+  const old = new Date(Date.now() - 3000);
+  utimesSync(lock, old, old);
+  await openStore();
+  expect(readdirSync(dir)).not.toContain(".voxedge-write.lock");
+});
