@@ -53,3 +53,8 @@ export async function tuneAllocator(): Promise<boolean> {
 export async function releaseFreeMemory(): Promise<void> {
   (await loadLibc())?.malloc_trim(0);
 }
+
+/** Frees what the JS heap dropped now, under Bun (the only runtime that exposes its collector); elsewhere nothing. */
+export function collectGarbage(): void {
+  (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
+}

@@ -9,6 +9,7 @@
  * on the calling thread, so only there does decoding overlap sampling, one core each. Where the worker
  * cannot start, the decoder runs in-process, between the engine's sampling plans.
  */
+import { collectGarbage } from "../../system/allocator.ts";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
@@ -32,10 +33,6 @@ import { pocketParamsSchema } from "./params.ts";
 import { PocketRunner, type RunnerDecoder } from "./runner.ts";
 import { DEFAULT_DECODER_WORKERS } from "../../config.ts";
 
-/** Frees what loading dropped now, under Bun (the only runtime that exposes its collector). */
-function collectGarbage(): void {
-  (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
-}
 
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
 type MimiDecoderPlacement = { kind: "in-process" } | { kind: "worker"; decoder: WorkerMimiDecoderPool } | { kind: "wgsl"; decoder: MimiGpuDecoder; adapterDescription: string };

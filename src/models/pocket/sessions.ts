@@ -1,4 +1,5 @@
 /** The onnxruntime sessions of a Pocket TTS bundle: one per graph, FlowLM's with its KV-cache writes on our side. */
+import { collectGarbage } from "../../system/allocator.ts";
 import { readFile } from "node:fs/promises";
 import type { PocketBundle, StateEntry } from "./bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
@@ -78,10 +79,6 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   };
 }
 
-/** Frees the graph bytes just dropped now, under Bun (the only runtime that exposes its collector). */
-function collectGarbage(): void {
-  (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
-}
 
 /** The batched FlowLM step from the bundle's flow_lm_main weights, or why it cannot be built or run. */
 async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle, graphCache: GraphCache): Promise<BatchedStepSession> {
