@@ -32,6 +32,8 @@ export interface EngineOptions {
    * every waiting request and this one are planned to cost, stays within `budgetBytes`.
    */
   memory?: { budgetBytes: number; plannedBytesPerRequest: number; residentBytes: () => number };
+  /** Called each time the engine runs out of work: nothing running, waiting or decoding. */
+  onIdle?: () => void;
 }
 
 /**
@@ -110,6 +112,7 @@ export class Engine {
   readonly #limits: { maxStreams: number; maxQueue: number };
   readonly #maxInFlightDecodes: number;
   readonly #memory: EngineOptions["memory"];
+  readonly #onIdle: (() => void) | undefined;
   #nextId = 1;
   /** The running loop, until it runs out of work. */
   #loopDone: Promise<void> | undefined;
@@ -140,6 +143,7 @@ export class Engine {
     this.#limits = { maxStreams, maxQueue: options.maxQueue };
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
     this.#memory = options.memory;
+    this.#onIdle = options.onIdle;
     this.#scheduler = new Scheduler(
       {
         maxRunning: maxStreams,
@@ -317,7 +321,10 @@ export class Engine {
     try {
       for (;;) {
         this.#applyAborts();
-        if (this.#scheduler.idle && this.#tasks.length === 0 && this.#inFlight.size === 0) return;
+        if (this.#scheduler.idle && this.#tasks.length === 0 && this.#inFlight.size === 0) {
+          this.#onIdle?.();
+          return;
+        }
         let worked = false;
         const task = this.#tasks.shift();
         if (task) {

@@ -30,8 +30,13 @@ export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24
 /** The rate of OpenAI's `pcm` response format (16-bit little-endian mono at 24 kHz). */
 export const OPENAI_PCM_SAMPLE_RATE_HZ = 24000;
 
-/** Encoded voice prompts kept in memory; each is a few MB for a neural model. */
+/** Encoded voice prompts kept in memory, at most this many. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
+/**
+ * And at most this many bytes of them: a prompt is a model state, 6–10 MiB for a 5–10 s clip on the real-size
+ * Pocket bundle, so 64 of them could take 600 MiB of a 1 GiB container; this keeps the 6–10 voices used last.
+ */
+export const VOICE_PROMPT_CACHE_BYTES = 64 * 1024 ** 2;
 
 /**
  * Longest audio one request may generate, from its input length: 10 s plus 1 s per character. Speech runs at
@@ -89,7 +94,7 @@ export class SpeechService {
    * overrides the stored one): a delete + re-upload gets a new created_at, so a stale prompt can never be
    * served even before the eviction below runs.
    */
-  readonly #voicePrompts = new LRUCache<string, Promise<VoicePrompt>>({ max: VOICE_PROMPT_CACHE_ENTRIES });
+  readonly #voicePrompts = new LRUCache<string, { prompt: Promise<VoicePrompt> }>({ max: VOICE_PROMPT_CACHE_ENTRIES, maxSize: VOICE_PROMPT_CACHE_BYTES });
   /**
    * One voice encode at a time: on two cores a second would only halve the speed of both, and take a core
    * from the playing streams. Others wait, as many as the engine runs streams; past that a 429.
@@ -112,6 +117,11 @@ export class SpeechService {
 
   get cachedVoicePrompts(): number {
     return this.#voicePrompts.size;
+  }
+
+  /** Bytes of the cached voice prompts (one byte for each still being encoded). */
+  get cachedVoicePromptBytes(): number {
+    return this.#voicePrompts.calculatedSize;
   }
 
   /** --max-input-chars: the longest text one request, batch item or WebSocket segment may speak. */
@@ -324,14 +334,21 @@ export class SpeechService {
    * (a 429 included) is not kept.
    */
   #sharedPrompt(key: string, signal: AbortSignal, encode: () => Promise<VoicePrompt>): Promise<VoicePrompt> {
-    let prompt = this.#voicePrompts.get(key);
+    let prompt = this.#voicePrompts.get(key)?.prompt;
     if (!prompt) {
       prompt = encode();
-      this.#voicePrompts.set(key, prompt);
+      // Its size is known once encoded; until then it counts a byte. (A new entry object, since the cache
+      // keeps the old size when the same value is set again.)
+      this.#voicePrompts.set(key, { prompt }, { size: 1 });
       const made = prompt;
-      made.catch(() => {
-        if (this.#voicePrompts.get(key) === made) this.#voicePrompts.delete(key);
-      });
+      made.then(
+        (value) => {
+          if (this.#voicePrompts.peek(key)?.prompt === made) this.#voicePrompts.set(key, { prompt: made }, { size: Math.max(1, value.byteSize) });
+        },
+        () => {
+          if (this.#voicePrompts.peek(key)?.prompt === made) this.#voicePrompts.delete(key);
+        },
+      );
     }
     return prompt.then((value) => {
       if (signal.aborted) throw signal.reason;

@@ -128,6 +128,29 @@ describe("the loop", () => {
     expect(engine.counts).toEqual({ waiting: 0, running: 0, paused: 0 });
   });
 
+  test("onIdle is called once the engine runs out of work, not while any request runs", async () => {
+    const runner = new FakeRunner();
+    let idleCalls = 0;
+    let runningAtIdle: number[] = [];
+    const engine = engineWith(runner, {
+      onIdle: () => {
+        idleCalls++;
+        runningAtIdle.push(engine.counts.running + engine.counts.waiting);
+      },
+    });
+    const streams = await Promise.all([4, 9].map((frames) => engine.submit(job(frames))));
+    await Promise.all(streams.map(collect));
+    await settle(engine);
+    expect(idleCalls).toBeGreaterThanOrEqual(1);
+    expect(runningAtIdle.every((count) => count === 0)).toBe(true);
+    const before = idleCalls;
+    runningAtIdle = [];
+    await collect(await engine.submit(job(3)));
+    await settle(engine);
+    expect(idleCalls).toBeGreaterThan(before);
+    expect(runningAtIdle.every((count) => count === 0)).toBe(true);
+  });
+
   test("fairness: a short request arriving after a long one finishes first", async () => {
     const engine = engineWith(new FakeRunner());
     const ends: string[] = [];

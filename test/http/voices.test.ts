@@ -6,6 +6,7 @@ import { multipartBody, sine, wavFile } from "../support/uploads.ts";
 import { encodeAudio } from "../../src/audio/encoders.ts";
 import { muxWebmLikeABrowser } from "../support/browser-recording.ts";
 import { decodedSecondsInRefusal, referenceBombs } from "../support/audio-bombs.ts";
+import { VOICE_PROMPT_CACHE_BYTES } from "../../src/speech/service.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 
@@ -215,6 +216,28 @@ describe("uploaded voices in speech requests", () => {
     await speak(app, { voice: "mine" });
     expect(adapter.encodedReferences).toHaveLength(2);
     expect(Math.abs((adapter.jobs.at(-1)!.voicePrompt!.state as any).frequencyHz - 500)).toBeLessThan(10);
+  });
+
+  test("cached prompts are bounded by bytes: voices whose prompts are large keep only the last ones used", async () => {
+    const adapter = new ToneAdapter({ cloning: true });
+    const encode = adapter.encodeVoice!.bind(adapter);
+    // Each prompt claims 40 % of the cache's bytes: two fit, a third evicts the least recently used.
+    adapter.encodeVoice = async (reference, signal) => ({ ...(await encode(reference, signal)), byteSize: Math.floor(VOICE_PROMPT_CACHE_BYTES * 0.4) });
+    const { app, service } = await testApp(adapter);
+    for (const name of ["one", "two", "three"]) await upload(app, { name, consent: "c", audio_sample: wavFile(1, 300) });
+    for (const name of ["one", "two"]) expect((await speak(app, { voice: name })).status).toBe(200);
+    expect(service.cachedVoicePrompts).toBe(2);
+    expect(service.cachedVoicePromptBytes).toBe(2 * Math.floor(VOICE_PROMPT_CACHE_BYTES * 0.4));
+    expect((await speak(app, { voice: "one" })).status).toBe(200);
+    expect((await speak(app, { voice: "three" })).status).toBe(200);
+    expect(service.cachedVoicePrompts).toBe(2);
+    expect(service.cachedVoicePromptBytes).toBeLessThanOrEqual(VOICE_PROMPT_CACHE_BYTES);
+    expect(adapter.encodedReferences).toHaveLength(3);
+    // "two" was evicted (used least recently), "one" was not.
+    expect((await speak(app, { voice: "one" })).status).toBe(200);
+    expect(adapter.encodedReferences).toHaveLength(3);
+    expect((await speak(app, { voice: "two" })).status).toBe(200);
+    expect(adapter.encodedReferences).toHaveLength(4);
   });
 
   test("ref_text overrides an uploaded voice's stored transcript for that request; without it (or blank) the stored one is used", async () => {

@@ -17,13 +17,13 @@ import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, ReferenceAudio, SpeechModel, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
-import { type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
+import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, type PocketStages } from "./pipeline.ts";
-import { WorkerVoiceEncoderGraph } from "./encoder/worker-client.ts";
+import { OnDemandVoiceEncoderWorker } from "./encoder/worker-client.ts";
 import { GraphCache } from "../../onnx/graph-cache.ts";
 import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
 import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
-import { type LatentDecoder } from "./stages/mimi-decoder.ts";
+import { MimiDecoder, openMimiDecoderSession, type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
 import { startDecoderWorkers, type PooledDecoderState, type WorkerMimiDecoderPool } from "./decoder/worker-client.ts";
 import { chooseLanguageModelGpu, chooseWgslDecoder, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
@@ -63,25 +63,38 @@ async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOpti
 }
 
 /**
- * The worker's decoder until the worker stops, then the in-process one: the chunk decoding at that moment
- * fails, later ones decode in the main thread instead of failing too.
+ * The worker's decoder until the worker stops, then an in-process one, opened then (`openInProcess`): the
+ * chunk decoding at that moment fails, later ones decode in the main thread instead of failing too. While
+ * the workers run, the main thread holds no decoder session (~25 MiB at real size).
  */
-export function withInProcessFallback(worker: WorkerMimiDecoderPool, inProcess: LatentDecoder<MimiState>, logger: Logger): LatentDecoder<unknown> {
+export function withInProcessFallback(worker: WorkerMimiDecoderPool, openInProcess: () => Promise<LatentDecoder<MimiState>>, logger: Logger): LatentDecoder<unknown> {
   let warned = false;
+  let inProcess: Promise<LatentDecoder<MimiState>> | undefined;
   const workerAlive = () => {
     if (!worker.failed) return true;
     if (!warned) logger.warn("the Mimi decoder worker stopped; decoding in the main thread from now on");
     warned = true;
     return false;
   };
+  const openOnce = () => {
+    inProcess ??= openInProcess();
+    inProcess.catch(() => (inProcess = undefined));
+    return inProcess;
+  };
   const isWorkerState = (state: unknown): state is PooledDecoderState => typeof state === "object" && state !== null && "fresh" in state;
+  /** A fresh in-process state, made by the first decode once the session is open. */
+  const FRESH_IN_PROCESS = Symbol("fresh in-process state");
   return {
     config: worker.config,
     get concurrent() {
       return !worker.failed;
     },
-    emptyState: () => (workerAlive() ? worker.emptyState() : inProcess.emptyState()),
-    decode: (state, latents, options) => (isWorkerState(state) ? worker.decode(state, latents, options) : inProcess.decode(state as MimiState, latents, options)),
+    emptyState: () => (workerAlive() ? worker.emptyState() : FRESH_IN_PROCESS),
+    decode: async (state, latents, options) => {
+      if (isWorkerState(state)) return worker.decode(state, latents, options);
+      const decoder = await openOnce();
+      return decoder.decode(state === FRESH_IN_PROCESS ? decoder.emptyState() : (state as MimiState), latents, options);
+    },
     release: (state) => {
       if (isWorkerState(state)) worker.release(state);
     },
@@ -108,8 +121,8 @@ export class PocketModel implements SpeechModel {
   readonly runner: PocketRunner;
   readonly #decoder: MimiDecoderPlacement;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
-  /** The Mimi encoder's worker thread, when it started. */
-  #encoderWorker: WorkerVoiceEncoderGraph | undefined;
+  /** The Mimi encoder's worker thread, started by encodes (CPU sessions only). */
+  #encoderWorker: OnDemandVoiceEncoderWorker | undefined;
 
   private constructor(
     private readonly bundle: PocketBundle,
@@ -119,7 +132,7 @@ export class PocketModel implements SpeechModel {
     /** Voice name (lower-case) → its state file in the bundle's voices folder. */
     private readonly voiceFiles: ReadonlyMap<string, string>,
     decoder: MimiDecoderPlacement,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     this.#decoder = decoder;
     if (!stages.flowLmSlots) logger.warn("FlowLM runs one stream per call", { reason: stages.flowLmSlotsUnavailable });
@@ -138,7 +151,7 @@ export class PocketModel implements SpeechModel {
       speakerEmbeddingDims: [],
     };
     const runnerDecoder: RunnerDecoder =
-      decoder.kind === "in-process" ? stages.mimiDecoder : decoder.kind === "worker" ? withInProcessFallback(decoder.decoder, stages.mimiDecoder, logger) : wgslRunnerDecoder(decoder.decoder, stages.mimiDecoder.config);
+      decoder.kind === "in-process" ? stages.mimiDecoder : decoder.kind === "worker" ? withInProcessFallback(decoder.decoder, () => this.#openInProcessDecoder(), logger) : wgslRunnerDecoder(decoder.decoder, stages.mimiDecoder.config);
     this.runner = new PocketRunner({
       textConditioner: stages.textConditioner,
       flowLm: stages.flowLm,
@@ -173,7 +186,9 @@ export class PocketModel implements SpeechModel {
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
     const decoderWorker = options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
     const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
-    await model.#startEncoderWorker(options.logger);
+    // Decoding runs in the workers: the main thread's decoder session is opened again only if they stop.
+    if (decoderWorker) await model.#releaseInProcessDecoder();
+    await model.#useEncoderWorker();
     collectGarbage();
     return model;
   }
@@ -212,21 +227,45 @@ export class PocketModel implements SpeechModel {
     return state;
   }
 
-  /** Voice encodes leave the JS thread where a worker can open the encoder; else they run between ticks. */
-  async #startEncoderWorker(logger: Logger): Promise<void> {
+  async #releaseInProcessDecoder(): Promise<void> {
+    const session = this.sessions.mimiDecoder;
+    this.sessions.mimiDecoder = null;
+    await session?.release();
+  }
+
+  /** The main thread's Mimi decoder, opened again after its session was released for the workers'. */
+  async #openInProcessDecoder(): Promise<LatentDecoder<MimiState>> {
+    const graph = this.bundle.graphs.mimiDecoder;
+    const runtime = await loadOnnxRuntime({ provider: this.sessions.provider });
+    const { session, manifest } = await openMimiDecoderSession(runtime, graph.path, this.bundle.mimiStateManifest);
+    this.sessions.mimiDecoder = session;
+    return new MimiDecoder(session, manifest, this.stages.mimiDecoder.config);
+  }
+
+  /**
+   * Voice encodes leave the JS thread: the encoder runs in a worker thread started by the first encode and
+   * closed when idle, and the main thread's session (opened for the load's probe) is released. It is opened
+   * again only if a worker cannot start; encodes then run between engine ticks.
+   */
+  async #useEncoderWorker(): Promise<void> {
     const graph = this.bundle.graphs.voiceEncoder;
-    if (!graph || !this.stages.voiceEncoder || this.sessions.executionProvider !== "cpu") return;
-    try {
-      const worker = await WorkerVoiceEncoderGraph.start({ path: graph.path, provider: this.sessions.provider as CpuProvider });
-      this.#encoderWorker = worker;
-      this.stages.voiceEncoder.runOffThread({ run: (audio) => worker.run(audio), failed: () => worker.failed });
-    } catch (error) {
-      logger.warn("voice encodes run in the main thread, between engine ticks", { error: (error as Error).message });
-    }
+    const encoder = this.stages.voiceEncoder;
+    if (!graph || !encoder || this.sessions.executionProvider !== "cpu") return;
+    const provider = this.sessions.provider;
+    const worker = new OnDemandVoiceEncoderWorker({ path: graph.path, provider });
+    this.#encoderWorker = worker;
+    let warned = false;
+    await encoder.runOffThread({ run: (audio) => worker.run(audio), failed: () => worker.failed }, async () => {
+      if (!warned) this.logger.warn("voice encodes run in the main thread, between engine ticks: the encoder worker could not start");
+      warned = true;
+      return (await loadOnnxRuntime({ provider })).createSession(graph.path);
+    });
+    this.sessions.voiceEncoder = null;
   }
 
   async close(): Promise<void> {
     await this.#encoderWorker?.close();
+    await this.stages.voiceEncoder?.close();
     if (this.#decoder.kind === "worker") this.#decoder.decoder.close();
     if (this.#decoder.kind === "wgsl") this.#decoder.decoder.destroy();
     await closePocketSessions(this.sessions);

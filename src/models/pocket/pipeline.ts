@@ -48,7 +48,8 @@ export async function createPocketStages(bundle: PocketBundle, sessions: PocketS
     flowLmSlots: slots.slots,
     ...(slots.slots ? {} : { flowLmSlotsUnavailable: slots.reason }),
     flowHead: await FlowHead.create(sessions.flowLmFlow, { latentDim, conditioningDim }, sessions.flowLmFlowRows),
-    mimiDecoder: new MimiDecoder(sessions.mimiDecoder, sessions.mimiDecoderStates, { latentDim, samplesPerFrame }),
+    // Opened with the others; only a model with decoder workers releases it, after this.
+    mimiDecoder: new MimiDecoder(sessions.mimiDecoder!, sessions.mimiDecoderStates, { latentDim, samplesPerFrame }),
   };
 }
 

@@ -38,7 +38,8 @@ export interface PocketSessions {
    * that rows come out as they do alone before it batches (stages/flow-head.ts).
    */
   flowLmFlowRows: OnnxSession;
-  mimiDecoder: OnnxSession;
+  /** Null once released: the Pocket model's decoder workers hold their own (model.ts). */
+  mimiDecoder: OnnxSession | null;
   /** The Mimi decoder states the session keeps: the bundle's, less those it only hands back. */
   mimiDecoderStates: StateEntry[];
 }

@@ -9,6 +9,13 @@ import type { EncoderWorkerReply, EncoderWorkerRequest } from "./protocol.ts";
 
 /** How long a closing worker may take to finish its run and exit before it is terminated. */
 const CLOSE_GRACE_MS = 10_000;
+/**
+ * An encoder worker with nothing to encode for this long is closed, and started again by the next encode.
+ * Voices are cloned rarely next to how often they speak (an uploaded voice is encoded once, then cached),
+ * and an idle worker holds the encoder's weights and the thread's heap: ~45 MiB of the real-size bundle's
+ * idle server. A start costs ~0.2 s before that next encode.
+ */
+export const ENCODER_WORKER_IDLE_MS = 30_000;
 
 export class WorkerVoiceEncoderGraph {
   #nextRequestId = 1;
@@ -85,5 +92,87 @@ export class WorkerVoiceEncoderGraph {
     this.#failure ??= error;
     for (const pending of this.#pending.values()) pending.reject(error);
     this.#pending.clear();
+  }
+}
+
+/**
+ * The encoder worker as encodes need it: started by the first run, closed after `idleMs` without one, started
+ * again by the next. `failed` once a start has failed (the caller then encodes in-process); a worker that
+ * stops mid-run fails that run, and the next run starts a new one.
+ */
+export class OnDemandVoiceEncoderWorker {
+  #worker: Promise<WorkerVoiceEncoderGraph> | undefined;
+  #startFailure: Error | undefined;
+  #running = 0;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+  /** Workers started so far (the first encode's, and one after each idle close). */
+  starts = 0;
+
+  constructor(
+    private readonly options: { path: string; provider: CpuProvider; threads?: number; idleMs?: number },
+    private readonly startWorker: typeof WorkerVoiceEncoderGraph.start = (startOptions) => WorkerVoiceEncoderGraph.start(startOptions),
+  ) {}
+
+  get failed(): boolean {
+    return this.#startFailure !== undefined || this.#closed;
+  }
+
+  /** Whether a worker is running or starting now. */
+  get running(): boolean {
+    return this.#worker !== undefined;
+  }
+
+  async run(audio: Float32Array): Promise<Float32Tensor> {
+    if (this.#closed) throw new Error("the Mimi encoder worker is closed");
+    if (this.#startFailure) throw this.#startFailure;
+    clearTimeout(this.#idleTimer);
+    this.#running++;
+    try {
+      const worker = await this.#current();
+      return await worker.run(audio);
+    } finally {
+      this.#running--;
+      if (this.#running === 0) this.#closeWhenIdle();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    await this.#stop();
+  }
+
+  #current(): Promise<WorkerVoiceEncoderGraph> {
+    const current = this.#worker;
+    if (current) {
+      // A worker that stopped is replaced; its failure was the run's that saw it.
+      return current.then((worker) => {
+        if (!worker.failed) return worker;
+        if (this.#worker === current) this.#worker = undefined;
+        return this.#current();
+      });
+    }
+    this.starts++;
+    const started = this.startWorker(this.options);
+    this.#worker = started;
+    started.catch((error: Error) => {
+      this.#startFailure ??= error;
+      if (this.#worker === started) this.#worker = undefined;
+    });
+    return started;
+  }
+
+  #closeWhenIdle(): void {
+    if (this.#closed) return;
+    this.#idleTimer = setTimeout(() => void this.#stop(), this.options.idleMs ?? ENCODER_WORKER_IDLE_MS);
+    this.#idleTimer.unref?.();
+  }
+
+  async #stop(): Promise<void> {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    const started = await worker?.catch(() => undefined);
+    await started?.close();
   }
 }

@@ -36,16 +36,43 @@ export class VoiceEncoder {
   /** Where runs go instead of the in-process session (a worker thread), while it works. */
   #offThread: { run: EncoderGraphRun; failed(): boolean } | undefined;
 
+  /** The in-process session: null while runs go off-thread, reopened by `#reopen` if that fails. */
+  #session: OnnxSession | null;
+  #reopen: (() => Promise<OnnxSession>) | undefined;
+  #reopening: Promise<OnnxSession> | undefined;
+
   private constructor(
-    private readonly session: OnnxSession,
+    session: OnnxSession,
     private readonly config: VoiceEncoderConfig,
     /** Whether the graph emits `bos_before_voice` as row 0 itself (the LM v2 wrapper) or not (KR2 prepends it). */
     readonly bosBakedIn: boolean,
-  ) {}
+  ) {
+    this.#session = session;
+  }
 
-  /** Runs the graph off the JS thread from now on; the in-process session takes over if that fails. */
-  runOffThread(offThread: { run: EncoderGraphRun; failed(): boolean }): void {
+  /**
+   * Runs the graph off the JS thread from now on; an in-process session takes over if that fails. Given
+   * `reopen`, the in-process session is released now and opened again only then.
+   */
+  async runOffThread(offThread: { run: EncoderGraphRun; failed(): boolean }, reopen?: () => Promise<OnnxSession>): Promise<void> {
     this.#offThread = offThread;
+    if (!reopen) return;
+    this.#reopen = reopen;
+    const session = this.#session;
+    this.#session = null;
+    await session?.release();
+  }
+
+  /** Whether the in-process session is open now. */
+  get inProcessSessionOpen(): boolean {
+    return this.#session !== null;
+  }
+
+  /** Releases the in-process session, if it is open. */
+  async close(): Promise<void> {
+    const session = this.#session;
+    this.#session = null;
+    await session?.release();
   }
 
   /** Whether an encode leaves the JS thread free (so it need not wait for a gap between engine ticks). */
@@ -58,9 +85,22 @@ export class VoiceEncoder {
     return Math.min(Math.ceil(sampleCount / this.config.samplesPerFrame), Math.round(MAX_VOICE_SECONDS * (24_000 / this.config.samplesPerFrame)));
   }
 
-  #run(audio: Float32Array): Promise<Float32Tensor> {
+  async #run(audio: Float32Array): Promise<Float32Tensor> {
     if (this.offThread) return this.#offThread!.run(audio);
-    return runEncoder(this.session, audio.slice(), this.config.conditioningDim);
+    return runEncoder(await this.#inProcessSession(), audio.slice(), this.config.conditioningDim);
+  }
+
+  #inProcessSession(): Promise<OnnxSession> {
+    if (this.#session) return Promise.resolve(this.#session);
+    this.#reopening ??= this.#reopen!().then((session) => {
+      this.#session = session;
+      this.#reopening = undefined;
+      return session;
+    }, (error: unknown) => {
+      this.#reopening = undefined;
+      throw error;
+    });
+    return this.#reopening;
   }
 
   /**

@@ -113,15 +113,23 @@ describe("Mimi decoder in a worker thread", () => {
   test("once the worker stops, the engine's decoder falls back to the in-process one, and says so once through its logger", async () => {
     const { logger, entries } = recordingLogger();
     const started = await startDecoderWorker(bundle, "onnxruntime-node", logger);
-    const decoder = withInProcessFallback(new WorkerMimiDecoderPool([started!]), stages.mimiDecoder, logger);
+    let opened = 0;
+    const openInProcess = async () => {
+      opened++;
+      return stages.mimiDecoder;
+    };
+    const decoder = withInProcessFallback(new WorkerMimiDecoderPool([started!]), openInProcess, logger);
     expect(decoder.concurrent).toBe(true);
     const before = await decodeInCalls(decoder, [2, 5], true);
     expect(entries).toEqual([]);
+    // No main-thread session while the worker decodes: it is opened when the worker stops, once.
+    expect(opened).toBe(0);
     started!.close();
     expect(decoder.concurrent).toBe(false);
     const after = await decodeInCalls(decoder, [2, 5], true);
     expect(after).toEqual(before);
     expect(await decodeInCalls(decoder, [2, 5], true)).toEqual(before);
+    expect(opened).toBe(1);
     expect(entries.map(({ level, message }) => ({ level, message }))).toEqual([{ level: "warn", message: "the Mimi decoder worker stopped; decoding in the main thread from now on" }]);
   });
 
