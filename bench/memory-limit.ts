@@ -152,13 +152,17 @@ const tally = (outcomes: PromiseSettledResult<StreamOutcome>[]) => {
 };
 
 if (!exit) {
+  // Idle as started: the engine's idle release has run, no voice encoded yet (no encoder worker).
+  await Bun.sleep(1500);
+  phasePeakRss = rssMiB();
+  phase("idle, just ready", "", `RSS ${rssMiB().toFixed(0)} MiB`);
   await uploadBenchVoice(base).catch((error) => console.error(String(error)));
   // The voice's prompt is encoded at its first use: done here, so that the phases below time speech alone.
   await rawPcmStream(base, "Hello.", { ...fields, max_new_tokens: 2 }).catch((error) => console.error(String(error)));
   await Bun.sleep(1500);
   phasePeakRss = rssMiB();
   const idle = rssMiB();
-  phase("idle (voice uploaded and encoded)", "", `RSS ${idle.toFixed(0)} MiB`);
+  phase("idle, a voice just encoded (its worker still open)", "", `RSS ${idle.toFixed(0)} MiB`);
 
   const one = await Promise.allSettled([rawPcmStream(base, BENCH_SENTENCE, fields)]);
   let oneStream = "";

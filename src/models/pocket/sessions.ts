@@ -6,10 +6,10 @@ import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxR
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
 import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";
 import { onnxGraphWeights } from "../../onnx/proto.ts";
-import { GraphCache } from "../../onnx/graph-cache.ts";
+import { GraphCache, type PreparedGraph } from "../../onnx/graph-cache.ts";
 import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
 import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
-import type { BatchedStepSession } from "./stages/flow-lm-slots.ts";
+import type { BatchedStepSession, FlowLmSlotsConfig } from "./stages/flow-lm-slots.ts";
 import { openMimiDecoderSession } from "./stages/mimi-decoder.ts";
 
 import { FLOW_LM_POSITIONS_AXIS } from "./stages/state.ts";
@@ -49,12 +49,16 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   const { graphs } = bundle;
   // One session at a time, each graph's bytes (read, rewritten, built) dropped and collected before the next:
   // made all at once, every graph's copies were alive together, and the load peaked at 1.29 GiB against
-  // 0.41 GiB once they were collected (real-size int8 bundle). FlowLM's two go first: on a start with no
-  // graph cache yet their rewrites are the load's largest transients, best made with little else resident.
-  // flow_lm_main is read once per use: the published session (rewritten), then the batched step's weights.
-  const flowLm = await createCacheWritingSession(runtime, graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }, graphCache);
+  // 0.41 GiB once they were collected (real-size int8 bundle). FlowLM's two rewrites go first, before any
+  // session: on a start with no graph cache yet they are the load's largest transients (flow_lm_main read,
+  // parsed and written again, twice), best made with nothing else resident (real-size int8, 1 GiB cgroup, cold-start peak 807 → 654 MiB).
+  const flowLmGraph = await prepareCacheWritingGraph(graphs.flowLmMain.path, bundle.flowLmStateManifest, { positionsAxis: FLOW_LM_POSITIONS_AXIS }, graphCache);
   collectGarbage();
-  const flowLmBatched = await createBatchedStepSession(runtime, bundle, graphCache);
+  const batchedGraph = await prepareBatchedStepGraph(bundle, graphCache);
+  collectGarbage();
+  const flowLm = await createPreparedCacheWritingSession(runtime, flowLmGraph);
+  collectGarbage();
+  const flowLmBatched = await createBatchedStepSession(runtime, batchedGraph);
   collectGarbage();
   const [flowLmFlow, flowLmFlowRows] = await createFlowHeadSessions(runtime, graphs.flowLmFlow.path, graphCache);
   collectGarbage();
@@ -81,10 +85,12 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
 }
 
 
-/** The batched FlowLM step from the bundle's flow_lm_main weights, or why it cannot be built or run. */
-async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBundle, graphCache: GraphCache): Promise<BatchedStepSession> {
+type BatchedStepGraph = { graph: PreparedGraph<object | null>; config: FlowLmSlotsConfig } | { reason: string };
+
+/** The batched FlowLM step's graph, built from the bundle's flow_lm_main weights, or why it cannot be. */
+async function prepareBatchedStepGraph(bundle: PocketBundle, graphCache: GraphCache): Promise<BatchedStepGraph> {
   const caches = bundle.flowLmStateManifest.filter((entry) => entry.key === "cache" && entry.shape.length === 5);
-  if (caches.length === 0) return { session: null, reason: "the FlowLM manifest has no KV caches" };
+  if (caches.length === 0) return { reason: "the FlowLM manifest has no KV caches" };
   const [, , , heads, headDim] = caches[0]!.shape as [number, number, number, number, number];
   const config = { layers: caches.length, heads, headDim, latentDim: bundle.dims.latentDim, cachePositions: bundle.dims.flowLmCachePositions };
   const path = bundle.graphs.flowLmMain.path;
@@ -98,9 +104,15 @@ async function createBatchedStepSession(runtime: OnnxRuntime, bundle: PocketBund
     return { model: buildBatchedFlowLmStep(read.weights), meta: {} };
   });
   // "Unchanged" here means the weights could not be read for a batched step: the published graph runs alone.
-  if (graph.meta === null) return { session: null, reason: reason ?? "the FlowLM graph's weights do not fit the batched step" };
+  if (graph.meta === null) return { reason: reason ?? "the FlowLM graph's weights do not fit the batched step" };
+  return { graph, config };
+}
+
+/** The batched step's session, or why the runtime cannot run it. */
+async function createBatchedStepSession(runtime: OnnxRuntime, prepared: BatchedStepGraph): Promise<BatchedStepSession> {
+  if ("reason" in prepared) return { session: null, reason: prepared.reason };
   try {
-    return { session: await runtime.createSession(graph.path, graph.model), config };
+    return { session: await runtime.createSession(prepared.graph.path, prepared.graph.model), config: prepared.config };
   } catch (error) {
     return { session: null, reason: `the runtime cannot run the batched step graph: ${(error as Error).message}` };
   }
@@ -119,6 +131,22 @@ async function createFlowHeadSessions(runtime: OnnxRuntime, path: string, graphC
   return [published, rows];
 }
 
+type CacheWritingGraph = PreparedGraph<{ plans: CacheWritePlan[]; windowed: string[] } | null>;
+
+/** A stateful graph with its float KV cache writes rewritten (cache-writes.ts), or the graph itself. */
+async function prepareCacheWritingGraph(path: string, manifest: readonly StateEntry[], options: RewriteOptions, graphCache: GraphCache): Promise<CacheWritingGraph> {
+  // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
+  const states = manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache");
+  return graphCache.prepare(path, `cache-writes-${options.positionsAxis ?? "fixed"}`, async () => {
+    const rewritten = rewriteCacheWrites(new Uint8Array(await readFile(path)), states, options);
+    return rewritten && { model: rewritten.model, meta: { plans: rewritten.plans, windowed: rewritten.windowed } };
+  });
+}
+
+async function createPreparedCacheWritingSession(runtime: OnnxRuntime, graph: CacheWritingGraph): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
+  return { session: await runtime.createSession(graph.path, graph.model), cacheWrites: graph.meta?.plans ?? [], windowed: graph.meta?.windowed ?? [] };
+}
+
 /**
  * A session of a stateful graph whose float KV caches are rebuilt on our side when the graph writes them
  * with ScatterND (cache-writes.ts); other graphs load unchanged.
@@ -130,13 +158,7 @@ export async function createCacheWritingSession(
   options: RewriteOptions = {},
   graphCache = new GraphCache(undefined),
 ): Promise<{ session: OnnxSession; cacheWrites: CacheWritePlan[]; windowed: string[] }> {
-  // Only float caches: the rewritten outputs are declared float, and the small int64 counters cost nothing to fetch.
-  const states = manifest.filter((entry) => entry.dtype === "float32" && entry.key === "cache");
-  const graph = await graphCache.prepare(path, `cache-writes-${options.positionsAxis ?? "fixed"}`, async () => {
-    const rewritten = rewriteCacheWrites(new Uint8Array(await readFile(path)), states, options);
-    return rewritten && { model: rewritten.model, meta: { plans: rewritten.plans, windowed: rewritten.windowed } };
-  });
-  return { session: await runtime.createSession(graph.path, graph.model), cacheWrites: graph.meta?.plans ?? [], windowed: graph.meta?.windowed ?? [] };
+  return createPreparedCacheWritingSession(runtime, await prepareCacheWritingGraph(path, manifest, options, graphCache));
 }
 
 export async function closePocketSessions(sessions: PocketSessions): Promise<void> {
