@@ -146,8 +146,8 @@ const OPTIONS = {
   modelAliases: {
     flag: "model-aliases",
     env: "VOXEDGE_MODEL_ALIASES",
-    schema: commaList.default(["tts-1", "tts-1-hd", "gpt-4o-mini-tts"]),
-    description: "comma-separated model names accepted as aliases of the served model",
+    schema: commaList.default([]),
+    description: "comma-separated model names accepted as aliases of the served model, beside the speech models the openai SDK names (tts-1, tts-1-hd, gpt-4o-mini-tts and its dated snapshots), which are always accepted",
   },
   voiceAliases: {
     flag: "voice-aliases",

@@ -58,6 +58,42 @@ function optional<Schema extends z.ZodType>(schema: Schema) {
     .optional();
 }
 
+/**
+ * vLLM's SamplingParams fields that a TTS request may carry (clients written for vLLM send them at the top
+ * level, and vLLM-Omni's request model drops what it does not use). `temperature` and `seed` are applied
+ * (temperature as extra_params.temperature, when that is not set); the rest no model here reads, so they are
+ * accepted with any value and named in X-Ignored-Fields. A field that is nobody's stays a 400.
+ */
+export const VLLM_SAMPLING_FIELDS = [
+  "n",
+  "best_of",
+  "presence_penalty",
+  "frequency_penalty",
+  "repetition_penalty",
+  "top_p",
+  "top_k",
+  "min_p",
+  "stop",
+  "stop_token_ids",
+  "bad_words",
+  "ignore_eos",
+  "max_tokens",
+  "min_tokens",
+  "logprobs",
+  "prompt_logprobs",
+  "detokenize",
+  "skip_special_tokens",
+  "spaces_between_special_tokens",
+  "include_stop_str_in_output",
+  "truncate_prompt_tokens",
+  "logit_bias",
+  "allowed_token_ids",
+  "guided_decoding",
+  "structured_outputs",
+  "extra_args",
+  "output_kind",
+] as const;
+
 /** Fields shared by a single request, a batch item and batch-level defaults. */
 export const speechFieldShape = {
   model: optional(z.string()),
@@ -84,7 +120,20 @@ export const speechFieldShape = {
   ref_audio_2: optional(z.string({ error: "ref_audio_2 must be a string" })),
   ambient_sound: optional(z.string({ error: "ambient_sound must be a string" })),
   duration_seconds: optional(z.number({ error: "duration_seconds must be a number" }).min(0, "duration_seconds must be ≥ 0")),
+  references: optional(
+    z
+      .array(z.strictObject({ audio_path: z.string({ error: "references[].audio_path must be a string" }), text: optional(z.string().max(MAX_REF_TEXT_CHARS, `references[].text must be at most ${MAX_REF_TEXT_CHARS} characters`)) }), {
+        error: "references must be a list of {audio_path, text}",
+      })
+      .min(1, "references must not be empty"),
+  ),
+  temperature: optional(z.number({ error: "temperature must be a number in 0..2" }).min(0, "temperature must be a number in 0..2").max(2, "temperature must be a number in 0..2")),
+  ...vllmSamplingFieldShape(),
 };
+
+function vllmSamplingFieldShape(): Record<(typeof VLLM_SAMPLING_FIELDS)[number], ReturnType<typeof optional<z.ZodUnknown>>> {
+  return Object.fromEntries(VLLM_SAMPLING_FIELDS.map((field) => [field, optional(z.unknown())])) as Record<(typeof VLLM_SAMPLING_FIELDS)[number], ReturnType<typeof optional<z.ZodUnknown>>>;
+}
 
 /** Fields of vLLM-Omni's schema that only its other models read: no model here uses them. */
 export const OTHER_MODELS_FIELDS = ["task_type", "x_vector_only_mode", "non_streaming_mode", "initial_codec_chunk_frames", "speaker_embedding", "ref_audio_2", "ambient_sound", "duration_seconds"] as const;
@@ -93,14 +142,29 @@ export const OTHER_MODELS_FIELDS = ["task_type", "x_vector_only_mode", "non_stre
  * `speaker` is vLLM-Omni's other name for `voice`: the parsed request carries it as `voice`. Both naming
  * different voices is a 400 rather than a silent choice.
  */
-function withSpeakerAlias<Schema extends z.ZodType<{ voice?: VoiceField; speaker?: VoiceField }>>(schema: Schema): Schema {
+function withSpeakerAlias<Schema extends z.ZodType<{ voice?: VoiceField; speaker?: VoiceField; ref_audio?: string; ref_text?: string; references?: { audio_path: string; text?: string }[] }>>(schema: Schema): Schema {
   return schema
-    .superRefine(({ voice, speaker }, context) => {
+    .superRefine(({ voice, speaker, ref_audio, ref_text, references }, context) => {
       if (voice !== undefined && speaker !== undefined && voiceId(voice).toLowerCase() !== voiceId(speaker).toLowerCase()) {
         context.addIssue({ code: "custom", path: ["speaker"], message: "speaker is another name for voice, and the two name different voices; send one of them" });
       }
+      const reference = references?.[0];
+      if (reference && ref_audio !== undefined && ref_audio !== reference.audio_path) {
+        context.addIssue({ code: "custom", path: ["references"], message: "references[0].audio_path is another name for ref_audio, and the two differ; send one of them" });
+      }
+      if (reference?.text !== undefined && ref_text !== undefined && ref_text !== reference.text) {
+        context.addIssue({ code: "custom", path: ["references"], message: "references[0].text is another name for ref_text, and the two differ; send one of them" });
+      }
     })
-    .overwrite((request) => ({ ...request, voice: request.voice ?? request.speaker, speaker: undefined }));
+    // vLLM-Omni's `references` ([{audio_path, text}]) is its list form of ref_audio/ref_text: the first
+    // entry is the reference (a model here conditions on one clip); the parsed request carries it as those.
+    .overwrite((request) => ({
+      ...request,
+      voice: request.voice ?? request.speaker,
+      speaker: undefined,
+      ref_audio: request.ref_audio ?? request.references?.[0]?.audio_path,
+      ref_text: request.ref_text ?? request.references?.[0]?.text,
+    }));
 }
 
 /** Its length cap is --max-input-chars, so the speech service checks it, the one place that knows the configuration. */

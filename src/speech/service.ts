@@ -14,7 +14,7 @@ import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
-import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
@@ -29,6 +29,13 @@ import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
 /** The rate of OpenAI's `pcm` response format (16-bit little-endian mono at 24 kHz). */
 export const OPENAI_PCM_SAMPLE_RATE_HZ = 24000;
+
+/**
+ * The speech models the `openai` SDK types (`SpeechModel`), answered by the served model: a client that
+ * picks any of them works unchanged. Listed by /v1/models; later dated snapshots are accepted by pattern.
+ */
+export const OPENAI_SPEECH_MODELS: readonly string[] = ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"];
+const OPENAI_DATED_SPEECH_MODEL = /^(?:gpt-4o-mini-tts|gpt-4o-tts|tts-1|tts-1-hd)-\d{4}-\d{2}-\d{2}$/;
 
 /** Encoded voice prompts kept in memory, at most this many. */
 const VOICE_PROMPT_CACHE_ENTRIES = 64;
@@ -145,12 +152,12 @@ export class SpeechService {
 
   servedModelIds(): string[] {
     const capabilities = this.model().capabilities;
-    return [capabilities.modelId, ...this.config.modelAliases.filter((alias) => alias !== capabilities.modelId)];
+    return [...new Set([capabilities.modelId, ...OPENAI_SPEECH_MODELS, ...this.config.modelAliases])];
   }
 
   checkModel(model: string | undefined): void {
     if (model === undefined) return;
-    if (!this.servedModelIds().includes(model)) {
+    if (!this.servedModelIds().includes(model) && !OPENAI_DATED_SPEECH_MODEL.test(model)) {
       throw new ApiError(404, `The model '${echoed(model)}' does not exist. Served: ${this.servedModelIds().join(", ")}`, "model");
     }
   }
@@ -199,12 +206,18 @@ export class SpeechService {
     if (request.word_timestamps && transport !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
-    const extraParams = this.parseExtraParams(request.extra_params ?? {});
+    // vLLM's top-level temperature is the model's sampling temperature, unless extra_params names one.
+    const temperature = request.temperature !== undefined && request.extra_params?.temperature === undefined ? { temperature: request.temperature } : {};
+    const extraParams = this.parseExtraParams({ ...temperature, ...(request.extra_params ?? {}) });
     const ignoredFields = [
       ...(instructions !== undefined && !capabilities.supportsInstructions ? ["instructions"] : []),
       // No model here reads a language; "Auto", letting the model decide, is what each of them does.
       ...(request.language !== undefined && request.language.trim().toLowerCase() !== "auto" ? ["language"] : []),
       ...OTHER_MODELS_FIELDS.filter((field) => request[field] !== undefined),
+      ...(request.temperature !== undefined && (request.extra_params?.temperature !== undefined || !Object.hasOwn(extraParams, "temperature")) ? ["temperature"] : []),
+      ...VLLM_SAMPLING_FIELDS.filter((field) => request[field] !== undefined),
+      // Only the first reference conditions the voice.
+      ...(request.references ?? []).slice(1).map((_, index) => `references.${index + 1}`),
       ...Object.keys(request.extra_params ?? {})
         .filter((key) => !Object.hasOwn(extraParams, key))
         .map((key) => `extra_params.${headerSafeFieldName(key)}`),

@@ -16,7 +16,7 @@ test("models list the served model and its aliases", async () => {
   const { app } = await testApp(new ToneAdapter());
   const body = (await (await app.request("/v1/models")).json()) as any;
   expect(body.object).toBe("list");
-  expect(body.data.map((model: any) => model.id)).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"]);
+  expect(body.data.map((model: any) => model.id)).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"]);
   expect(body.data[0]).toMatchObject({ object: "model", owned_by: "voxedge", engine: "neural", sample_rate: 24000, supported_sample_rates: [8000, 16000, 22050, 24000, 44100, 48000] });
   const aliased = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi", model: "tts-1" }) });
   expect(aliased.status).toBe(200);
@@ -67,7 +67,7 @@ test("an API key, when configured, is required on /v1 routes", async () => {
 test("GET /v1/audio/models lists the served model and its aliases as Open WebUI reads them", async () => {
   const { app } = await testApp(new ToneAdapter());
   const body = (await (await app.request("/v1/audio/models")).json()) as any;
-  expect(body.models).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"].map((id) => ({ id, name: id })));
+  expect(body.models).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"].map((id) => ({ id, name: id })));
   expect(body.data).toEqual(((await (await app.request("/v1/models")).json()) as any).data);
 });
 

@@ -264,8 +264,11 @@ export class PocketModel implements SpeechModel {
   }
 
   async close(): Promise<void> {
-    await this.#encoderWorker?.close();
-    await this.stages.voiceEncoder?.close();
+    if (this.#encoderWorker) {
+      await this.#encoderWorker.close();
+      // Its in-process session, if one was reopened, is the voice encoder's own (the bundle's was released).
+      await this.stages.voiceEncoder?.close();
+    }
     if (this.#decoder.kind === "worker") this.#decoder.decoder.close();
     if (this.#decoder.kind === "wgsl") this.#decoder.decoder.destroy();
     await closePocketSessions(this.sessions);
