@@ -6,7 +6,8 @@
 import { z } from "zod";
 
 export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
-export const STREAMABLE_FORMATS = ["wav", "pcm"] as const;
+/** Every response format streams (audio/stream-encoder.ts). */
+export const STREAMABLE_FORMATS = RESPONSE_FORMATS;
 /** OpenAI's cap on input, and the default of --max-input-chars. */
 export const DEFAULT_MAX_INPUT_CHARS = 4096;
 /** Highest --max-input-chars: long-form text, which every model speaks chunk by chunk and a stream sends as it is made. */
@@ -194,24 +195,38 @@ export type BatchRequest = z.infer<typeof batchRequestSchema>;
 export const SPLIT_GRANULARITIES = ["none", "sentence", "clause"] as const;
 
 /** WebSocket `session.config`: any speech field but `input`, plus the streaming options. */
+/**
+ * vLLM-Omni's WebSocket streaming modes: "sentence" (text is cut into sentences as it arrives; the default),
+ * "token_level" (text arrives a token at a time: the same segmentation, which already waits for nothing but
+ * a sentence's end) and "sentence_commit" (the client says where sentences end: text waits for input.commit,
+ * which speaks it as one sentence).
+ */
+export const STREAMING_MODES = ["sentence", "token_level", "sentence_commit"] as const;
+export type StreamingMode = (typeof STREAMING_MODES)[number];
+
 export const streamSessionConfigSchema = withSpeakerAlias(
   z.strictObject({
     type: z.literal("session.config"),
     ...speechFieldShape,
     stream_audio: optional(z.boolean({ error: "stream_audio must be a boolean" })),
     split_granularity: optional(z.enum(SPLIT_GRANULARITIES, { error: `split_granularity must be one of ${SPLIT_GRANULARITIES.join(", ")}` })),
+    streaming_mode: optional(z.enum(STREAMING_MODES, { error: `streaming_mode must be one of ${STREAMING_MODES.join(", ")}` })),
   }),
 );
 export type StreamSessionConfig = z.infer<typeof streamSessionConfigSchema>;
+
+/** The message types a client may send; any other is answered with a non-fatal error. */
+export const STREAM_CLIENT_MESSAGE_TYPES = ["session.config", "input.text", "input.commit", "input.done", "session.close"] as const;
 
 export const streamClientMessageSchema = z.discriminatedUnion(
   "type",
   [
     streamSessionConfigSchema,
     z.strictObject({ type: z.literal("input.text"), text: z.string({ error: "text must be a string" }) }),
+    z.strictObject({ type: z.literal("input.commit"), commit_id: optional(z.union([z.string(), z.number()], { error: "commit_id must be a string or a number" })) }),
     z.strictObject({ type: z.literal("input.done") }),
     z.strictObject({ type: z.literal("session.close") }),
   ],
-  { error: "type must be one of session.config, input.text, input.done, session.close" },
+  { error: `type must be one of ${STREAM_CLIENT_MESSAGE_TYPES.join(", ")}` },
 );
 export type StreamClientMessage = z.infer<typeof streamClientMessageSchema>;

@@ -25,8 +25,8 @@ import { floatToInt16 } from "./wav.ts";
 
 /** Ample for mono speech and valid in every MPEG version's bitrate table. It also makes every
  *  frame at least 192 bytes, enough room for the Info tag (177 bytes at most for mono). */
-const BITRATE_KBPS = 64;
-const MP3_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
+export const MP3_BITRATE_KBPS = 64;
+export const MP3_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
 /** Samples handed to LAME per call; lamejs sizes its output buffer to the largest input it has seen. */
 const CHUNK_SAMPLES = 1152 * 32;
 /** LAME delays its output by this much (ENCDELAY in LAME's encoder.h), whatever the rate. */
@@ -41,7 +41,7 @@ export async function encodeMp3(samples: Float32Array, sampleRateHz: number): Pr
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
   const { Mp3Encoder } = await loadLame();
 
-  const encoder = new Mp3Encoder(1, encoderRateHz, BITRATE_KBPS);
+  const encoder = new Mp3Encoder(1, encoderRateHz, MP3_BITRATE_KBPS);
   const pcm = floatToInt16(encoderInput);
   const parts: Uint8Array[] = [];
   // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
@@ -117,7 +117,7 @@ function infoTagFrame(audio: Uint8Array, inputSamples: number): Uint8Array {
   // LAME extension: fields we do not track (lowpass, ReplayGain, encoder flags, preset) stay 0 = unknown.
   frame.set(ascii(LAME_VERSION_TAG), at);
   frame[at + 9] = 0x01; // tag revision 0, VBR method 1 = CBR
-  frame[at + 20] = BITRATE_KBPS;
+  frame[at + 20] = MP3_BITRATE_KBPS;
   frame[at + 21] = LAME_ENCODER_DELAY_SAMPLES >> 4;
   frame[at + 22] = ((LAME_ENCODER_DELAY_SAMPLES & 0x0f) << 4) | (endPaddingSamples >> 8);
   frame[at + 23] = endPaddingSamples & 0xff;

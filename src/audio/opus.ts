@@ -27,15 +27,15 @@ import { floatToInt16 } from "./wav.ts";
 import { lazyLoad } from "./lazy-load.ts";
 
 /** Sample rates libopus can encode. */
-const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
+export const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
 /** RFC 7845: granule positions and pre-skip always count 48 kHz samples, whatever the encoder's rate. */
-const OGG_OPUS_RATE_HZ = 48000;
+export const OGG_OPUS_RATE_HZ = 48000;
 /** The usual Opus frame for speech: shorter frames spend more bits on overhead, longer ones add latency. */
-const FRAME_MS = 20;
-const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * FRAME_MS) / 1000;
+export const OPUS_FRAME_MS = 20;
+const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
 /** OPUS_GET_LOOKAHEAD_REQUEST from opus_defines.h. Asked through ctl() because the package's types
  *  misspell its `lookahead` getter as `lookhead`. */
-const OPUS_GET_LOOKAHEAD = 4027;
+export const OPUS_GET_LOOKAHEAD = 4027;
 
 const loadOpus = lazyLoad(() => import("@evan/opus"));
 const loadMediabunny = lazyLoad(() => import("mediabunny"));
@@ -76,7 +76,7 @@ export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number)
 }
 
 /** The RFC 7845 identification header for one channel (mapping family 0). */
-function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Array {
+export function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Array {
   const header = new Uint8Array(19);
   const view = new DataView(header.buffer);
   header.set(new TextEncoder().encode("OpusHead"), 0);

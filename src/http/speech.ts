@@ -1,8 +1,8 @@
 /** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
 import type { Context, Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
-import { wavHeader, pcm16Bytes } from "../audio/wav.ts";
-import { concatBytes } from "../audio/concat.ts";
+import { CONTENT_TYPES } from "../audio/encoders.ts";
+import { createStreamEncoder, type StreamEncoder } from "../audio/stream-encoder.ts";
 import type { ServiceMetrics, StreamOutcome } from "../metrics.ts";
 import { type GenerationTally, ignoredFieldsHeader, type PreparedSpeech, type SpeechService, usageHeaders } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
@@ -63,7 +63,7 @@ function streamingResponse(deps: SpeechRouteDeps, prepared: PreparedSpeech, stre
   };
   const headers =
     prepared.streaming === "audio"
-      ? { "Content-Type": prepared.responseFormat === "wav" ? "audio/wav" : "audio/pcm", "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) }
+      ? { "Content-Type": CONTENT_TYPES[prepared.responseFormat], "Cache-Control": "no-store", ...ignoredFieldsHeader(prepared) }
       : { "Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no", ...ignoredFieldsHeader(prepared) };
   const produce =
     prepared.streaming === "audio"
@@ -74,14 +74,31 @@ function streamingResponse(deps: SpeechRouteDeps, prepared: PreparedSpeech, stre
   return new Response(pullStream(produce, requestSignal, onEnd, deps.stallTimeoutMs), { headers: checkedHeaders });
 }
 
-async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
-  // Sizes are unknown while streaming, so the WAV header carries 0xFFFFFFFF, which players read as "until EOF".
-  if (prepared.responseFormat === "wav") yield wavHeader(prepared.outputSampleRateHz, "streaming");
-  const tally: GenerationTally = { frames: 0, samples: 0 };
-  for await (const samples of service.generatePcm(prepared, stream, signal, tally, "audio_stream")) {
-    onAudio(samples);
-    yield pcm16Bytes(samples);
+/**
+ * The stream's audio in its response format, each chunk's bytes as soon as the format can give them
+ * (audio/stream-encoder.ts): the joined bytes are one file, and a player can start on the first.
+ */
+async function* encodedAudio(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, tally: GenerationTally, mode: "audio_stream" | "sse", onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
+  const encoder: StreamEncoder = await createStreamEncoder(prepared.responseFormat, prepared.outputSampleRateHz);
+  let ended = false;
+  try {
+    for await (const samples of service.generatePcm(prepared, stream, signal, tally, mode)) {
+      onAudio(samples);
+      const bytes = await encoder.push(samples);
+      if (bytes.byteLength > 0) yield bytes;
+    }
+    if (signal.aborted) return;
+    ended = true;
+    const rest = await encoder.end();
+    if (rest.byteLength > 0) yield rest;
+  } finally {
+    if (!ended) encoder.close();
   }
+}
+
+async function* rawAudioBytes(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
+  // A streamed WAV's header carries sizes 0xFFFFFFFF, which players read as "until EOF".
+  yield* encodedAudio(service, prepared, stream, signal, { frames: 0, samples: 0 }, "audio_stream", onAudio);
 }
 
 const encoder = new TextEncoder();
@@ -91,18 +108,16 @@ function sseEvent(event: string, payload: unknown): Uint8Array {
 }
 
 /**
- * SSE deltas are base64 pcm16, as in OpenAI's speech.audio.delta events. With wav the first delta opens with
- * the streaming WAV header (sizes 0xFFFFFFFF), as the seed does, so the joined deltas are a playable file.
+ * SSE deltas are base64 bytes of the response format, as in OpenAI's speech.audio.delta events: pcm16, or
+ * wav (the first delta opens with the streaming WAV header, as the seed does), mp3 frames, Ogg pages, FLAC
+ * frames or ADTS frames; the joined deltas are a playable file.
  */
 async function* sseEvents(service: SpeechService, prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, logger: Logger, onAudio: (samples: Float32Array) => void): AsyncGenerator<Uint8Array, void, undefined> {
   const tally: GenerationTally = { frames: 0, samples: 0 };
   const responseFormat = prepared.responseFormat;
   let audioSent = false;
   try {
-    for await (const samples of service.generatePcm(prepared, stream, signal, tally, "sse")) {
-      onAudio(samples);
-      const pcm = pcm16Bytes(samples);
-      const bytes = responseFormat === "wav" && !audioSent ? concatBytes([wavHeader(prepared.outputSampleRateHz, "streaming"), pcm]) : pcm;
+    for await (const bytes of encodedAudio(service, prepared, stream, signal, tally, "sse", onAudio)) {
       audioSent = true;
       yield sseEvent("speech.audio.delta", { type: "speech.audio.delta", audio: base64(bytes), response_format: responseFormat });
     }

@@ -485,7 +485,7 @@ export function checkStreamable(responseFormat: ResponseFormat, speed: number, o
   const streaming = option === "stream" ? "streaming" : "stream_audio";
   const turnOff = option === "stream" ? "stream" : "set stream_audio false";
   if (!(STREAMABLE_FORMATS as readonly string[]).includes(responseFormat)) {
-    throw badRequest(`${streaming} supports response_format pcm or wav, not ${responseFormat}`, "response_format");
+    throw badRequest(`${streaming} supports response_format ${STREAMABLE_FORMATS.join(", ")}, not ${responseFormat}`, "response_format");
   }
   if (speed !== 1) throw badRequest(`speed is not supported with ${streaming}; omit speed or ${turnOff}`, "speed");
 }

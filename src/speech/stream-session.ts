@@ -6,11 +6,11 @@
  * Work runs in one queue per session, so sentences of an utterance leave in order and a later
  * session.config applies only to text that arrives after it.
  */
-import { ApiError, fromZodError } from "../api/errors.ts";
+import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
-import { streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
+import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import { pcm16Bytes } from "../audio/wav.ts";
+import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
@@ -71,6 +71,8 @@ type WorkItem =
 export class SpeechStreamSession {
   #config: StreamSessionConfig | undefined;
   #segmenter = new TextSegmenter("sentence");
+  /** Text of a sentence_commit session since its last input.commit. */
+  #commitBuffer = "";
   #utteranceIndex = 0;
   #sentenceIndex = 0;
   readonly #work: WorkItem[] = [];
@@ -162,7 +164,12 @@ export class SpeechStreamSession {
     try {
       json = parseRequestJson(data);
     } catch {
-      return this.#fail("message is not valid JSON", CLOSE_POLICY);
+      // As vLLM-Omni: a message that is not JSON, or of a type nobody sends, is answered and skipped.
+      return this.#reject("message is not valid JSON; it was ignored");
+    }
+    const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
+    if (!(STREAM_CLIENT_MESSAGE_TYPES as readonly unknown[]).includes(type)) {
+      return this.#reject(`unknown message type ${typeof type === "string" ? `'${echoed(type)}'` : "(none)"}; it was ignored (types: ${STREAM_CLIENT_MESSAGE_TYPES.join(", ")})`);
     }
     const parsed = streamClientMessageSchema.safeParse(json);
     if (!parsed.success) return this.#fail(fromZodError(parsed.error, "", json).message, CLOSE_POLICY);
@@ -175,6 +182,14 @@ export class SpeechStreamSession {
       case "input.text":
         if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
         if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#fail(`input.text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`, CLOSE_TOO_BIG);
+        if (this.#config.streaming_mode === "sentence_commit") {
+          this.#commitBuffer += message.text;
+          // Uncommitted text is one sentence to be: it has input's cap.
+          if (this.#commitBuffer.length > this.options.service.maxInputChars) {
+            return this.#fail(`more than ${this.options.service.maxInputChars} characters are buffered without an input.commit; commit sooner`, CLOSE_TOO_BIG);
+          }
+          return;
+        }
         for (const text of this.#segmenter.push(message.text)) {
           this.#enqueueSegment(text);
           if (this.#overQueueCap()) return;
@@ -185,8 +200,22 @@ export class SpeechStreamSession {
         }
         this.#overQueueCap();
         return;
+      case "input.commit": {
+        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
+        if (this.#config.streaming_mode !== "sentence_commit") return this.#reject(`input.commit is for streaming_mode "sentence_commit" (this session's is "${this.#config.streaming_mode}"); it was ignored`);
+        // The text since the last commit is one sentence, however it is punctuated.
+        const text = this.#commitBuffer.trim();
+        this.#commitBuffer = "";
+        const sentenceIndex = this.#sentenceIndex;
+        if (text) this.#enqueueSegment(text);
+        this.sink.sendJson({ type: "input.committed", commit_id: message.commit_id ?? null, sentence_index: text ? sentenceIndex : null, utterance_index: this.#utteranceIndex });
+        this.#overQueueCap();
+        return;
+      }
       case "input.done":
         if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
+        if (this.#commitBuffer.trim()) this.#enqueueSegment(this.#commitBuffer.trim());
+        this.#commitBuffer = "";
         for (const text of this.#segmenter.flush()) {
           this.#enqueueSegment(text);
           if (this.#overQueueCap()) return;
@@ -205,7 +234,7 @@ export class SpeechStreamSession {
   }
 
   async #configure(config: StreamSessionConfig): Promise<void> {
-    const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, ...speechFields } = config;
+    const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, streaming_mode: _mode, ...speechFields } = config;
     try {
       // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
       const prepared = await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
@@ -225,7 +254,13 @@ export class SpeechStreamSession {
       this.#segmenter = new TextSegmenter(nextGranularity);
       if (pending) for (const text of this.#segmenter.push(pending + " ")) this.#enqueueSegment(text);
     }
-    this.#config = { ...config, split_granularity: nextGranularity };
+    const nextMode = config.streaming_mode ?? "sentence";
+    // Text not yet committed under sentence_commit keeps its place when a config leaves that mode.
+    if (this.#config?.streaming_mode === "sentence_commit" && nextMode !== "sentence_commit" && this.#commitBuffer) {
+      for (const text of this.#segmenter.push(this.#commitBuffer)) this.#enqueueSegment(text);
+      this.#commitBuffer = "";
+    }
+    this.#config = { ...config, split_granularity: nextGranularity, streaming_mode: nextMode };
     this.#resetIdle();
   }
 
@@ -281,18 +316,20 @@ export class SpeechStreamSession {
   }
 
   async #speak(item: Extract<WorkItem, { kind: "segment" }>): Promise<void> {
-    const { type: _type, stream_audio: streamAudio, split_granularity: _granularity, ...speechFields } = item.config;
+    const { type: _type, stream_audio: streamAudio, split_granularity: _granularity, streaming_mode: _mode, ...speechFields } = item.config;
     const signal = this.#abort.signal;
     let sentBytes = 0;
     const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
     try {
       const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
       const prepared = await this.options.service.prepare(request, "websocket", signal);
+      // Streamed audio is pcm16 unless the config names a format (the seed's behaviour, which clients rely on).
+      const format = streamAudio && speechFields.response_format === undefined ? "pcm" : prepared.responseFormat;
       this.sink.sendJson({
         type: "audio.start",
         ...position,
         sentence_text: item.text,
-        format: streamAudio ? "pcm" : prepared.responseFormat,
+        format,
         sample_rate: prepared.outputSampleRateHz,
         channels: 1,
       });
@@ -300,12 +337,23 @@ export class SpeechStreamSession {
       if (streamAudio) {
         const stream = await this.options.service.admit(prepared, signal);
         const tally: GenerationTally = { frames: 0, samples: 0 };
-        for await (const samples of this.options.service.generatePcm(prepared, stream, signal, tally, "websocket")) {
+        // Each sentence is a stream of its own in the response format: a wav one opens with its header.
+        const encoder = await createStreamEncoder(format, prepared.outputSampleRateHz);
+        const send = async (bytes: Uint8Array) => {
+          if (bytes.byteLength === 0) return;
           await this.#waitForDrain();
-          if (this.#closed) break;
-          const bytes = pcm16Bytes(samples);
+          if (this.#closed) return;
           this.sink.sendBinary(bytes);
           sentBytes += bytes.byteLength;
+        };
+        try {
+          for await (const samples of this.options.service.generatePcm(prepared, stream, signal, tally, "websocket")) {
+            await send(await encoder.push(samples));
+            if (this.#closed) break;
+          }
+          if (!this.#closed && !signal.aborted) await send(await encoder.end());
+        } finally {
+          encoder.close();
         }
         // A socket closed mid-sentence is an aborted stream: the client left before its audio ended.
         if (this.#closed) {
@@ -328,7 +376,7 @@ export class SpeechStreamSession {
       this.options.metrics.countStreamEnd("websocket", "completed");
       // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
       const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: null, finish_reason: finishReason, ...ignored });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: false, finish_reason: finishReason, ...ignored });
     } catch (error) {
       if (this.#closed || signal.aborted) {
         this.options.metrics.countStreamEnd("websocket", "aborted");
@@ -372,6 +420,8 @@ export class SpeechStreamSession {
     this.#arm(this.options.idleTimeoutMs, () => {
       // Not idle while audio is still being made or sent for this client.
       if (this.#working) return this.#resetIdle();
+      const seconds = Math.round(this.options.idleTimeoutMs / 1000);
+      this.sink.sendJson({ type: "error", message: `idle timeout: no message for ${seconds} s and nothing left to send; the session is closed` });
       this.sink.close(CLOSE_NORMAL, "idle timeout");
       this.closed();
     });
@@ -380,6 +430,11 @@ export class SpeechStreamSession {
   #arm(delayMs: number, onTimeout: () => void): void {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(onTimeout, delayMs);
+  }
+
+  /** A message the session skips: the client is told, and the session goes on. */
+  #reject(message: string): void {
+    this.sink.sendJson({ type: "error", message });
   }
 
   #fail(message: string, code: number): void {

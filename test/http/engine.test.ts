@@ -114,7 +114,7 @@ describe("finish reasons", () => {
     socket.send({ type: "input.text", text: "Hello there. " });
     socket.send({ type: "input.done" });
     await socket.waitFor((received) => received.some((message) => message.kind === "json" && message.value.type === "session.done"));
-    expect(socket.json().find((message) => message.type === "audio.done")).toMatchObject({ error: null, finish_reason: "length" });
+    expect(socket.json().find((message) => message.type === "audio.done")).toMatchObject({ error: false, finish_reason: "length" });
     socket.close();
 
     expect(await metric(server, 'voxedge_engine_finished_total{finish_reason="stop"}')).toBeGreaterThanOrEqual(2);

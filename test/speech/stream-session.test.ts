@@ -155,7 +155,7 @@ describe("queue caps", () => {
   test("the cap bounds what waits, not what a session may say: 60 sentences in batches of 6 paced by audio.done all play, a 7th at once is refused", async () => {
     const adapter = new ToneAdapter();
     const { session, sink, send } = await openSession(adapter, { maxQueuedSegments: 5 });
-    const audioDone = () => sink.json().filter((message) => message.type === "audio.done" && message.error === null).length;
+    const audioDone = () => sink.json().filter((message) => message.type === "audio.done" && message.error === false).length;
     send({ type: "session.config", stream_audio: true });
     for (let batch = 0; batch < 10; batch++) {
       send({ type: "input.text", text: Array.from({ length: 6 }, (_, index) => `Sentence ${batch * 6 + index + 1} of sixty.`).join(" ") + " " });
@@ -224,7 +224,7 @@ describe("a client that stops reading", () => {
       clearInterval(reader);
     }
     expect(sink.closeCode).toBeUndefined();
-    expect(sink.json().filter((message) => message.type === "audio.done" && message.error === null)).toHaveLength(2);
+    expect(sink.json().filter((message) => message.type === "audio.done" && message.error === false)).toHaveLength(2);
   });
 });
 
@@ -242,7 +242,7 @@ describe("session.close", () => {
     expect(await sink.waitForClose()).toBe(CLOSE_NORMAL);
     const messages = sink.json();
     expect(messages.filter((message) => message.type === "audio.start").map((message) => message.sentence_text)).toEqual(["First of three.", "Second of three.", "Third of three"]);
-    expect(messages.filter((message) => message.type === "audio.done").map((message) => message.error)).toEqual([null, null, null]);
+    expect(messages.filter((message) => message.type === "audio.done").map((message) => message.error)).toEqual([false, false, false]);
     expect(messages.at(-1)).toEqual({ type: "session.done", utterance_index: 0, total_sentences: 3 });
     expect(adapter.jobs.map((job) => job.text)).toEqual(["First of three.", "Second of three.", "Third of three"]);
     expect(session.queued).toEqual({ segments: 0, utteranceEnds: 0, chars: 0 });

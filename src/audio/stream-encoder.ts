@@ -1,0 +1,304 @@
+/**
+ * Every response format as a stream: bytes for each chunk of audio as it is made, each a valid continuation of
+ * the ones before, so that the joined bytes are one playable file and a player can start on the first chunk.
+ * OpenAI streams all six formats; LiveKit's plugin asks for streamed mp3 by default.
+ *
+ * - pcm: 16-bit little-endian samples. wav: the streaming header (sizes 0xFFFFFFFF, "until EOF"), then pcm.
+ * - mp3: LAME's frames as it completes them (the same encoder as a file, mp3.ts): the joined bytes are the
+ *   file's frames without its leading Info tag, which needs the frame count, unknown until the end.
+ * - opus: Ogg pages of 20 ms Opus packets (the file's encoder and muxer, opus.ts), a page flushed for each
+ *   chunk; the first bytes are the OpusHead and OpusTags pages.
+ * - flac: STREAMINFO with the length unknown (0, which the format allows for streams), then one FLAC frame
+ *   per 1920 samples (80 ms at 24 kHz) as each is complete.
+ * - aac: ADTS frames. The only AAC-LC encoder that runs here is ffmpeg's CLI (aac.ts), which encodes whole
+ *   inputs, so each chunk's frames come from an encode of the last few frames' audio and the new one, and only
+ *   the frames past those already sent are kept: every frame is encoded with the audio around it, and the
+ *   joined frames decode as one continuous stream (within the codec's own error), not as chunks each with its
+ *   own priming.
+ *
+ * Concurrency: the libraries' calls are synchronous within a push (see each file encoder's note), so streams
+ * never interleave inside one library call.
+ */
+import type { ResponseFormat } from "./encoders.ts";
+import { encodeAdtsAac } from "./aac.ts";
+import { concatBytes } from "./concat.ts";
+import { lazyLoad } from "./lazy-load.ts";
+import { createStreamingResampler, type StreamingResampler } from "./resampler.ts";
+import { floatToInt16, pcm16Bytes, wavHeader } from "./wav.ts";
+import { MP3_BITRATE_KBPS, MP3_RATES_HZ } from "./mp3.ts";
+import { OPUS_ENCODER_RATES_HZ, OPUS_FRAME_MS, opusHead, OGG_OPUS_RATE_HZ, OPUS_GET_LOOKAHEAD } from "./opus.ts";
+
+export interface StreamEncoder {
+  /** The bytes the format can give for the audio so far (possibly none yet): whole frames or pages. */
+  push(samples: Float32Array): Promise<Uint8Array>;
+  /** The rest, and the end of the stream. */
+  end(): Promise<Uint8Array>;
+  /** Frees the encoder without finishing (the client left). Safe to call after `end`, and twice. */
+  close(): void;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** An encoder for a stream of mono samples in [-1, 1] at `sampleRateHz` in `format`. */
+export async function createStreamEncoder(format: ResponseFormat, sampleRateHz: number): Promise<StreamEncoder> {
+  switch (format) {
+    case "pcm":
+      return { push: async (samples) => pcm16Bytes(samples), end: async () => EMPTY, close: () => undefined };
+    case "wav": {
+      let headerSent = false;
+      return {
+        push: async (samples) => {
+          const pcm = pcm16Bytes(samples);
+          if (headerSent) return pcm;
+          headerSent = true;
+          return concatBytes([wavHeader(sampleRateHz, "streaming"), pcm]);
+        },
+        end: async () => (headerSent ? EMPTY : ((headerSent = true), wavHeader(sampleRateHz, "streaming"))),
+        close: () => undefined,
+      };
+    }
+    case "mp3":
+      return withResampling(sampleRateHz, MP3_RATES_HZ, (rateHz) => mp3StreamEncoder(rateHz));
+    case "opus":
+      return withResampling(sampleRateHz, OPUS_ENCODER_RATES_HZ, (rateHz) => opusStreamEncoder(rateHz, sampleRateHz));
+    case "flac":
+      return flacStreamEncoder(sampleRateHz);
+    case "aac":
+      return aacStreamEncoder(sampleRateHz);
+  }
+}
+
+/** The encoder at the first rate it accepts at or above `sampleRateHz`, fed through a streaming resampler if that differs. */
+async function withResampling(sampleRateHz: number, rates: readonly number[], make: (rateHz: number) => Promise<StreamEncoder>): Promise<StreamEncoder> {
+  const rateHz = rates.find((rate) => rate >= sampleRateHz) ?? rates.at(-1)!;
+  const inner = await make(rateHz);
+  if (rateHz === sampleRateHz) return inner;
+  const resampler: StreamingResampler = await createStreamingResampler(sampleRateHz, rateHz);
+  return {
+    push: (samples) => inner.push(resampler.push(samples)),
+    end: async () => {
+      const tail = await inner.push(resampler.flush());
+      resampler.close();
+      return concatBytes([tail, await inner.end()]);
+    },
+    close: () => {
+      inner.close();
+      try {
+        resampler.close();
+      } catch {
+        // Already closed by end().
+      }
+    },
+  };
+}
+
+const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
+
+async function mp3StreamEncoder(rateHz: number): Promise<StreamEncoder> {
+  const { Mp3Encoder } = await loadLame();
+  const encoder = new Mp3Encoder(1, rateHz, MP3_BITRATE_KBPS);
+  // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
+  const copy = (part: Int8Array | Uint8Array) => new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice();
+  return {
+    push: async (samples) => copy(encoder.encodeBuffer(floatToInt16(samples))),
+    end: async () => copy(encoder.flush()),
+    close: () => undefined,
+  };
+}
+
+const loadOpus = lazyLoad(() => import("@evan/opus"));
+const loadMediabunny = lazyLoad(() => import("mediabunny"));
+
+async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number): Promise<StreamEncoder> {
+  const { Encoder } = await loadOpus();
+  const { NullTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await loadMediabunny();
+  const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz as (typeof OPUS_ENCODER_RATES_HZ)[number], application: "audio" });
+  const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
+  const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
+  const frameSamples = (encoderRateHz * OPUS_FRAME_MS) / 1000;
+  const frame48k = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
+
+  const pages: Uint8Array[] = [];
+  // A page at most every 20 ms of audio: each push's packets leave with it.
+  const output = new Output({ format: new OggOutputFormat({ maximumPageDuration: OPUS_FRAME_MS / 1000, onPage: (data) => void pages.push(data.slice()) }), target: new NullTarget() });
+  const source = new EncodedAudioPacketSource("opus");
+  output.addAudioTrack(source);
+  await output.start();
+  const decoderConfig = { codec: "opus" as const, numberOfChannels: 1, sampleRate: OGG_OPUS_RATE_HZ, description: opusHead(preSkip48k, inputRateHz) };
+
+  let pending = new Int16Array(0);
+  let packets = 0;
+  let inputSamples = 0;
+  const take = () => {
+    const out = concatBytes(pages);
+    pages.length = 0;
+    return out;
+  };
+  const addPacket = async (pcm: Int16Array, durationSamples48k: number) => {
+    const packet = new EncodedPacket(encoder.encode(pcm), "key", (packets * frame48k) / OGG_OPUS_RATE_HZ, durationSamples48k / OGG_OPUS_RATE_HZ);
+    await source.add(packet, packets === 0 ? { decoderConfig } : undefined);
+    packets++;
+  };
+  const encodeWhole = async () => {
+    let at = 0;
+    for (; at + frameSamples <= pending.length; at += frameSamples) await addPacket(pending.subarray(at, at + frameSamples), frame48k);
+    pending = pending.slice(at);
+  };
+  return {
+    push: async (samples) => {
+      inputSamples += samples.length;
+      const next = new Int16Array(pending.length + samples.length);
+      next.set(pending);
+      next.set(floatToInt16(samples), pending.length);
+      pending = next;
+      await encodeWhole();
+      return take();
+    },
+    end: async () => {
+      // As the file encoder: fed past the end by the pre-skip, the last packet shortened to the true length.
+      const granuleEnd = preSkip48k + Math.round(inputSamples * samplesPer48k);
+      const totalPackets = Math.max(1, Math.ceil(granuleEnd / frame48k));
+      while (packets < totalPackets) {
+        const pcm = new Int16Array(frameSamples);
+        pcm.set(pending.subarray(0, frameSamples));
+        pending = pending.slice(Math.min(frameSamples, pending.length));
+        await addPacket(pcm, Math.min(frame48k, granuleEnd - packets * frame48k));
+      }
+      await output.finalize();
+      return take();
+    },
+    close: () => {
+      void output.cancel().catch(() => undefined);
+    },
+  };
+}
+
+type Flac = typeof import("libflacjs/dist/libflac.js");
+const loadFlac = lazyLoad(async (): Promise<Flac> => {
+  const module = (await import("libflacjs/dist/libflac.js")) as Flac & { default?: Flac };
+  const library = module.default ?? module;
+  if (!library.isReady()) await new Promise<void>((resolve) => library.on("ready", () => resolve()));
+  return library;
+});
+
+/** One FLAC frame per this many samples: 80 ms at 24 kHz, the engine's chunk, so each chunk leaves at once. */
+const FLAC_STREAM_BLOCK_SAMPLES = 1920;
+
+async function flacStreamEncoder(sampleRateHz: number): Promise<StreamEncoder> {
+  const library = await loadFlac();
+  const encoder = library.create_libflac_encoder(sampleRateHz, 1, 16, 5, 0, false, FLAC_STREAM_BLOCK_SAMPLES);
+  if (!encoder) throw new Error(`libFLAC refused to create an encoder for ${sampleRateHz} Hz mono`);
+  const parts: Uint8Array[] = [];
+  const status = library.init_encoder_stream(encoder, (data) => void parts.push(data.slice()), () => undefined);
+  if (status !== 0) {
+    library.FLAC__stream_encoder_delete(encoder);
+    throw new Error(`libFLAC encoder init failed with status ${status}`);
+  }
+  let open = true;
+  const take = () => {
+    const out = concatBytes(parts);
+    parts.length = 0;
+    return out;
+  };
+  const release = () => {
+    if (!open) return;
+    open = false;
+    library.FLAC__stream_encoder_delete(encoder);
+  };
+  return {
+    push: async (samples) => {
+      if (!open) throw new Error("the FLAC stream encoder is closed");
+      if (samples.length > 0 && !library.FLAC__stream_encoder_process_interleaved(encoder, Int32Array.from(floatToInt16(samples)), samples.length)) {
+        throw new Error(`libFLAC encoding failed in state ${library.FLAC__stream_encoder_get_state(encoder)}`);
+      }
+      return take();
+    },
+    end: async () => {
+      if (!open) throw new Error("the FLAC stream encoder is closed");
+      const finished = library.FLAC__stream_encoder_finish(encoder);
+      const rest = take();
+      release();
+      if (!finished) throw new Error("libFLAC could not finish the stream");
+      return rest;
+    },
+    close: release,
+  };
+}
+
+/** AAC-LC codes 1024 samples a frame; ffmpeg's encoder leads with one frame of priming. */
+const AAC_FRAME_SAMPLES = 1024;
+/** Frames of audio before the first new one that each encode sees again, so the new frames are coded in context. */
+const AAC_CONTEXT_FRAMES = 3;
+/** Frames past the last one sent that an encode must see (see push). */
+const AAC_LOOKAHEAD_FRAMES = 1;
+/**
+ * After the first, an encode sends at least this many frames (170 ms at 24 kHz): each run of ffmpeg costs
+ * ~15 ms whatever its length, so one per 80 ms chunk took a third of a core for one stream.
+ */
+const AAC_FRAMES_PER_ENCODE = 4;
+
+/** The ADTS frames of `bytes`, in order. */
+export function adtsFrames(bytes: Uint8Array): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at + 7 <= bytes.length; ) {
+    if (bytes[at] !== 0xff || (bytes[at + 1]! & 0xf0) !== 0xf0) throw new Error(`no ADTS sync word at byte ${at}`);
+    const length = ((bytes[at + 3]! & 0x03) << 11) | (bytes[at + 4]! << 3) | (bytes[at + 5]! >> 5);
+    if (length < 7 || at + length > bytes.length) throw new Error(`an ADTS frame at byte ${at} runs past the end`);
+    frames.push(bytes.subarray(at, at + length));
+    at += length;
+  }
+  return frames;
+}
+
+async function aacStreamEncoder(sampleRateHz: number): Promise<StreamEncoder> {
+  // The audio not yet behind every frame sent, from the sample `historyStart` of the stream on.
+  let history = new Float32Array(0);
+  let historyStart = 0;
+  let received = 0;
+  /** Frames sent so far; frame 0 is the encoder's priming, frame g ≥ 1 codes samples [(g − 1)·1024, g·1024). */
+  let sent = 0;
+
+  /** Encodes from a few frames before frame `sent` to the end of what has arrived; keeps frames below `upTo` (all at the end). */
+  const encodeFrom = async (upTo: number): Promise<Uint8Array> => {
+    if (upTo <= sent) return EMPTY;
+    // The window starts on a frame boundary: its own priming frame stands for the frame before its start.
+    const firstFrame = Math.max(0, sent - AAC_CONTEXT_FRAMES);
+    const windowStart = firstFrame * AAC_FRAME_SAMPLES;
+    const frames = adtsFrames(await encodeAdtsAac(history.subarray(windowStart - historyStart), sampleRateHz));
+    // Output frame i of the window is the stream's frame firstFrame + i.
+    const kept = frames.slice(sent - firstFrame, upTo - firstFrame);
+    sent += kept.length;
+    // What the next encode's context needs is kept; the rest is dropped.
+    const keepFrom = Math.max(0, sent - AAC_CONTEXT_FRAMES) * AAC_FRAME_SAMPLES;
+    if (keepFrom > historyStart) {
+      history = history.slice(keepFrom - historyStart);
+      historyStart = keepFrom;
+    }
+    return concatBytes(kept);
+  };
+
+  return {
+    push: async (samples) => {
+      const next = new Float32Array(history.length + samples.length);
+      next.set(history);
+      next.set(samples, history.length);
+      history = next;
+      received += samples.length;
+      // Frame g is coded from its own audio and frame g + 1's (the transform's second half), and the encoder
+      // chooses its window shape looking one frame further: a frame sent before that audio arrived would be
+      // coded as the end of the input, and would not join the next encode's frames (SNR 28 → 19 dB).
+      const final = Math.floor(received / AAC_FRAME_SAMPLES) - AAC_LOOKAHEAD_FRAMES;
+      // The first frames go at once, so a player can start; after that, encodes gather a few frames each.
+      if (sent > 0 && final - sent < AAC_FRAMES_PER_ENCODE) return EMPTY;
+      return encodeFrom(final);
+    },
+    end: async () => {
+      if (received === 0) return EMPTY;
+      // The last window's frames run to the end of the file's: the audio, then the encoder's padding.
+      return encodeFrom(Infinity);
+    },
+    close: () => {
+      history = new Float32Array(0);
+    },
+  };
+}
