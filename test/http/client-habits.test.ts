@@ -8,6 +8,7 @@ import OpenAI from "openai";
 import { createClassicModel } from "../../src/models/classic/model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { parseSse } from "../support/sse.ts";
+import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 
 const KEY = "sk-habits";
 let server: TestServer;
@@ -79,6 +80,42 @@ describe("LiveKit Agents openai.TTS", () => {
   });
 });
 
+describe("LiveKit Agents ≥ 1.5 openai.TTS with its defaults (mp3)", () => {
+  // As its plugin builds the request: response_format mp3, speed 1, stream_format sse unless tts-1/tts-1-hd,
+  // for which it reads the raw body; it decodes the bytes by Content-Type as they arrive.
+  test("gpt-4o-mini-tts: SSE deltas of mp3 frames that join into one mp3 ffmpeg decodes", async () => {
+    const response = await speak({ input: "LiveKit streams mp3 by default.", voice: "ash", model: "gpt-4o-mini-tts", response_format: "mp3", speed: 1.0, stream_format: "sse" });
+    expect(response.status).toBe(200);
+    const deltas = parseSse(await response.text()).filter((event) => event.event === "speech.audio.delta");
+    expect(deltas.length).toBeGreaterThan(1);
+    const mp3 = Buffer.concat(deltas.map((event) => Buffer.from(event.data.audio, "base64")));
+    expect(mp3[0]).toBe(0xff);
+    const decoded = decodeWithFfmpeg(new Uint8Array(mp3));
+    expect(decoded.codec).toBe("mp3");
+    expect(decoded.samples.length).toBeGreaterThan(decoded.sampleRateHz * 0.5);
+  });
+
+  test("tts-1: the raw mp3 body streams as it is made, audio/mpeg", async () => {
+    const response = await speak({ input: "Raw mp3 for tts one.", voice: "alloy", model: "tts-1", response_format: "mp3", speed: 1.0, stream_format: "audio" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("audio/mpeg");
+    const decoded = decodeWithFfmpeg(new Uint8Array(await response.arrayBuffer()));
+    expect(decoded.codec).toBe("mp3");
+  });
+});
+
+describe("a vLLM client's sampling fields and references", () => {
+  test("vLLM SamplingParams at the top level are accepted and named in X-Ignored-Fields; a misspelt field is still a 400", async () => {
+    const response = await speak({ input: "Sampling fields from vLLM.", voice: "slt", temperature: 0.7, top_p: 0.8, top_k: 20, repetition_penalty: 1.05, min_p: 0, presence_penalty: 0, frequency_penalty: 0 });
+    expect(response.status).toBe(200);
+    // The offline model reads no sampling values at all.
+    expect(response.headers.get("x-ignored-fields")!.split(",").sort()).toEqual(["frequency_penalty", "min_p", "presence_penalty", "repetition_penalty", "temperature", "top_k", "top_p"]);
+    await response.arrayBuffer();
+    const misspelt = await speak({ input: "Hello.", voise: "slt" });
+    expect(misspelt.status).toBe(400);
+  });
+});
+
 describe("a vLLM-Omni client (pydantic model dump)", () => {
   test("nulls for every unset field, Qwen3 fields and speaker: 200, the chosen voice, usage under vLLM-Omni's names", async () => {
     const body = {
@@ -108,6 +145,15 @@ describe("a vLLM-Omni client (pydantic model dump)", () => {
     const asSlt = new Uint8Array(await (await speak({ input: body.input, voice: "slt", response_format: "wav" })).arrayBuffer());
     expect(bytes).toEqual(asSlt);
   });
+});
+
+test("the openai npm client's dated model name is served", async () => {
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+  const file = await client.audio.speech.create({ model: "gpt-4o-mini-tts-2025-12-15", voice: "coral", input: "A dated snapshot.", response_format: "wav" });
+  expect(file.headers.get("content-type")).toBe("audio/wav");
+  expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  const streamed = await client.audio.speech.create({ model: "gpt-4o-mini-tts", voice: "coral", input: "Streamed opus.", response_format: "opus", stream_format: "audio" });
+  expect(decodeWithFfmpeg(new Uint8Array(await streamed.arrayBuffer())).codec).toBe("opus");
 });
 
 test("the openai npm client with a key: a file and an SSE stream", async () => {
