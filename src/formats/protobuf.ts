@@ -98,6 +98,11 @@ export function varintField(fieldNumber: number, value: number): Uint8Array {
   return Uint8Array.from(pushVarint(pushVarint([], fieldNumber * 8 + WIRE_VARINT), value));
 }
 
+/** The key and length of a length-delimited field whose payload of `length` bytes follows. */
+export function lengthDelimitedHeader(fieldNumber: number, length: number): Uint8Array {
+  return Uint8Array.from(pushVarint(pushVarint([], fieldNumber * 8 + WIRE_LENGTH_DELIMITED), length));
+}
+
 /** Key, length and payload in one allocation: formats/ imports nothing of ours, so not audio's concat either. */
 export function lengthDelimitedField(fieldNumber: number, payload: Uint8Array): Uint8Array {
   const header = pushVarint(pushVarint([], fieldNumber * 8 + WIRE_LENGTH_DELIMITED), payload.length);

@@ -70,9 +70,12 @@ export async function fsyncDirectory(dir: string): Promise<void> {
 
 /**
  * Replaces `path` with `contents`, durably (see above). A failure before the rename leaves `path` as it was
- * and removes the temporary file; a failure of the folder fsync after it is a FolderSyncError.
+ * and removes the temporary file; a failure of the folder fsync after it is a FolderSyncError. With
+ * `durable: false` (a cache, which can be made again) the write is atomic only: no fsync, so a crash may
+ * lose it or, rarely, leave it short, which its reader must check.
  */
-export async function writeFileDurably(path: string, contents: Uint8Array | string, options: { mode?: number } = {}): Promise<void> {
+export async function writeFileDurably(path: string, contents: Uint8Array | string, options: { mode?: number; durable?: boolean } = {}): Promise<void> {
+  const durable = options.durable ?? true;
   const dir = dirname(path);
   const writer = currentTempFileWriter();
   const tempPath = join(dir, `${TEMP_FILE_PREFIX}${writer.hostHex}-${writer.pid}-${randomUUID()}`);
@@ -80,7 +83,7 @@ export async function writeFileDurably(path: string, contents: Uint8Array | stri
     const handle = await open(tempPath, "wx", options.mode ?? 0o666);
     try {
       await handle.writeFile(contents);
-      await handle.sync();
+      if (durable) await handle.sync();
     } finally {
       await handle.close();
     }
@@ -89,6 +92,7 @@ export async function writeFileDurably(path: string, contents: Uint8Array | stri
     await unlink(tempPath).catch(() => undefined);
     throw error;
   }
+  if (!durable) return;
   try {
     await fsyncDirectory(dir);
   } catch (error) {

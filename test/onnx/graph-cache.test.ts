@@ -49,3 +49,16 @@ test("a cache folder that cannot be written hands the bytes back, and no cache a
   expect(await new GraphCache(undefined).prepare(source, "v", async () => ({ model, meta: 1 }))).toEqual({ path: source, model, meta: 1 });
   expect(readdirSync(dir).sort()).toEqual(["a-file", "graph.onnx"]);
 });
+
+test("a model file cut short (a crash after its unsynced write) is made again, not handed to the runtime", async () => {
+  const cache = new GraphCache(join(dir, "cache"));
+  let made = 0;
+  const make = async () => (made++, { model: new TextEncoder().encode("rewritten graph"), meta: {} });
+  const first = await cache.prepare(source, "v", make);
+  writeFileSync(first.path, "rewri");
+  const second = await cache.prepare(source, "v", make);
+  expect(made).toBe(2);
+  expect(await Bun.file(second.path).text()).toBe("rewritten graph");
+  // No temporary files are left beside the cache entries.
+  expect(readdirSync(join(dir, "cache")).filter((name) => !name.endsWith(".onnx") && !name.endsWith(".json"))).toEqual([]);
+});
