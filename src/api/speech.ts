@@ -93,6 +93,9 @@ export const VLLM_SAMPLING_FIELDS = [
   "structured_outputs",
   "extra_args",
   "output_kind",
+  "length_penalty",
+  "use_beam_search",
+  "early_stopping",
 ] as const;
 
 /** Fields shared by a single request, a batch item and batch-level defaults. */
