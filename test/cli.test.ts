@@ -57,7 +57,10 @@ test("say writes an audio file in the format its name asks for", () => {
 
 /** Starts `command`, waits for /health to be 200, makes one speech request (and runs `alsoCheck`), stops it. */
 async function serveAndSpeak(command: string, args: string[], port: number, alsoCheck?: (base: string) => Promise<void>): Promise<{ status: number; bytes: Uint8Array; log: string }> {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, VOXEDGE_LOG_LEVEL: "info" } });
+  // Its rewritten graphs go to a scratch folder: the fixture's copies are new files each run, which would pile
+  // up in the user's graph cache.
+  const graphCacheDir = mkdtempSync(join(tmpdir(), "voxedge-graph-cache-"));
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, VOXEDGE_LOG_LEVEL: "info", VOXEDGE_GRAPH_CACHE_DIR: graphCacheDir } });
   let log = "";
   child.stderr.on("data", (chunk) => (log += chunk));
   child.stdout.on("data", (chunk) => (log += chunk));
