@@ -6,8 +6,6 @@
 import { z } from "zod";
 
 export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
-/** Every response format streams (audio/stream-encoder.ts). */
-export const STREAMABLE_FORMATS = RESPONSE_FORMATS;
 /** OpenAI's cap on input, and the default of --max-input-chars. */
 export const DEFAULT_MAX_INPUT_CHARS = 4096;
 /** Highest --max-input-chars: long-form text, which every model speaks chunk by chunk and a stream sends as it is made. */

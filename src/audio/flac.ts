@@ -35,8 +35,8 @@ const MIN_FRAME_BYTES_AT = STREAMINFO_START + 4;
 const MAX_FRAME_BYTES_AT = STREAMINFO_START + 7;
 const MD5_AT = STREAMINFO_START + 18;
 
-type Flac = typeof import("libflacjs/dist/libflac.js");
-const loadFlac = lazyLoad(async (): Promise<Flac> => {
+export type Flac = typeof import("libflacjs/dist/libflac.js");
+export const loadFlac = lazyLoad(async (): Promise<Flac> => {
   const module = (await import("libflacjs/dist/libflac.js")) as Flac & { default?: Flac };
   // CommonJS interop: Bun and Deno expose module.exports as the default export.
   const library = module.default ?? module;

@@ -34,7 +34,7 @@ const LAME_ENCODER_DELAY_SAMPLES = 576;
 /** lamejs is LAME 3.98.4; LAME's tag names its version in exactly nine bytes. */
 const LAME_VERSION_TAG = "LAME3.98r";
 
-const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
+export const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
 
 export async function encodeMp3(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
   const encoderRateHz = MP3_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? 48000;

@@ -37,8 +37,8 @@ const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
  *  misspell its `lookahead` getter as `lookhead`. */
 export const OPUS_GET_LOOKAHEAD = 4027;
 
-const loadOpus = lazyLoad(() => import("@evan/opus"));
-const loadMediabunny = lazyLoad(() => import("mediabunny"));
+export const loadOpus = lazyLoad(() => import("@evan/opus"));
+export const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
 export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
   const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;

@@ -22,11 +22,11 @@
 import type { ResponseFormat } from "./encoders.ts";
 import { encodeAdtsAac } from "./aac.ts";
 import { concatBytes } from "./concat.ts";
-import { lazyLoad } from "./lazy-load.ts";
 import { createStreamingResampler, type StreamingResampler } from "./resampler.ts";
 import { floatToInt16, pcm16Bytes, wavHeader } from "./wav.ts";
-import { MP3_BITRATE_KBPS, MP3_RATES_HZ } from "./mp3.ts";
-import { OPUS_ENCODER_RATES_HZ, OPUS_FRAME_MS, opusHead, OGG_OPUS_RATE_HZ, OPUS_GET_LOOKAHEAD } from "./opus.ts";
+import { loadLame, MP3_BITRATE_KBPS, MP3_RATES_HZ } from "./mp3.ts";
+import { loadMediabunny, loadOpus, OPUS_ENCODER_RATES_HZ, OPUS_FRAME_MS, opusHead, OGG_OPUS_RATE_HZ, OPUS_GET_LOOKAHEAD } from "./opus.ts";
+import { loadFlac } from "./flac.ts";
 
 export interface StreamEncoder {
   /** The bytes the format can give for the audio so far (possibly none yet): whole frames or pages. */
@@ -92,8 +92,6 @@ async function withResampling(sampleRateHz: number, rates: readonly number[], ma
   };
 }
 
-const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
-
 async function mp3StreamEncoder(rateHz: number): Promise<StreamEncoder> {
   const { Mp3Encoder } = await loadLame();
   const encoder = new Mp3Encoder(1, rateHz, MP3_BITRATE_KBPS);
@@ -105,9 +103,6 @@ async function mp3StreamEncoder(rateHz: number): Promise<StreamEncoder> {
     close: () => undefined,
   };
 }
-
-const loadOpus = lazyLoad(() => import("@evan/opus"));
-const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
 async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number): Promise<StreamEncoder> {
   const { Encoder } = await loadOpus();
@@ -172,14 +167,6 @@ async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number): Pr
     },
   };
 }
-
-type Flac = typeof import("libflacjs/dist/libflac.js");
-const loadFlac = lazyLoad(async (): Promise<Flac> => {
-  const module = (await import("libflacjs/dist/libflac.js")) as Flac & { default?: Flac };
-  const library = module.default ?? module;
-  if (!library.isReady()) await new Promise<void>((resolve) => library.on("ready", () => resolve()));
-  return library;
-});
 
 /** One FLAC frame per this many samples: 80 ms at 24 kHz, the engine's chunk, so each chunk leaves at once. */
 const FLAC_STREAM_BLOCK_SAMPLES = 1920;

@@ -14,7 +14,7 @@ import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
-import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, STREAMABLE_FORMATS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
@@ -194,7 +194,7 @@ export class SpeechService {
     const streaming = streamingMode(request);
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
     const speed = request.speed ?? 1;
-    if (streaming !== null) checkStreamable(responseFormat, speed, "stream");
+    if (streaming !== null) checkStreamable(speed, "stream");
     // A file (or a batch result) holds the whole utterance in memory until it is encoded: past the default
     // cap that is hundreds of MB, so long-form text, allowed by a raised --max-input-chars, must be streamed.
     if (streaming === null && transport !== "websocket" && text.length > DEFAULT_MAX_INPUT_CHARS) {
@@ -481,12 +481,9 @@ export class SpeechService {
  * Streamed audio leaves as it is made: only formats that may be cut anywhere, and no time-stretch, which
  * needs the whole utterance. `option` names what asked for streaming (HTTP's stream, the WebSocket's stream_audio).
  */
-export function checkStreamable(responseFormat: ResponseFormat, speed: number, option: "stream" | "stream_audio"): void {
+export function checkStreamable(speed: number, option: "stream" | "stream_audio"): void {
   const streaming = option === "stream" ? "streaming" : "stream_audio";
   const turnOff = option === "stream" ? "stream" : "set stream_audio false";
-  if (!(STREAMABLE_FORMATS as readonly string[]).includes(responseFormat)) {
-    throw badRequest(`${streaming} supports response_format ${STREAMABLE_FORMATS.join(", ")}, not ${responseFormat}`, "response_format");
-  }
   if (speed !== 1) throw badRequest(`speed is not supported with ${streaming}; omit speed or ${turnOff}`, "speed");
 }
 

@@ -214,7 +214,8 @@ export class SpeechStreamSession {
       }
       case "input.done":
         if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
-        if (this.#commitBuffer.trim()) this.#enqueueSegment(this.#commitBuffer.trim());
+        const uncommitted = this.#commitBuffer.trim();
+        if (uncommitted) this.#enqueueSegment(uncommitted);
         this.#commitBuffer = "";
         for (const text of this.#segmenter.flush()) {
           this.#enqueueSegment(text);
@@ -238,7 +239,7 @@ export class SpeechStreamSession {
     try {
       // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
       const prepared = await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
-      if (config.stream_audio) checkStreamable(prepared.responseFormat, prepared.speed, "stream_audio");
+      if (config.stream_audio) checkStreamable(prepared.speed, "stream_audio");
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
       throw error;
