@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { BENCH_SENTENCE } from "./pocket-timing.ts";
+import { IDLE_RELEASE_DELAY_MS } from "../src/engine/host.ts";
 import { BYTES_PER_SECOND, rawPcmStream, uploadBenchVoice, type StreamOutcome } from "./support/streams.ts";
 
 const { values, positionals } = parseArgs({
@@ -153,13 +154,13 @@ const tally = (outcomes: PromiseSettledResult<StreamOutcome>[]) => {
 
 if (!exit) {
   // Idle as started: the engine's idle release has run, no voice encoded yet (no encoder worker).
-  await Bun.sleep(1500);
+  await Bun.sleep(IDLE_RELEASE_DELAY_MS + 500);
   phasePeakRss = rssMiB();
   phase("idle, just ready", "", `RSS ${rssMiB().toFixed(0)} MiB`);
   await uploadBenchVoice(base).catch((error) => console.error(String(error)));
   // The voice's prompt is encoded at its first use: done here, so that the phases below time speech alone.
   await rawPcmStream(base, "Hello.", { ...fields, max_new_tokens: 2 }).catch((error) => console.error(String(error)));
-  await Bun.sleep(1500);
+  await Bun.sleep(IDLE_RELEASE_DELAY_MS + 500);
   phasePeakRss = rssMiB();
   const idle = rssMiB();
   phase("idle, a voice just encoded (its worker still open)", "", `RSS ${idle.toFixed(0)} MiB`);

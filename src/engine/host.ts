@@ -25,9 +25,11 @@ const MEMORY_BUDGET_USE = 0.9;
  * An engine with nothing to do gives its streams' memory back this long after the last one ended: the JS
  * heap collected, then the allocator's free pages returned. Without it the idle server stayed near its
  * last load's high-water mark (real-size int8 bundle, after one stream: 606 → 553 MiB with the trim alone).
- * Later than at once, so a client that speaks sentence by sentence does not pay for a collection each time.
+ * Not at once: the trim hands back pages the next stream then faults in again, and 1 s after the last
+ * stream cost the next one's first audio ~30 ms (one stream at a time with pauses, 2 cores: 100 → 129 ms).
+ * Five seconds spares a client that speaks sentence by sentence or turn by turn.
  */
-export const IDLE_RELEASE_DELAY_MS = 1000;
+export const IDLE_RELEASE_DELAY_MS = 5000;
 
 function releaseMemoryNow(): void {
   collectGarbage();

@@ -39,6 +39,15 @@ export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Pro
   }
 }
 
+/**
+ * Whether both the language model and the Mimi decoder are known to run on the CPU without opening a GPU:
+ * `--device cpu`, or `auto` on a host with no GPU device node, and no forced WGSL decoder.
+ */
+export function knownCpuPlacement(options: { decoder?: DecoderChoice; device?: DevicePolicy }): boolean {
+  const device = options.device ?? "auto";
+  return (options.decoder ?? "auto") !== "wgsl" && (device === "cpu" || (device === "auto" && !mayHaveRealGpu()));
+}
+
 /** The WGSL decoder, or null with the reason when the ONNX one is to be used. */
 export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle, options: { decoder?: DecoderChoice; device?: DevicePolicy; logger: Logger }): Promise<WgslDecoderChoice | { reason: string }> {
   const decoder = options.decoder ?? "auto";
