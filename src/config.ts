@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
 import { containerMemoryLimitBytes } from "./system/memory-limit.ts";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
 import { OPENAI_VOICE_NAMES, voiceAliasTableText } from "./api/voice-aliases.ts";
@@ -34,11 +34,13 @@ interface OptionSpec {
   switch?: boolean;
   /** The flag may be given more than once. */
   repeatable?: boolean;
+  /** The default in words, where its value depends on the machine (its cores, a container's limit). */
+  defaultText?: string;
 }
 
 /**
  * Streams the engine runs at once by default: what two cores keep ahead of their listeners from the first
- * frame with the real-size Pocket model (bench/load.ts, README: 8 streams never underrun a 200 ms jitter
+ * frame with the real-size Pocket model (bench/load.ts, docs/benchmarks.md: 8 streams never underrun a 200 ms jitter
  * buffer; 16 run ahead of real time once started, but 16 starting together underrun it in their first
  * second or so). A queue of four times that absorbs a burst of arrivals, each waiting a few seconds,
  * instead of refusing it.
@@ -48,7 +50,7 @@ export const DEFAULT_MAX_STREAMS = 8;
  * Mimi decoder workers by default: one per core, at most four. The decoder is the costliest stage once
  * FlowLM steps are batched (bench/mimi-frames.ts: ~5 ms a frame at 4+ frames per call, flat beyond, so
  * more rows per call do not help), and each stream decodes on one worker: on two cores a second worker
- * took 8 streams from 14.6 to 21.6 audio seconds per wall second (bench/load.ts, README). Each worker
+ * took 8 streams from 14.6 to 21.6 audio seconds per wall second (bench/load.ts, CHANGELOG.md). Each worker
  * costs ~150 MB resident at full size (its runtime and decoder session), so a container limited to
  * SMALL_HOST_BYTES or less gets one.
  */
@@ -118,6 +120,7 @@ const OPTIONS = {
     env: "VOXEDGE_DECODER_WORKERS",
     schema: z.coerce.number().int().min(1).max(64).default(DEFAULT_DECODER_WORKERS),
     description: "Mimi decoder worker threads on the CPU (onnxruntime-node); each stream decodes on one, so several streams decode at once on different cores",
+    defaultText: "one per core, at most 4; 1 in a container limited to 2 GiB or less",
   },
   speakerDir: {
     flag: "speaker-dir",
@@ -244,6 +247,7 @@ const OPTIONS = {
     env: "VOXEDGE_MEMORY_BUDGET",
     schema: memoryBudgetText.default(containerMemoryLimitBytes() ?? null),
     description: "resident memory the server plans within (bytes, or with a unit: 900MiB, 1GiB; none = no budget); a request that would take the server past 90 % of it waits in the queue or gets a 429, never an out-of-memory kill. Default: the container's memory limit (cgroup) when it has one",
+    defaultText: "the container's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes), else none",
   },
   maxQueue: {
     flag: "max-queue",
@@ -306,6 +310,34 @@ function expandSwitches(argv: string[]): string[] {
   return argv.map((arg, index) => (switches.has(arg) && !SWITCH_VALUES.has(argv[index + 1] ?? "") ? `${arg}=true` : arg));
 }
 
+interface CommandOptionSpec {
+  flag: string;
+  short?: string;
+  /** The commands that read it. */
+  commands: readonly string[];
+  description: string;
+}
+
+/** Options of one command each: not configuration, so no environment variable. */
+const COMMAND_OPTIONS = {
+  output: { flag: "output", short: "o", commands: ["say"], description: "file to write; its extension picks the format unless --format is given (else wav)" },
+  voice: { flag: "voice", commands: ["say"], description: "voice to speak with (else the model's default voice)" },
+  format: { flag: "format", commands: ["say"], description: "wav, pcm, mp3, flac, opus or aac" },
+  speed: { flag: "speed", commands: ["say"], description: "speaking rate, 0.25 to 4, pitch kept" },
+  seed: { flag: "seed", commands: ["say"], description: "int64 seed: the same seed and text give the same bytes" },
+  language: { flag: "language", commands: ["models pull"], description: "the bundle's language (else the catalog entry's default, english)" },
+  precision: { flag: "precision", commands: ["models pull"], description: "int8 or fp32 graphs (else the catalog entry's default, int8)" },
+  decoder: { flag: "decoder", commands: ["conformance"], description: "onnx (default) or wgsl: the Mimi decoder the golden cases run through" },
+  batch: { flag: "batch", commands: ["conformance"], description: "1 to 256: each golden stream runs inside model calls of that many streams" },
+  provider: { flag: "provider", commands: ["conformance"], description: "auto, onnxruntime-node, onnxruntime-web or webgpu (the language-model graphs on the WebGPU EP; the default with --device gpu)" },
+} satisfies Record<string, CommandOptionSpec>;
+
+function commandFlagOptions(): { [Name in keyof typeof COMMAND_OPTIONS]: { type: "string"; short?: string } } {
+  return Object.fromEntries(
+    Object.entries(COMMAND_OPTIONS).map(([name, spec]: [string, CommandOptionSpec]) => [name, { type: "string" as const, ...(spec.short ? { short: spec.short } : {}) }]),
+  ) as { [Name in keyof typeof COMMAND_OPTIONS]: { type: "string"; short?: string } };
+}
+
 export function parseCommandLine(argv: string[]) {
   return parseArgs({
     args: expandSwitches(argv),
@@ -314,18 +346,52 @@ export function parseCommandLine(argv: string[]) {
     options: {
       ...configFlagOptions(),
       help: { type: "boolean", short: "h" },
-      output: { type: "string", short: "o" },
-      voice: { type: "string" },
-      format: { type: "string" },
-      seed: { type: "string" },
-      speed: { type: "string" },
-      language: { type: "string" },
-      precision: { type: "string" },
-      decoder: { type: "string" },
-      batch: { type: "string" },
-      provider: { type: "string" },
+      ...commandFlagOptions(),
     },
   });
+}
+
+/** One row of the option tables, as docs/configuration.md shows them. */
+export interface OptionRow {
+  flag: string;
+  short?: string;
+  /** Environment variable; none for a command's own options. */
+  env?: string;
+  /** The default as written on a command line, machine-independent (`~/.cache/…`, not one home folder)… */
+  defaultValue?: string;
+  /** …or in words: "unset", "empty", or one that depends on the machine. */
+  defaultText?: string;
+  description: string;
+  commands?: readonly string[];
+  switch?: boolean;
+  repeatable?: boolean;
+}
+
+/** Every configuration option (flag, environment variable, default), in --help's order. */
+export function configOptionRows(): OptionRow[] {
+  const home = homedir();
+  return (Object.values(OPTIONS) as OptionSpec[]).map((spec) => ({
+    flag: spec.flag,
+    env: spec.env,
+    ...(spec.defaultText !== undefined ? { defaultText: spec.defaultText } : defaultOf(spec.schema, home)),
+    description: spec.description,
+    ...(spec.switch ? { switch: true } : {}),
+    ...(spec.repeatable ? { repeatable: true } : {}),
+  }));
+}
+
+/** The options of the commands other than serve. */
+export function commandOptionRows(): OptionRow[] {
+  return (Object.values(COMMAND_OPTIONS) as CommandOptionSpec[]).map((spec) => ({ flag: spec.flag, ...(spec.short ? { short: spec.short } : {}), commands: spec.commands, description: spec.description }));
+}
+
+function defaultOf(schema: z.ZodType, home: string): { defaultValue: string } | { defaultText: string } {
+  const parsed = schema.safeParse(undefined);
+  if (!parsed.success || parsed.data === undefined || parsed.data === null) return { defaultText: "unset" };
+  const value: unknown = parsed.data;
+  if (typeof value === "string") return { defaultValue: value.startsWith(home + sep) ? `~${value.slice(home.length)}` : value };
+  if (typeof value === "object") return Object.keys(value as object).length === 0 ? { defaultText: "empty" } : { defaultValue: JSON.stringify(value) };
+  return { defaultValue: String(value) };
 }
 
 /** The config as logged at start: secrets masked. */
