@@ -29,6 +29,6 @@ EXPOSE 8000
 # the key here too. Load balancers should use /health/ready instead.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
   CMD ["bun", "-e", "const r = await fetch(`http://127.0.0.1:${process.env.VOXEDGE_PORT ?? 8000}/health`).catch(() => undefined); process.exit(r?.ok ? 0 : 1)"]
-# SIGTERM drains (see README, Deploying): give `docker stop -t` more than --shutdown-grace (25 s).
+# SIGTERM drains (docs/deploying.md): give `docker stop -t` more than --shutdown-grace (25 s).
 STOPSIGNAL SIGTERM
 CMD ["bun", "src/main.ts", "serve"]
