@@ -6,7 +6,8 @@ import type { Config } from "./config.ts";
 import type { ModelHost } from "./engine/host.ts";
 import { ApiError, echoed } from "./api/errors.ts";
 import { ServiceMetrics } from "./metrics.ts";
-import { SPEECH_RESPONSE_HEADERS, SpeechService } from "./speech/service.ts";
+import { SpeechService } from "./speech/service.ts";
+import { SPEECH_RESPONSE_HEADERS } from "./http/speech-headers.ts";
 import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
@@ -75,9 +76,9 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
   registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs, isAnonymous });
-  registerStreamRoute(app, { service, metrics, logger, config, runtime, lifecycle });
+  registerStreamRoute(app, { service, logger, config, runtime, lifecycle });
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
-  registerSpeechRoute(app, { service, metrics, logger, body, stallTimeoutMs });
+  registerSpeechRoute(app, { service, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
   return { app, service, metrics, refAudio: resolver, lifecycle };
 }

@@ -5,6 +5,7 @@ import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
+import { wholeAudio } from "./speech/service.ts";
 import { onStopSignal, openVoiceStore, startServingProcess } from "./server.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
@@ -104,9 +105,9 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     if (!parsed.success) throw fromZodError(parsed.error);
     await host.loaded;
     const signal = new AbortController().signal;
-    const rendered = await service.render(await service.prepare(parsed.data, "http", signal), signal);
-    await writeFile(values.output, rendered.audio);
-    console.error(`wrote ${values.output}: ${rendered.durationSeconds.toFixed(2)} s of ${format}`);
+    const speech = await service.start(parsed.data, "http", signal);
+    await writeFile(values.output, await wholeAudio(speech.audio));
+    console.error(`wrote ${values.output}: ${(await speech.done).audioSeconds.toFixed(2)} s of ${format}`);
     return 0;
   } catch (error) {
     console.error(error instanceof ApiError ? `error: ${error.message}` : error);

@@ -1,8 +1,16 @@
 /** Prometheus metrics, one registry per app instance so several apps (tests) never share counters. */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
-/** How a streamed response ended: the one definition, for the HTTP streams, the WebSocket sessions and this counter's label. */
+/**
+ * How a stream ended: the one vocabulary, for this counter's label, the access log's `end` and the streamed
+ * responses and WebSocket sessions that report it. A generation's is derived from its finish reason
+ * (STREAM_OUTCOMES in engine/request.ts); "aborted" is the client leaving, or stalling.
+ */
 export type StreamOutcome = "completed" | "aborted" | "failed";
+/**
+ * How a request's audio reaches its client: one file, a raw stream of the file's bytes, SSE deltas, WebSocket
+ * sentences, or batch results. The one vocabulary, for the routes (PreparedSpeech.delivery) and the labels here.
+ */
 export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batch";
 
 /** What the engine gauges read at each scrape (src/engine/core.ts's Engine has this shape). */
@@ -105,7 +113,7 @@ export class ServiceMetrics {
     rejected: () => this.engineRejections.inc(),
   };
 
-  /** Counts a streamed response that ended, by delivery mode and outcome. */
+  /** Counts a stream (a streamed response, a WebSocket sentence) that ended, by delivery mode and outcome. */
   countStreamEnd(mode: DeliveryMode, outcome: StreamOutcome): void {
     this.streams.inc({ mode, outcome });
   }

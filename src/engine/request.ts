@@ -1,7 +1,9 @@
 /**
  * One request's life in the engine: an ordered status (so "finished" is one comparison), the one table from
- * finished states to finish reasons, and the audio the request has made and its consumer has not yet taken.
+ * finished states to finish reasons (and from those to how a stream ended), and the audio the request has
+ * made and its consumer has not yet taken.
  */
+import type { StreamOutcome } from "../metrics.ts";
 import type { AudioChunk, FinishReason, RequestId, RequestWork, SynthesisJob } from "../models/contract.ts";
 
 /** Ordered: every status from FINISHED_STOPPED on is final. */
@@ -39,6 +41,18 @@ export const FINISHED_STATUS_OF: Readonly<Record<FinishReason, FinishedStatus>> 
   length: RequestStatus.FINISHED_LENGTH_CAPPED,
   abort: RequestStatus.FINISHED_ABORTED,
   error: RequestStatus.FINISHED_ERROR,
+});
+
+/**
+ * How a stream ended, as the metrics tell it, for each way its generation can end: the speech ending by
+ * itself or cut by a frame cap is a stream completed; "abort" is the client leaving, its reader letting go,
+ * or the shutdown's grace running out.
+ */
+export const STREAM_OUTCOMES: Readonly<Record<FinishReason, StreamOutcome>> = Object.freeze({
+  stop: "completed",
+  length: "completed",
+  abort: "aborted",
+  error: "failed",
 });
 
 /** Prefill cost assumed for a request the model has not seen yet (its voice and first chunk): about one text chunk. */

@@ -13,14 +13,19 @@ import { randomUUID } from "node:crypto";
 import type { Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { Logger } from "../log/logger.ts";
+import type { StreamOutcome } from "../metrics.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 /** Printable ASCII without spaces, as nginx's $request_id, UUIDs and tracing ids are; anything else is replaced. */
 const USABLE_REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
-/** How a streamed response ended: its last byte taken, its client gone (or stalled), or a failure while streaming. */
-export type ResponseEnd = "completed" | "client_closed" | "failed";
+/**
+ * A streamed response's end as its log line's `end` names it (none: completed). "aborted", the client gone
+ * (or stalled) mid-stream, is written "client_closed", after nginx's 499 "client closed request": a status
+ * the line cannot carry, since the 200 has left. A client gone before its answer is a 499 status.
+ */
+const LOGGED_END: Readonly<Record<StreamOutcome, string | undefined>> = { completed: undefined, aborted: "client_closed", failed: "failed" };
 
 interface AccessRecord {
   requestId: string;
@@ -28,7 +33,7 @@ interface AccessRecord {
   firstAudioMs?: number;
   audioSeconds: number;
   /** Set by a route whose response streams: resolves when the stream has ended. */
-  streamEnd?: Promise<ResponseEnd>;
+  streamEnd?: Promise<StreamOutcome>;
 }
 
 const records = new WeakMap<Request, AccessRecord>();
@@ -51,11 +56,11 @@ export function noteFirstAudio(c: Context): void {
  * Marks this request's response as streamed: its log line (and the shutdown's count) wait for the returned
  * function to be called with how it ended.
  */
-export function streamEnded(c: Context): (end: ResponseEnd) => void {
+export function streamEnded(c: Context): (outcome: StreamOutcome) => void {
   const record = records.get(c.req.raw);
-  let settle: (end: ResponseEnd) => void = () => {};
-  if (record) record.streamEnd = new Promise<ResponseEnd>((resolve) => (settle = resolve));
-  return (end) => settle(end);
+  let settle: (outcome: StreamOutcome) => void = () => {};
+  if (record) record.streamEnd = new Promise<StreamOutcome>((resolve) => (settle = resolve));
+  return (outcome) => settle(outcome);
 }
 
 /** Installs the outermost middleware: ids, the active-request count the shutdown waits on, and the log line. */
@@ -81,7 +86,8 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
     // Bun answers an upgrade itself (101); the app's own response to it is a placeholder.
     const status = upgrade && record.streamEnd ? 101 : c.res.status;
     const route = routePattern(c);
-    const log = (end: ResponseEnd) => {
+    const log = (outcome: StreamOutcome) => {
+      const end = LOGGED_END[outcome];
       release();
       logger.info("request", {
         request_id: record.requestId,
@@ -91,7 +97,7 @@ export function registerAccessLog(app: Hono, logger: Logger, lifecycle: ServerLi
         latency_ms: round(performance.now() - record.startedMs),
         ...(record.firstAudioMs === undefined ? {} : { first_audio_ms: round(record.firstAudioMs) }),
         ...(record.audioSeconds > 0 ? { audio_seconds: Number(record.audioSeconds.toFixed(3)) } : {}),
-        ...(end === "completed" ? {} : { end }),
+        ...(end === undefined ? {} : { end }),
       });
     };
     if (record.streamEnd) void record.streamEnd.then(log);

@@ -1,30 +1,37 @@
 import type { StreamOutcome } from "../metrics.ts";
 
 /**
+ * The abort a streamed response's generation runs under: it fires when the client leaves (the request's
+ * signal), and pullStream fires it when the body is cancelled or stalls. Made before the generation starts,
+ * which is before the body exists, so that a full engine is still a 429.
+ */
+export function clientAbort(requestSignal: AbortSignal): AbortController {
+  const abort = new AbortController();
+  if (requestSignal.aborted) abort.abort();
+  else requestSignal.addEventListener("abort", () => abort.abort(), { once: true, signal: abort.signal });
+  return abort;
+}
+
+/**
  * Turns a byte generator into a response body that produces only as fast as the client reads (pull-based)
- * and stops generation when the client goes away: the request's signal and the stream's cancel both abort
- * the generator's signal, so the model stops within one frame. A client that stays connected but reads
- * nothing for `stallTimeoutMs` while a chunk waits for it is treated as gone too, so it cannot hold the
- * generation's state for good. Only time spent waiting on the client counts: a slow synthesis that is
- * still making its next chunk is never cut.
+ * and stops generation when the client goes away: the request's signal and the stream's cancel both fire
+ * `abort` (clientAbort), whose signal the generator runs under, so the model stops within one frame. A
+ * client that stays connected but reads nothing for `stallTimeoutMs` while a chunk waits for it is treated
+ * as gone too, so it cannot hold the generation's state for good. Only time spent waiting on the client
+ * counts: a slow synthesis that is still making its next chunk is never cut.
  */
 export function pullStream(
-  produce: (signal: AbortSignal) => AsyncGenerator<Uint8Array, void, undefined>,
-  requestSignal: AbortSignal,
+  bytes: AsyncGenerator<Uint8Array, void, undefined>,
+  abort: AbortController,
   onEnd: (outcome: StreamOutcome, error?: unknown) => void,
   stallTimeoutMs: number,
 ): ReadableStream<Uint8Array> {
-  const abort = new AbortController();
-  const abortFromRequest = () => abort.abort();
-  requestSignal.addEventListener("abort", abortFromRequest, { once: true });
-  const iterator = produce(abort.signal);
   let ended = false;
   let stallTimer: ReturnType<typeof setTimeout> | undefined;
   const finish = (outcome: StreamOutcome, error?: unknown) => {
     if (ended) return;
     ended = true;
     clearTimeout(stallTimer);
-    requestSignal.removeEventListener("abort", abortFromRequest);
     onEnd(outcome, error);
   };
   return new ReadableStream<Uint8Array>(
@@ -32,7 +39,7 @@ export function pullStream(
       async pull(controller) {
         clearTimeout(stallTimer);
         try {
-          const { value, done } = await iterator.next();
+          const { value, done } = await bytes.next();
           if (abort.signal.aborted) {
             finish("aborted");
             controller.close();
@@ -48,7 +55,7 @@ export function pullStream(
               abort.abort();
               finish("aborted");
               controller.error(new Error(`the client read nothing for ${stallTimeoutMs} ms`));
-              void iterator.return(undefined);
+              void bytes.return(undefined);
             }, stallTimeoutMs);
           }
         } catch (error) {
@@ -59,7 +66,7 @@ export function pullStream(
       async cancel() {
         abort.abort();
         finish("aborted");
-        await iterator.return(undefined);
+        await bytes.return(undefined);
       },
     },
     { highWaterMark: 0 },

@@ -10,11 +10,12 @@ import type { Hono } from "hono";
 import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { noteAudio, streamEnded } from "./access-log.ts";
-import type { SpeechService, SpeechUsage } from "../speech/service.ts";
+import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
 import type { Logger } from "../log/logger.ts";
-import { pullStream } from "./audio-stream.ts";
+import { clientAbort, pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
-import { base64, responseEndOf } from "./speech.ts";
+import { base64 } from "./base64.ts";
+import { mediaTypeOf } from "./speech-headers.ts";
 
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
@@ -50,13 +51,15 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         const parsedItem = parseWith(batchItemSchema, item, `items[${index}]`);
         const request: SpeechRequest = { ...definedFields(defaults), ...definedFields(parsedItem), input: parsedItem.input };
         if (budget.closed) throw budget.exceededError();
-        const prepared = await deps.service.prepare(request, "batch", signal);
         // Items never get a 429: each waits for a place in the engine, within its limits.
-        const rendered = await deps.service.render(prepared, signal, "batch", (seconds) => {
+        const speech = await deps.service.start(request, "batch", signal, (seconds) => {
           noteAudio(c, seconds);
-          return budget.spend(index, seconds);
-        }, { whenFull: "wait" });
-        return { index, status: "success", audio: rendered.audio, media_type: rendered.contentType, usage: rendered.usage, finish_reason: rendered.finishReason, ignored_fields: prepared.ignoredFields };
+          budget.spend(index, seconds);
+        });
+        const audio = await wholeAudio(speech.audio);
+        const { usage, finishReason } = await speech.done;
+        const { responseFormat, ignoredFields } = speech.prepared;
+        return { index, status: "success", audio, media_type: mediaTypeOf(responseFormat), usage, finish_reason: finishReason, ignored_fields: ignoredFields };
       } catch (error) {
         budget.release(index);
         if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });
@@ -66,11 +69,12 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
 
     const id = `speech-batch-${crypto.randomUUID()}`;
     const ended = streamEnded(c);
+    const abort = clientAbort(c.req.raw.signal);
     const body = pullStream(
-      (signal) => batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, signal))),
-      c.req.raw.signal,
+      batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, abort.signal))),
+      abort,
       (outcome, error) => {
-        ended(responseEndOf(outcome));
+        ended(outcome);
         if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
       },
       deps.stallTimeoutMs,

@@ -3,12 +3,12 @@ import type { Hono } from "hono";
 import type { WSContext } from "hono/ws";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log/logger.ts";
-import type { ServiceMetrics } from "../metrics.ts";
+import type { StreamOutcome } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, SpeechStreamSession } from "../speech/stream-session.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
-import { noteAudio, noteFirstAudio, streamEnded, type ResponseEnd } from "./access-log.ts";
+import { noteAudio, noteFirstAudio, streamEnded } from "./access-log.ts";
 
 /**
  * How long a close handshake may take before the connection is dropped: a client that reads nothing never
@@ -18,14 +18,13 @@ const CLOSE_HANDSHAKE_MS = 5000;
 
 export interface StreamRouteDeps {
   service: SpeechService;
-  metrics: ServiceMetrics;
   logger: Logger;
   config: Config;
   runtime: RuntimeSupport;
   lifecycle: ServerLifecycle;
 }
 
-export function registerStreamRoute(app: Hono, { service, metrics, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
+export function registerStreamRoute(app: Hono, { service, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
   app.get(
     "/v1/audio/speech/stream",
     runtime.upgradeWebSocket((c) => {
@@ -37,10 +36,10 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
       let socketClosed = false;
       /** The sample rate of the sentence being sent when it is raw pcm16 (audio.start says), so frames count as seconds. */
       let pcmRateHz: number | undefined;
-      const finish = (end: ResponseEnd) => {
+      const finish = (outcome: StreamOutcome) => {
         session?.closed();
         untrack();
-        ended(end);
+        ended(outcome);
       };
       return {
         onOpen(_event, ws) {
@@ -68,7 +67,6 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
             },
             {
               service,
-              metrics,
               logger,
               configTimeoutMs: config.wsConfigTimeoutSeconds * 1000,
               idleTimeoutMs: config.wsIdleTimeoutSeconds * 1000,
@@ -85,7 +83,7 @@ export function registerStreamRoute(app: Hono, { service, metrics, logger, confi
         onClose() {
           socketClosed = true;
           // Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
-          finish(serverCloseCode === undefined ? "client_closed" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
+          finish(serverCloseCode === undefined ? "aborted" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
         },
         onError() {
           finish("failed");

@@ -1,6 +1,8 @@
 /**
  * Request → job: checks what depends on configuration and on the loaded model (voice, model name, rates,
- * lengths, cloning), then drives the adapter and shapes its audio for delivery (resample, speed, encode).
+ * lengths, cloning), then drives the engine and shapes its audio for delivery (resample, speed, encode).
+ * A route makes one call, `start`, and frames what it gets: the audio in its response format, and how the
+ * generation ended.
  */
 import type { Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
@@ -8,7 +10,8 @@ import { createHash } from "node:crypto";
 import { Semaphore } from "../async/semaphore.ts";
 import type { ModelCapabilities, SpeechModel, SynthesisJob, VoicePrompt } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
-import type { Engine, EngineStream, SubmitOptions } from "../engine/core.ts";
+import type { Engine, EngineStream } from "../engine/core.ts";
+import { STREAM_OUTCOMES } from "../engine/request.ts";
 import type { FinishReason } from "../models/contract.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
@@ -16,10 +19,11 @@ import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
-import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
+import { encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
+import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
-import { concatFloat32 } from "../audio/concat.ts";
+import { concatBytes, concatFloat32 } from "../audio/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
@@ -57,15 +61,22 @@ function maxFramesForInput(inputChars: number, framesPerSecond: number): number 
 /** Names an unknown-voice error lists; the rest are only counted (GET /v1/audio/voices lists them all). */
 const LISTED_VOICE_NAMES = 10;
 
-export type Transport = "http" | "batch" | "websocket";
-export type StreamingMode = "sse" | "audio" | null;
+/**
+ * What a request arrived through, which decides what it may ask for and how its audio leaves: the speech
+ * route (a file, a raw stream or SSE, as the request asks), a batch item, or a WebSocket sentence sent whole
+ * (one binary message) or streamed (stream_audio).
+ */
+export type Transport = "http" | "batch" | "websocket_whole" | "websocket_streamed";
 
 export interface PreparedSpeech {
   job: Omit<SynthesisJob, "signal">;
   responseFormat: ResponseFormat;
   outputSampleRateHz: number;
   speed: number;
-  streaming: StreamingMode;
+  /** How the audio leaves: what the route frames, and the mode the metrics count it under. */
+  delivery: DeliveryMode;
+  /** The audio leaves piece by piece as it is made (audio_stream, sse, a streamed WebSocket sentence), not as one file. */
+  streamed: boolean;
   inputTextTokens: number;
   inputAudioTokens: number;
   /** Fields of the request the served model cannot use, so it ignored them (`extra_params.<key>` for its params). */
@@ -79,20 +90,33 @@ export interface SpeechUsage {
   input_token_details: { text_tokens: number; audio_tokens: number };
 }
 
-/** Counts what a generation produced, filled in as audio flows; how it ended, once it has. */
-export interface GenerationTally {
+/** Counts what a generation produced, filled in as audio flows. */
+interface GenerationTally {
   frames: number;
+  /** Samples at the output rate, before the speed change. */
   samples: number;
-  finishReason?: FinishReason;
 }
 
-export interface RenderedSpeech {
-  audio: Uint8Array;
-  contentType: string;
-  usage: SpeechUsage;
-  durationSeconds: number;
-  /** "stop" (the speech ended by itself) or "length" (a frame cap cut it). */
+/** A request under way: what `start` returns. */
+export interface StartedSpeech {
+  prepared: PreparedSpeech;
+  /**
+   * The audio in `prepared.responseFormat`. A file (a file, a batch item, a whole WebSocket sentence) comes
+   * as one piece once it is made; a stream comes piece by piece as the format can give them
+   * (audio/stream-encoder.ts), and the joined pieces are one file. Reading it runs the generation; leaving
+   * early (`return`, `break`) gives the generation up. A file whose client left throws a 499.
+   */
+  audio: AsyncGenerator<Uint8Array, void, undefined>;
+  /** Settles (never rejects) once `audio` has ended, however it ended. */
+  done: Promise<SpeechEnd>;
+}
+
+export interface SpeechEnd {
+  /** "stop" (the speech ended by itself), "length" (a frame cap cut it), "abort" (the client left) or "error". */
   finishReason: FinishReason;
+  usage: SpeechUsage;
+  /** Seconds of audio delivered, after the speed change. */
+  audioSeconds: number;
 }
 
 export class SpeechService {
@@ -172,10 +196,12 @@ export class SpeechService {
     const { maxInputChars } = this.config;
     if (text.length > maxInputChars) throw badRequest(`input must be at most ${maxInputChars} characters (got ${text.length})`, "input");
 
-    const responseFormat = request.response_format ?? "wav";
-    // Raw pcm carries no rate, and OpenAI's is 24 kHz: clients such as Pipecat play it at 24 kHz whatever
-    // the model's own rate. Every other format says its rate, so it keeps the model's.
-    const outputSampleRateHz = request.sample_rate ?? (responseFormat === "pcm" ? OPENAI_PCM_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
+    // A streamed WebSocket sentence is pcm16 unless the config names a format (the seed's behaviour, which clients rely on).
+    const responseFormat = request.response_format ?? (transport === "websocket_streamed" ? "pcm" : "wav");
+    // Raw pcm carries no rate, and OpenAI's is 24 kHz: clients such as Pipecat that ask for pcm play it at
+    // 24 kHz whatever the model's own rate. Every other format says its rate, so it keeps the model's, and
+    // so does the WebSocket's pcm16 by default.
+    const outputSampleRateHz = request.sample_rate ?? (request.response_format === "pcm" ? OPENAI_PCM_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
     if (!OUTPUT_SAMPLE_RATES_HZ.includes(outputSampleRateHz)) {
       throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${OUTPUT_SAMPLE_RATES_HZ.join(", ")}`, "sample_rate");
     }
@@ -193,17 +219,19 @@ export class SpeechService {
 
     const streaming = streamingMode(request);
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
+    const delivery = deliveryOf(transport, streaming);
+    const streamed = streaming !== null || transport === "websocket_streamed";
     const speed = request.speed ?? 1;
-    if (streaming !== null) checkStreamable(speed, "stream");
+    if (streamed) checkStreamable(speed, transport === "http" ? "stream" : "stream_audio");
     // A file (or a batch result) holds the whole utterance in memory until it is encoded: past the default
     // cap that is hundreds of MB, so long-form text, allowed by a raised --max-input-chars, must be streamed.
-    if (streaming === null && transport !== "websocket" && text.length > DEFAULT_MAX_INPUT_CHARS) {
+    if ((delivery === "file" || delivery === "batch") && text.length > DEFAULT_MAX_INPUT_CHARS) {
       throw badRequest(
         `input longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (stream_format "audio" or "sse", or the WebSocket route): a file response holds the whole utterance in memory`,
         "input",
       );
     }
-    if (request.word_timestamps && transport !== "websocket") {
+    if (request.word_timestamps && delivery !== "websocket") {
       throw badRequest("word_timestamps are only available on the WebSocket route", "word_timestamps");
     }
     // vLLM's top-level temperature is the model's sampling temperature, unless extra_params names one.
@@ -238,7 +266,8 @@ export class SpeechService {
       responseFormat,
       outputSampleRateHz,
       speed,
-      streaming,
+      delivery,
+      streamed,
       inputTextTokens: adapter.countInputTokens(text),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
       ignoredFields,
@@ -394,7 +423,32 @@ export class SpeechService {
     }
   }
 
-  usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
+  /**
+   * One request, from its checks to its audio: `prepare`, then admission to the engine, then the audio as
+   * `prepared.delivery` wants it. Where a refusal can still be a status line (the speech route, a batch item)
+   * the job is admitted before this returns, so a full engine is a 429 and not a broken stream, and a batch
+   * item waits for a place instead; a WebSocket sentence is admitted when its audio is first read, after its
+   * audio.start, and refused by an error message. `onAudio` hears the seconds of each chunk as delivered
+   * (after the speed change); when it throws, generation stops and `audio` throws that error. A client that
+   * left before its audio was ready (`signal` aborted) is a 499, whatever the step it left at.
+   */
+  async start(request: SpeechRequest, transport: Transport, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech> {
+    const sentence = transport === "websocket_whole" || transport === "websocket_streamed";
+    try {
+      const prepared = await this.prepare(request, transport, signal);
+      const admitted = sentence ? undefined : await this.#admit(prepared, signal);
+      let settle!: (end: SpeechEnd) => void;
+      const done = new Promise<SpeechEnd>((resolve) => (settle = resolve));
+      return { prepared, audio: this.#deliver(prepared, admitted, signal, settle, onAudio), done };
+    } catch (error) {
+      // A sentence is a stream of its session, counted however it ends; a request refused before its
+      // response starts is no stream.
+      if (sentence) this.metrics.countStreamEnd("websocket", STREAM_OUTCOMES[signal.aborted ? "abort" : "error"]);
+      throw signal.aborted ? clientLeft() : error;
+    }
+  }
+
+  #usage(prepared: PreparedSpeech, frames: number): SpeechUsage {
     const inputTokens = prepared.inputTextTokens + prepared.inputAudioTokens;
     return {
       input_tokens: inputTokens,
@@ -404,20 +458,48 @@ export class SpeechService {
     };
   }
 
+  #admit(prepared: PreparedSpeech, signal: AbortSignal): Promise<EngineStream> {
+    return this.engine().submit({ ...prepared.job, signal }, { whenFull: prepared.delivery === "batch" ? "wait" : "reject" });
+  }
+
   /**
-   * Admits the job to the engine before any audio is sent: an EngineFullError (429 with Retry-After) when
-   * every running and waiting place is taken, unless `whenFull` is "wait" (batch items).
+   * The audio of `start`, and the one place a generation's end is told: its finish reason (the engine's, or
+   * "abort" when the client left or its reader let go, "error" when it failed), the stream count derived
+   * from it, and `done`.
    */
-  admit(prepared: PreparedSpeech, signal: AbortSignal, options: SubmitOptions = {}): Promise<EngineStream> {
-    return this.engine().submit({ ...prepared.job, signal }, options);
+  async *#deliver(prepared: PreparedSpeech, admitted: EngineStream | undefined, signal: AbortSignal, settle: (end: SpeechEnd) => void, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Uint8Array, void, undefined> {
+    const tally: GenerationTally = { frames: 0, samples: 0 };
+    let finishReason: FinishReason = "abort";
+    let stream = admitted;
+    let fileSeconds: number | undefined;
+    try {
+      stream ??= await this.#admit(prepared, signal);
+      const pcm = this.#pcm(prepared, stream, signal, tally, onAudio);
+      if (prepared.streamed) yield* encodedStream(prepared, pcm, signal);
+      else {
+        const file = await this.#encodedFile(prepared, pcm, signal);
+        fileSeconds = file.seconds;
+        yield file.bytes;
+      }
+      if (!signal.aborted) finishReason = stream.finishReason ?? "abort";
+    } catch (error) {
+      finishReason = signal.aborted ? "abort" : "error";
+      throw error;
+    } finally {
+      // Read to its end, the request has already left the engine; otherwise (an encoder that failed before
+      // reading, a reader that let go) it is given up here, not left holding its place.
+      stream?.cancel();
+      if (prepared.delivery !== "file" && prepared.delivery !== "batch") this.metrics.countStreamEnd(prepared.delivery, STREAM_OUTCOMES[finishReason]);
+      settle({ finishReason, usage: this.#usage(prepared, tally.frames), audioSeconds: fileSeconds ?? tally.samples / prepared.outputSampleRateHz });
+    }
   }
 
   /**
    * Mono float PCM at the requested output rate, chunk by chunk as the engine makes it. The resampler is
-   * streaming, so chunk borders leave no seams. Stops when `signal` aborts; `tally.finishReason` says how
-   * the generation ended.
+   * streaming, so chunk borders leave no seams. Stops when `signal` aborts.
    */
-  async *generatePcm(prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, tally: GenerationTally, mode: DeliveryMode): AsyncGenerator<Float32Array, void, undefined> {
+  async *#pcm(prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, tally: GenerationTally, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Float32Array, void, undefined> {
+    const mode = prepared.delivery;
     const startedMs = performance.now();
     let resampler: Awaited<ReturnType<typeof createStreamingResampler>> | undefined;
     let firstAudioSeen = false;
@@ -427,6 +509,7 @@ export class SpeechService {
         firstAudioSeen = true;
         this.metrics.timeToFirstAudio.observe({ mode }, (performance.now() - startedMs) / 1000);
       }
+      onAudio?.(samples.length / prepared.outputSampleRateHz / prepared.speed);
       return samples;
     };
     try {
@@ -446,42 +529,68 @@ export class SpeechService {
       }
     } finally {
       resampler?.close();
-      tally.finishReason = stream.finishReason ?? "abort";
-      this.logger.info("speech finished", { engine_request_id: stream.requestId, mode, finish_reason: tally.finishReason, frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
+      this.logger.info("speech finished", { engine_request_id: stream.requestId, mode, finish_reason: stream.finishReason ?? "abort", frames: tally.frames, audio_seconds: Number((tally.samples / prepared.outputSampleRateHz).toFixed(3)) });
     }
   }
 
-  /**
-   * The whole utterance as one encoded file. `onAudio` hears the seconds of each chunk as delivered (after
-   * the speed change); when it throws, generation stops and the error is the result.
-   */
-  async render(prepared: PreparedSpeech, signal: AbortSignal, mode: DeliveryMode = "file", onAudio?: (seconds: number) => void, admission: SubmitOptions = {}): Promise<RenderedSpeech> {
-    const stream = await this.admit(prepared, signal, admission);
-    const tally: GenerationTally = { frames: 0, samples: 0 };
+  /** The whole utterance as one encoded file, speed changed, and its length in seconds. */
+  async #encodedFile(prepared: PreparedSpeech, pcm: AsyncIterable<Float32Array>, signal: AbortSignal): Promise<{ bytes: Uint8Array; seconds: number }> {
     const chunks: Float32Array[] = [];
-    for await (const chunk of this.generatePcm(prepared, stream, signal, tally, mode)) {
-      onAudio?.(chunk.length / prepared.outputSampleRateHz / prepared.speed);
-      chunks.push(chunk);
-    }
-    if (signal.aborted) throw new ApiError(400, "request aborted by the client");
+    for await (const chunk of pcm) chunks.push(chunk);
+    if (signal.aborted) throw clientLeft();
     let samples = concatFloat32(chunks);
     if (prepared.speed !== 1) samples = await changeSpeed(samples, prepared.outputSampleRateHz, prepared.speed);
-    const audio = await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat);
-    return {
-      audio,
-      contentType: CONTENT_TYPES[prepared.responseFormat],
-      usage: this.usage(prepared, tally.frames),
-      durationSeconds: samples.length / prepared.outputSampleRateHz,
-      finishReason: tally.finishReason ?? "stop",
-    };
+    return { bytes: await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat), seconds: samples.length / prepared.outputSampleRateHz };
   }
 }
 
 /**
- * Streamed audio leaves as it is made: only formats that may be cut anywhere, and no time-stretch, which
- * needs the whole utterance. `option` names what asked for streaming (HTTP's stream, the WebSocket's stream_audio).
+ * The audio in its response format, each chunk's bytes as soon as the format can give them: the joined
+ * bytes are one file (a WAV's header carries sizes 0xFFFFFFFF, which players read as "until EOF"), and a
+ * player can start on the first.
  */
-export function checkStreamable(speed: number, option: "stream" | "stream_audio"): void {
+async function* encodedStream(prepared: PreparedSpeech, pcm: AsyncIterable<Float32Array>, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
+  const encoder = await createStreamEncoder(prepared.responseFormat, prepared.outputSampleRateHz);
+  let ended = false;
+  try {
+    for await (const samples of pcm) {
+      const bytes = await encoder.push(samples);
+      if (bytes.byteLength > 0) yield bytes;
+    }
+    if (signal.aborted) return;
+    ended = true;
+    const rest = await encoder.end();
+    if (rest.byteLength > 0) yield rest;
+  } finally {
+    if (!ended) encoder.close();
+  }
+}
+
+/** The client closed the connection before its audio was ready: nobody receives the answer, and the status (nginx's 499, as for a body cut short) keeps a hang-up from counting as a bad request or a server fault. */
+function clientLeft(): ApiError {
+  return new ApiError(499, "The client closed the connection before its audio was ready");
+}
+
+/** All of `audio`'s pieces as one array: a file, or a whole stream. */
+export async function wholeAudio(audio: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const pieces: Uint8Array[] = [];
+  for await (const piece of audio) pieces.push(piece);
+  return pieces.length === 1 ? pieces[0]! : concatBytes(pieces);
+}
+
+type StreamingMode = "sse" | "audio" | null;
+
+function deliveryOf(transport: Transport, streaming: StreamingMode): DeliveryMode {
+  if (transport === "batch") return "batch";
+  if (transport !== "http") return "websocket";
+  return streaming === "sse" ? "sse" : streaming === "audio" ? "audio_stream" : "file";
+}
+
+/**
+ * Streamed audio leaves as it is made: no time-stretch, which needs the whole utterance. `option` names what
+ * asked for streaming (HTTP's stream, the WebSocket's stream_audio).
+ */
+function checkStreamable(speed: number, option: "stream" | "stream_audio"): void {
   const streaming = option === "stream" ? "streaming" : "stream_audio";
   const turnOff = option === "stream" ? "stream" : "set stream_audio false";
   if (speed !== 1) throw badRequest(`speed is not supported with ${streaming}; omit speed or ${turnOff}`, "speed");
@@ -512,24 +621,6 @@ function streamingMode(request: SpeechRequest): StreamingMode {
   return request.stream === true ? "sse" : null;
 }
 
-
-/** What usage each header carries; each is sent as X-<name> and, for vLLM-Omni's clients, as X-VLLM-OMNI-<NAME>. */
-const USAGE_HEADERS: Record<string, (usage: SpeechUsage) => number> = {
-  "Input-Tokens": (usage) => usage.input_tokens,
-  "Output-Tokens": (usage) => usage.output_tokens,
-  "Total-Tokens": (usage) => usage.total_tokens,
-  "Input-Text-Tokens": (usage) => usage.input_token_details.text_tokens,
-  "Input-Audio-Tokens": (usage) => usage.input_token_details.audio_tokens,
-};
-
-function usageHeaderNames(name: string): string[] {
-  return [`X-${name}`, `X-VLLM-OMNI-${name.toUpperCase()}`];
-}
-
-/** The headers a speech response may carry beyond the standard ones: what CORS lets a browser read. */
-export const SPEECH_RESPONSE_HEADERS: readonly string[] = [...Object.keys(USAGE_HEADERS).flatMap(usageHeaderNames), "X-Ignored-Fields", "X-Finish-Reason"];
-
-/** Names the fields the model ignored, so a client learns that they had no effect; none, no header. */
 /** Ignored fields named at most; the rest of a request's unknown extra_params keys go unnamed. */
 const MAX_IGNORED_FIELDS = 32;
 const MAX_IGNORED_FIELD_NAME_BYTES = 64;
@@ -550,12 +641,4 @@ export function headerSafeFieldName(key: string): string {
     name += piece;
   }
   return name;
-}
-
-export function ignoredFieldsHeader(prepared: PreparedSpeech): Record<string, string> {
-  return prepared.ignoredFields.length > 0 ? { "X-Ignored-Fields": prepared.ignoredFields.join(",") } : {};
-}
-
-export function usageHeaders(usage: SpeechUsage): Record<string, string> {
-  return Object.fromEntries(Object.entries(USAGE_HEADERS).flatMap(([name, count]) => usageHeaderNames(name).map((header) => [header, String(count(usage))])));
 }

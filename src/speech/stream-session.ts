@@ -10,13 +10,10 @@ import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import type { Logger } from "../log/logger.ts";
-import type { ServiceMetrics } from "../metrics.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
-import { checkStreamable, type GenerationTally, type SpeechService } from "./service.ts";
+import type { SpeechService } from "./service.ts";
 import { EngineFullError } from "../engine/core.ts";
-import type { FinishReason } from "../models/contract.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
@@ -52,7 +49,6 @@ export interface StreamSink {
 
 export interface StreamSessionOptions {
   service: SpeechService;
-  metrics: ServiceMetrics;
   logger: Logger;
   configTimeoutMs: number;
   idleTimeoutMs: number;
@@ -238,8 +234,7 @@ export class SpeechStreamSession {
     const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, streaming_mode: _mode, ...speechFields } = config;
     try {
       // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
-      const prepared = await this.options.service.prepare({ ...speechFields, input: "configuration check" }, "websocket", this.#abort.signal);
-      if (config.stream_audio) checkStreamable(prepared.speed, "stream_audio");
+      await this.options.service.prepare({ ...speechFields, input: "configuration check" }, config.stream_audio ? "websocket_streamed" : "websocket_whole", this.#abort.signal);
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
       throw error;
@@ -316,6 +311,10 @@ export class SpeechStreamSession {
     }
   }
 
+  /**
+   * One sentence: audio.start, its audio (one binary message, or a stream of them with stream_audio), then
+   * audio.done. The service counts how it ended; a socket closed on the way is the client leaving.
+   */
   async #speak(item: Extract<WorkItem, { kind: "segment" }>): Promise<void> {
     const { type: _type, stream_audio: streamAudio, split_granularity: _granularity, streaming_mode: _mode, ...speechFields } = item.config;
     const signal = this.#abort.signal;
@@ -323,67 +322,30 @@ export class SpeechStreamSession {
     const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
     try {
       const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
-      const prepared = await this.options.service.prepare(request, "websocket", signal);
-      // Streamed audio is pcm16 unless the config names a format (the seed's behaviour, which clients rely on).
-      const format = streamAudio && speechFields.response_format === undefined ? "pcm" : prepared.responseFormat;
+      const speech = await this.options.service.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal);
+      const { prepared } = speech;
       this.sink.sendJson({
         type: "audio.start",
         ...position,
         sentence_text: item.text,
-        format,
+        format: prepared.responseFormat,
         sample_rate: prepared.outputSampleRateHz,
         channels: 1,
       });
-      let finishReason: FinishReason;
-      if (streamAudio) {
-        const stream = await this.options.service.admit(prepared, signal);
-        const tally: GenerationTally = { frames: 0, samples: 0 };
-        // Each sentence is a stream of its own in the response format: a wav one opens with its header.
-        const encoder = await createStreamEncoder(format, prepared.outputSampleRateHz);
-        const send = async (bytes: Uint8Array) => {
-          if (bytes.byteLength === 0) return;
-          await this.#waitForDrain();
-          if (this.#closed) return;
-          this.sink.sendBinary(bytes);
-          sentBytes += bytes.byteLength;
-        };
-        try {
-          for await (const samples of this.options.service.generatePcm(prepared, stream, signal, tally, "websocket")) {
-            await send(await encoder.push(samples));
-            if (this.#closed) break;
-          }
-          if (!this.#closed && !signal.aborted) await send(await encoder.end());
-        } finally {
-          encoder.close();
-        }
-        // A socket closed mid-sentence is an aborted stream: the client left before its audio ended.
-        if (this.#closed) {
-          this.options.metrics.countStreamEnd("websocket", "aborted");
-          return;
-        }
-        finishReason = tally.finishReason ?? "stop";
-      } else {
-        const rendered = await this.options.service.render(prepared, signal, "websocket");
+      // Each sentence is a file or a stream of its own in the response format: a wav one opens with its header.
+      for await (const bytes of speech.audio) {
         await this.#waitForDrain();
-        if (this.#closed) {
-          this.options.metrics.countStreamEnd("websocket", "aborted");
-          return;
-        }
-        this.sink.sendBinary(rendered.audio);
-        sentBytes = rendered.audio.byteLength;
-        finishReason = rendered.finishReason;
+        if (this.#closed) break;
+        this.sink.sendBinary(bytes);
+        sentBytes += bytes.byteLength;
       }
       if (this.#closed) return;
-      this.options.metrics.countStreamEnd("websocket", "completed");
+      const { finishReason } = await speech.done;
       // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
       const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
       this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: false, finish_reason: finishReason, ...ignored });
     } catch (error) {
-      if (this.#closed || signal.aborted) {
-        this.options.metrics.countStreamEnd("websocket", "aborted");
-        return;
-      }
-      this.options.metrics.countStreamEnd("websocket", "failed");
+      if (this.#closed || signal.aborted) return;
       const message = error instanceof ApiError ? error.message : "speech generation failed";
       if (!(error instanceof ApiError)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
       // A full engine refuses the sentence, not the session: the client may send it again after retry_after.

@@ -57,6 +57,20 @@ test("metrics count requests by route and status, time to first audio and stream
   expect(metrics).toContain('voxedge_streams_total{mode="sse",outcome="completed"} 1');
 });
 
+test("a stream is counted by how its generation ended: a failure is failed even when SSE tells it in an event; a file is no stream", async () => {
+  const { app } = await testApp(new ToneAdapter({ failAfterFrames: 2 }));
+  const post = (body: unknown) => app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const events = await (await post({ input: "a stream that breaks", stream: true })).text();
+  expect(events).toContain("event: speech.audio.error");
+  await expect((await post({ input: "a raw stream that breaks", stream_format: "audio", response_format: "pcm" })).arrayBuffer()).rejects.toThrow();
+  expect((await post({ input: "a file that breaks" })).status).toBe(500);
+  const metrics = await (await app.request("/metrics")).text();
+  expect(metrics).toContain('voxedge_streams_total{mode="sse",outcome="failed"} 1');
+  expect(metrics).toContain('voxedge_streams_total{mode="audio_stream",outcome="failed"} 1');
+  expect(metrics).not.toContain('outcome="completed"');
+  expect(metrics).not.toContain('voxedge_streams_total{mode="file"');
+});
+
 test("an API key, when configured, is required on /v1 routes", async () => {
   const { app } = await testApp(new ToneAdapter(), { flags: { "api-key": "s3cret" } });
   expect((await app.request("/v1/models")).status).toBe(401);

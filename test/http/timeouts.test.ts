@@ -1,7 +1,7 @@
 /**
  * The HTTP edge against slow, stalled and vanishing clients, on a real port: bodies that never finish (408),
- * clients that hang up mid-body (499, not a server fault), streams nobody reads (aborted after
- * --stream-stall-timeout), and the API key check.
+ * clients that hang up mid-body or before their audio is ready (499, neither a bad request nor a server
+ * fault), streams nobody reads (aborted after --stream-stall-timeout), and the API key check.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AudioChunk, SynthesisJob } from "../../src/models/contract.ts";
@@ -10,6 +10,8 @@ import { RawHttpConnection, requestHead, serverEndEstablished } from "../support
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { eventually } from "../support/eventually.ts";
+import { encodeWav } from "../../src/audio/wav.ts";
+import { sine } from "../support/uploads.ts";
 
 
 const sleep = (ms: number) => Bun.sleep(ms);
@@ -117,6 +119,65 @@ describe("a client that hangs up mid-body", () => {
         });
         expect(counts).toEqual({ "499": 1 });
         expect(logged.filter((entry) => entry.level === "error")).toEqual([]);
+      } finally {
+        await server.stop();
+      }
+    });
+  }
+});
+
+/** A cloning tone model whose voice encodes take `delayMs`: a request waits in its voice preparation that long. */
+function slowEncodingAdapter(delayMs: number): ToneAdapter & { encodesStarted: number } {
+  const adapter = Object.assign(new ToneAdapter({ cloning: true }), { encodesStarted: 0 });
+  const encode = adapter.encodeVoice!;
+  adapter.encodeVoice = async (reference, signal) => {
+    adapter.encodesStarted++;
+    await sleep(delayMs);
+    return encode(reference, signal);
+  };
+  return adapter;
+}
+
+describe("a client that hangs up before its audio is sent", () => {
+  const clip = `data:audio/wav;base64,${Buffer.from(encodeWav(sine(1.5, 300), 16000)).toString("base64")}`;
+  const CASES = [
+    {
+      name: "a file, mid-render",
+      // 4 frames of 20 ms a character: the whole file would take about 15 s to render.
+      adapter: () => Object.assign(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 }), { encodesStarted: 0 }),
+      body: { input: "a long sentence that would take a while to speak, and then some more of it", response_format: "wav" },
+      underWay: (adapter: ToneAdapter & { encodesStarted: number }) => adapter.framesProduced >= 3,
+    },
+    {
+      name: "a raw stream, while its reference voice is encoded",
+      adapter: () => slowEncodingAdapter(1000),
+      body: { input: "a stream that never starts", stream_format: "audio", response_format: "pcm", ref_audio: clip },
+      underWay: (adapter: ToneAdapter & { encodesStarted: number }) => adapter.encodesStarted > 0,
+    },
+  ];
+  for (const { name, adapter: makeAdapter, body, underWay } of CASES) {
+    test(`${name}: 499 in the access log and the metrics, nothing logged as an error, the generation never runs on`, async () => {
+      const logged: Record<string, any>[] = [];
+      const logger = createLogger("debug", (line) => logged.push(JSON.parse(line)));
+      const adapter = makeAdapter();
+      const server = await startTestServer(adapter, { logger });
+      try {
+        const connection = await RawHttpConnection.open(server.url);
+        const json = JSON.stringify(body);
+        connection.write(requestHead("POST", "/v1/audio/speech", { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(json) }) + json);
+        await eventually("the request to be under way", async () => (underWay(adapter) ? true : undefined));
+        connection.destroy();
+
+        const line = await eventually("the access log line", async () => logged.find((entry) => entry.message === "request"));
+        expect(line).toMatchObject({ route: "/v1/audio/speech", method: "POST", status: 499 });
+        expect(line.end).toBeUndefined();
+        expect(requestCountsByStatus(await metricsText(server), "/v1/audio/speech")).toEqual({ "499": 1 });
+        expect(logged.filter((entry) => entry.level === "error")).toEqual([]);
+        // Nothing more is made for a client that is gone.
+        const framesAtEnd = adapter.framesProduced;
+        await sleep(300);
+        expect(adapter.framesProduced).toBe(framesAtEnd);
+        expect(framesAtEnd).toBeLessThan(20);
       } finally {
         await server.stop();
       }

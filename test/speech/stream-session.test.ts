@@ -95,11 +95,10 @@ afterEach(() => {
 });
 
 async function openSession(adapter: ToneAdapter, overrides: Partial<StreamSessionOptions> = {}) {
-  const { service, metrics } = await testApp(adapter);
+  const { service } = await testApp(adapter);
   const sink = new FakeSink();
   const session = new SpeechStreamSession(sink, {
     service,
-    metrics,
     logger: silentLogger,
     configTimeoutMs: 10_000,
     idleTimeoutMs: 30_000,
