@@ -24,7 +24,7 @@ import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { createLogger } from "../src/log/logger.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
-import { concatFloat32 } from "../src/audio/concat.ts";
+import { concatFloat32 } from "../src/lib/concat.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared");

@@ -22,7 +22,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadPocketBundle, type GraphFile, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
 import { syntheticVoice } from "./pocket-timing.ts";
-import { concatBytes } from "../src/audio/concat.ts";
+import { concatBytes } from "../src/lib/concat.ts";
 import { lengthDelimitedField, protobufFields, WIRE_FIXED32, WIRE_LENGTH_DELIMITED } from "../src/formats/protobuf.ts";
 
 /** The width sherpa-onnx 1.13.x assumes for FlowLM conditioning rows (its empty AR text tensor). */

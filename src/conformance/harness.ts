@@ -35,7 +35,7 @@ import { voiceStateFromSafetensors } from "../models/pocket/stages/flow-lm.ts";
 import { type FlowLmState } from "../models/pocket/stages/state.ts";
 import type { StateEntry } from "../models/pocket/bundle.ts";
 import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
-import { concatFloat32 } from "../audio/concat.ts";
+import { concatFloat32 } from "../lib/concat.ts";
 import { CrowdedFlowLm, decodeInCrowdedCalls } from "./crowd.ts";
 import type { FlowLmStepper } from "../models/pocket/stages/flow-lm-slots.ts";
 

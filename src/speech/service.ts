@@ -19,7 +19,7 @@ import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { CONTENT_TYPES, encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
-import { concatFloat32 } from "../audio/concat.ts";
+import { concatFloat32 } from "../lib/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";

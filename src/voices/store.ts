@@ -44,7 +44,7 @@ import { ApiError, badRequest } from "../api/errors.ts";
 import { INVALID_VOICE_NAME_MESSAGE, isValidVoiceName } from "../api/voices.ts";
 import type { Logger } from "../log/logger.ts";
 import { Semaphore } from "../async/semaphore.ts";
-import { currentTempFileWriter, FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, tempFileWriter, writeFileDurably } from "../weights/durable-write.ts";
+import { currentTempFileWriter, FolderSyncError, fsyncDirectory, TEMP_FILE_PREFIX, tempFileWriter, writeFileDurably } from "../lib/durable-write.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { decodeSafetensors, encodeSafetensors, MalformedSafetensorsError, readSafetensorsHeaderFromFile, type FloatTensor, type SafetensorsHeader } from "../formats/safetensors.ts";
 import { downmixToMono } from "../audio/decoders.ts";

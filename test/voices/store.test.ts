@@ -6,7 +6,7 @@ import { ApiError } from "../../src/api/errors.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
 import { encodeSafetensors } from "../../src/formats/safetensors.ts";
 import { validateVoiceName, VoiceStore, VoiceStoreFolderError, type SaveAudioInput, type StoredVoice } from "../../src/voices/store.ts";
-import { currentTempFileWriter } from "../../src/weights/durable-write.ts";
+import { currentTempFileWriter } from "../../src/lib/durable-write.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { wavFile } from "../support/uploads.ts";

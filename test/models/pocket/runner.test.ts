@@ -16,7 +16,7 @@ import { closePocketSessions, openPocketSessions, type PocketSessions } from "..
 import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
 import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
-import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { concatFloat32 } from "../../../src/lib/concat.ts";
 import { engineFor, speak } from "../../support/engine.ts";
 import { fixtureBundle } from "./bundle-fixture.ts";
 
