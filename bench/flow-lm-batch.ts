@@ -7,7 +7,7 @@
  * one step) and ms per stream-step. Without --model it runs the tiny golden fixture (harness check only).
  */
 import { parseArgs } from "node:util";
-import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages } from "../src/models/pocket/pipeline.ts";
 import type { FlowLmState } from "../src/models/pocket/stages/state.ts";

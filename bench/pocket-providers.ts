@@ -13,7 +13,9 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
-import { loadPocketBundle, parseStateManifest, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
+import type { GraphPrecision, PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
+import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
 import { compareTensors } from "../src/conformance/harness.ts";
 import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
@@ -24,7 +26,7 @@ import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { createLogger } from "../src/log/logger.ts";
 import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
-import { concatFloat32 } from "../src/audio/concat.ts";
+import { concatFloat32 } from "../src/lib/concat.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const SHARED = join(ROOT, "..", "shared");

@@ -9,7 +9,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { loadPocketBundle } from "../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
 import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";

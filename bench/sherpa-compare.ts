@@ -34,7 +34,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { BENCH_SENTENCE } from "./pocket-timing.ts";
-import type { GraphPrecision } from "../src/models/pocket/bundle.ts";
+import type { GraphPrecision } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { generateSpeech, maxFramesForTokens, planTextChunks } from "../src/models/pocket/loop.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { configureOnnxRuntime } from "../src/onnx/runtime.ts";

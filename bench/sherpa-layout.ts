@@ -20,9 +20,10 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { loadPocketBundle, type GraphFile, type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
+import type { GraphFile, GraphPrecision, PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { syntheticVoice } from "./pocket-timing.ts";
-import { concatBytes } from "../src/audio/concat.ts";
+import { concatBytes } from "../src/lib/concat.ts";
 import { lengthDelimitedField, protobufFields, WIRE_FIXED32, WIRE_LENGTH_DELIMITED } from "../src/formats/protobuf.ts";
 
 /** The width sherpa-onnx 1.13.x assumes for FlowLM conditioning rows (its empty AR text tensor). */

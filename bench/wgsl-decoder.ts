@@ -19,9 +19,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { acquireGpu } from "../src/gpu/device.ts";
+import { concatFloat32 } from "../src/lib/concat.ts";
 import { MimiGpuDecoder, type MimiGpuState } from "../src/models/pocket/mimi-wgsl/decoder.ts";
 import { readMimiWeightsFromOnnx } from "../src/models/pocket/mimi-wgsl/weights.ts";
-import { parseStateManifest, type StateEntry } from "../src/models/pocket/bundle.ts";
+import type { StateEntry } from "../src/models/pocket/bundle/pocket-bundle.ts";
+import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/onnx/runtime.ts";
 import { MimiDecoder } from "../src/models/pocket/stages/mimi-decoder.ts";
 import { type MimiState } from "../src/models/pocket/stages/state.ts";
@@ -103,17 +105,7 @@ async function measure(runner: BatchRunner): Promise<CellResult> {
   }
   const seconds = (performance.now() - start) / 1000;
   runner.close();
-  return { steps: timed, seconds, firstAudio: parity.length >= PARITY_STEPS ? concat(parity.slice(0, PARITY_STEPS)) : null };
-}
-
-function concat(chunks: Float32Array[]): Float32Array {
-  const out = new Float32Array(chunks.reduce((total, chunk) => total + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
+  return { steps: timed, seconds, firstAudio: parity.length >= PARITY_STEPS ? concatFloat32(parity.slice(0, PARITY_STEPS)) : null };
 }
 
 function wgslRunner(decoder: MimiGpuDecoder, batch: number): BatchRunner {

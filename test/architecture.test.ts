@@ -1,7 +1,8 @@
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, posix } from "node:path";
+import { parseSync } from "@swc/core";
 import type { ICruiseResult } from "dependency-cruiser";
 
 const repoRoot = join(import.meta.dir, "..");
@@ -20,10 +21,43 @@ async function violationsIn(baseDir: string): Promise<string[]> {
   const [report, errors] = await Promise.all([new Response(cruiser.stdout).text(), new Response(cruiser.stderr).text(), cruiser.exited]);
   if (!report.trim()) throw new Error(`dependency-cruiser printed no report: ${errors}`);
   const { summary } = JSON.parse(report) as ICruiseResult;
-  return summary.violations.map((violation) => {
+  const cruised = summary.violations.map((violation) => {
     const path = violation.cycle?.length ? violation.cycle.map((step) => step.name).join(" → ") : violation.to;
     return `${violation.rule.name}: ${violation.from} → ${path}`;
   });
+  return [...cruised, ...importTypeExpressionsIn(baseDir)];
+}
+
+/**
+ * Every `import("./…")` type expression under src/, as a violation naming the module it reaches: swc's
+ * extraction skips types, so dependency-cruiser's rules never see these edges (see .dependency-cruiser.cjs).
+ * A package's types (`typeof import("libflacjs/…")`) are not our layers and pass.
+ */
+function importTypeExpressionsIn(baseDir: string): string[] {
+  const violations: string[] = [];
+  for (const path of sourceFiles(baseDir, "src")) {
+    const module = parseSync(readFileSync(join(baseDir, path), "utf8"), { syntax: "typescript", tsx: path.endsWith(".tsx") });
+    for (const specifier of importTypeSpecifiers(module)) {
+      if (specifier.startsWith(".")) violations.push(`no-import-type-expression: ${path} → ${posix.join(posix.dirname(path), specifier)}`);
+    }
+  }
+  return violations;
+}
+
+function sourceFiles(baseDir: string, folder: string): string[] {
+  return readdirSync(join(baseDir, folder), { withFileTypes: true }).flatMap((entry) => {
+    const path = posix.join(folder, entry.name);
+    if (entry.isDirectory()) return sourceFiles(baseDir, path);
+    return /\.(ts|tsx|mts|cts)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+function importTypeSpecifiers(node: unknown): string[] {
+  if (Array.isArray(node)) return node.flatMap(importTypeSpecifiers);
+  if (node === null || typeof node !== "object") return [];
+  const fields = node as { type?: unknown; argument?: { value?: unknown } };
+  const own = fields.type === "TsImportType" && typeof fields.argument?.value === "string" ? [fields.argument.value] : [];
+  return [...own, ...Object.values(node).flatMap(importTypeSpecifiers)];
 }
 
 /** A tree of one-line modules under a scratch folder: path → source. */
@@ -84,5 +118,49 @@ test("imports against the direction are named by the rule they break", async () 
     "models-below-engine: src/models/pocket/model.ts → src/engine/host.ts",
     "models-independent: src/models/classic/model.ts → src/models/pocket/model.ts",
     "voices-and-weights-use-formats-and-audio: src/voices/store.ts → src/http/speech.ts",
+  ]);
+});
+
+test("a folder or top-level file of src/ that no rule names is a violation, whether it imports, is imported or stands alone", async () => {
+  const root = scratchTree({
+    "src/queue/jobs.ts": 'import { wav } from "../audio/wav.ts";\nexport const jobs = wav;\n',
+    "src/audio/wav.ts": "export const wav = 1;\n",
+    "src/http/speech.ts": 'import { jobs } from "../queue/jobs.ts";\nexport const route = jobs;\n',
+    "src/notes/idea.ts": "export const idea = 1;\n",
+    "src/bootstrap.ts": 'import { route } from "./http/speech.ts";\nexport const app = route;\n',
+  });
+  const violations = await violationsIn(root);
+  expect(violations.filter((line) => line.startsWith("known-layer:")).sort()).toEqual([
+    "known-layer: src/bootstrap.ts → src/http/speech.ts",
+    "known-layer: src/http/speech.ts → src/queue/jobs.ts",
+    "known-layer: src/notes/idea.ts → src/notes/idea.ts",
+    "known-layer: src/queue/jobs.ts → src/audio/wav.ts",
+  ]);
+});
+
+test("lib/ is imported by every layer, the shared modules and audio included, and imports none of them", async () => {
+  const root = scratchTree({
+    "src/lib/concat.ts": 'import { logger } from "../log/logger.ts";\nexport const concat = logger;\n',
+    "src/log/logger.ts": "export const logger = 1;\n",
+    "src/async/capped-stream.ts": 'import { concat } from "../lib/concat.ts";\nexport const capped = concat;\n',
+    "src/audio/wav.ts": 'import { concat } from "../lib/concat.ts";\nexport const wav = concat;\n',
+    "src/formats/npy.ts": 'import { concat } from "../lib/concat.ts";\nexport const npy = concat;\n',
+  });
+  expect(await violationsIn(root)).toEqual(["lib-imports-nothing-of-ours: src/lib/concat.ts → src/log/logger.ts"]);
+});
+
+// swc's extraction skips types, so the engine → pocket edge below is in no cruised rule's sight: the check
+// fails it as an import("…") type, and any other one too, even where the layers would allow the edge.
+test("an import(\"…\") type expression of ours fails the check, a package's does not", async () => {
+  const root = scratchTree({
+    "src/models/contract.ts": "export type SpeechModel = { name: string };\n",
+    "src/models/pocket/model.ts": 'import type { SpeechModel } from "../contract.ts";\nexport type PocketModel = SpeechModel & { voices: string[] };\n',
+    "src/engine/host.ts": 'export type Hosted = { model: import("../models/pocket/model.ts").PocketModel };\n',
+    "src/engine/core.ts": 'export type Loaded = Promise<import("../models/contract.ts").SpeechModel>;\n',
+    "src/audio/flac.ts": 'export type Flac = typeof import("libflacjs/dist/libflac.js");\n',
+  });
+  expect(await violationsIn(root)).toEqual([
+    "no-import-type-expression: src/engine/core.ts → src/models/contract.ts",
+    "no-import-type-expression: src/engine/host.ts → src/models/pocket/model.ts",
   ]);
 });

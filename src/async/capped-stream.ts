@@ -8,6 +8,7 @@
  * asked for. Each way of ending has its own error, chosen by the caller, so each caller keeps its own
  * vocabulary (413/408/499 for a request body, a 400 naming ref_audio for a download).
  */
+import { concatBytes } from "../lib/concat.ts";
 
 export interface StreamCap {
   maxBytes: number;
@@ -85,18 +86,10 @@ export async function readCapped(source: ReadableStream<Uint8Array> | null, cap:
   if (!source) return new Uint8Array();
   const reader = capStream(source, cap).getReader();
   const chunks: Uint8Array[] = [];
-  let byteCount = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     chunks.push(value);
-    byteCount += value.byteLength;
   }
-  const bytes = new Uint8Array(byteCount);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }

@@ -23,7 +23,7 @@
 import type { FfmpegCore } from "@ffmpeg/core";
 import { readFile } from "node:fs/promises";
 import { encodeWav } from "./wav.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 
 const BITRATE = "64k";
 const INPUT_FILE = "input.wav";

@@ -19,8 +19,8 @@
  * `await`, so calls never interleave on it.
  */
 import type { StreamMetadata } from "libflacjs/dist/libflac.js";
-import { concatBytes } from "./concat.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { concatBytes } from "../lib/concat.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 import { floatToInt16 } from "./wav.ts";
 
 /** libFLAC's default preset: nearly all of level 8's compression at a fraction of its CPU. */

@@ -18,8 +18,8 @@
  *
  * Concurrency: each call has its own encoder and encodes without an `await`, so calls cannot interleave.
  */
-import { concatBytes } from "./concat.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { concatBytes } from "../lib/concat.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
 

@@ -24,7 +24,7 @@
  */
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 
 /** Sample rates libopus can encode. */
 export const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;

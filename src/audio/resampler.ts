@@ -21,8 +21,8 @@
  * push() plus flush() is sample-identical to resample() of the whole signal, so chunk borders
  * cannot introduce seams. The total length is round(inputLength × toHz / fromHz).
  */
-import { concatFloat32 } from "./concat.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { concatFloat32 } from "../lib/concat.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 
 /** Speex quality 0–10. 10 has the widest passband (96.6% of Nyquist, like SRC_SINC_BEST), and even
  *  44.1 kHz output costs only about 1% of one core for real-time 24 kHz input (see bench/resampler.ts). */

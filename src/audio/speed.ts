@@ -15,8 +15,8 @@
  * - Sonic is 6–25× faster (3–30 ms against 46–380 ms for 6 s of audio).
  * - Sonic is Apache-2.0. Rubber Band is GPL-2.0-only, which would bind the whole server.
  */
-import { concatFloat32 } from "./concat.ts";
-import { lazyLoad } from "./lazy-load.ts";
+import { concatFloat32 } from "../lib/concat.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 
 export const MIN_SPEED = 0.25;
 export const MAX_SPEED = 4;

@@ -21,7 +21,7 @@
  */
 import type { ResponseFormat } from "./encoders.ts";
 import { encodeAdtsAac } from "./aac.ts";
-import { concatBytes } from "./concat.ts";
+import { concatBytes } from "../lib/concat.ts";
 import { createStreamingResampler, type StreamingResampler } from "./resampler.ts";
 import { floatToInt16, pcm16Bytes, wavHeader } from "./wav.ts";
 import { loadLame, MP3_BITRATE_KBPS, MP3_RATES_HZ } from "./mp3.ts";

@@ -4,7 +4,7 @@
  * stepped for its own number of steps, share every model call; one that ends is replaced by a new one at
  * another position. A golden stream passes only if being batched changed nothing the thresholds can see.
  */
-import { concatFloat32 } from "../audio/concat.ts";
+import { concatFloat32 } from "../lib/concat.ts";
 import type { FlowLm } from "../models/pocket/stages/flow-lm.ts";
 import type { FlowLmSlot, FlowLmSlots, FlowLmStepper, SlotStepResult } from "../models/pocket/stages/flow-lm-slots.ts";
 import type { LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";

@@ -21,7 +21,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, type DecodedTensor } from "../formats/safetensors.ts";
-import { loadPocketBundle, parseStateManifest, type PocketBundle } from "../models/pocket/bundle.ts";
+import { loadPocketBundle } from "../models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../models/pocket/bundle/pocket-bundle.ts";
+import { parseStateManifest } from "../models/pocket/bundle/state-manifest.ts";
 import { generateSpeech, planTextChunks, type StepTrace, type TextChunk } from "../models/pocket/loop.ts";
 import { replayLatentNoise } from "../models/pocket/noise.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";
@@ -33,9 +35,9 @@ import { MimiDecoder, openMimiDecoderSession, type LatentDecoder } from "../mode
 import { VoiceEncoder } from "../models/pocket/stages/voice-encoder.ts";
 import { voiceStateFromSafetensors } from "../models/pocket/stages/flow-lm.ts";
 import { type FlowLmState } from "../models/pocket/stages/state.ts";
-import type { StateEntry } from "../models/pocket/bundle.ts";
+import type { StateEntry } from "../models/pocket/bundle/pocket-bundle.ts";
 import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
-import { concatFloat32 } from "../audio/concat.ts";
+import { concatFloat32 } from "../lib/concat.ts";
 import { CrowdedFlowLm, decodeInCrowdedCalls } from "./crowd.ts";
 import type { FlowLmStepper } from "../models/pocket/stages/flow-lm-slots.ts";
 

@@ -8,7 +8,8 @@ import type { SpeechModel } from "../models/contract.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
 import { Engine, type EngineOptions } from "./core.ts";
 import { residentBytes } from "../system/memory-limit.ts";
-import { collectGarbage, releaseFreeMemory } from "../system/allocator.ts";
+import { collectGarbage } from "../lib/js-runtime.ts";
+import { releaseFreeMemory } from "../system/allocator.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
 

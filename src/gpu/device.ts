@@ -19,6 +19,7 @@
  * Every new device runs a self-test kernel before anyone gets it, so a backend that silently computes
  * zeros (or garbage) is refused with a clear Error instead of producing silent audio.
  */
+import { isBun, isDeno } from "../lib/js-runtime.ts";
 import { BufferUsage, submitAndReadBack } from "./kernel.ts";
 
 export interface GpuContext {
@@ -113,8 +114,8 @@ async function navigatorAdapter(): Promise<AdapterChoice | null> {
 }
 
 async function chooseAdapter(): Promise<AdapterChoice | null> {
-  if ("Bun" in globalThis) return bunWebGpuAdapter();
-  if ("Deno" in globalThis || (globalThis.navigator as Navigator | undefined)?.gpu) return navigatorAdapter();
+  if (isBun()) return bunWebGpuAdapter();
+  if (isDeno() || (globalThis.navigator as Navigator | undefined)?.gpu) return navigatorAdapter();
   throw new Error("no WebGPU binding for this runtime: run under Bun (bun-webgpu) or Deno (navigator.gpu)");
 }
 

@@ -17,7 +17,7 @@
  * caches internally on every step (the ScatterNDs), so a step's cost follows the cache's length; with a
  * symbolic axis FlowLM feeds only the rows in use (models/pocket/stages/flow-lm.ts, after checking the results are identical).
  */
-import { concatBytes } from "../audio/concat.ts";
+import { concatBytes } from "../lib/concat.ts";
 import { DIM_PARAM_FIELD, DIM_VALUE_FIELD, GRAPH_INPUT_FIELD, GRAPH_NODE_FIELD, GRAPH_OUTPUT_FIELD, MODEL_GRAPH_FIELD, parseNode, parseValueInfo, SHAPE_DIM_FIELD, TENSOR_TYPE_ELEMENT_FIELD, TENSOR_TYPE_SHAPE_FIELD, TYPE_TENSOR_FIELD, VALUE_INFO_NAME_FIELD, VALUE_INFO_TYPE_FIELD, type OnnxNode } from "./proto.ts";
 import { lengthDelimitedField as lengthDelimited, protobufFields, varintField, WIRE_LENGTH_DELIMITED } from "../formats/protobuf.ts";
 

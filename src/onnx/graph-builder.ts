@@ -4,7 +4,7 @@
  * a bundle's own weights (models/pocket/flow-lm-batch/), not a general-purpose exporter: the standard
  * operator domain only, tensors of float, int8, uint8, int32, int64 and bool.
  */
-import { concatBytes } from "../audio/concat.ts";
+import { concatBytes } from "../lib/concat.ts";
 import { lengthDelimitedField as lengthDelimited, lengthDelimitedHeader } from "../formats/protobuf.ts";
 
 /** onnx.proto TensorProto.DataType values. */

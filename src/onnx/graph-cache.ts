@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { writeFileDurably } from "../weights/durable-write.ts";
+import { writeFileDurably } from "../lib/durable-write.ts";
 
 /** Bumped whenever a rewrite's output changes for the same source: older cache files are then never read. */
 const GRAPH_CACHE_FORMAT = 2;

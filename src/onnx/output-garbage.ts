@@ -5,6 +5,8 @@
  * the bytes a caller drops and asks for a collection once they pass a threshold, which bounds that growth
  * at the cost of one collection per `thresholdBytes` dropped.
  */
+import { fullGarbageCollector } from "../lib/js-runtime.ts";
+
 export class OutputGarbage {
   #dropped = 0;
   collections = 0;
@@ -12,7 +14,7 @@ export class OutputGarbage {
   constructor(
     readonly thresholdBytes: number,
     /** null: the runtime offers no way to collect. */
-    private readonly collect: (() => void) | null = runtimeCollector(),
+    private readonly collect: (() => void) | null = fullGarbageCollector(),
   ) {}
 
   /** Call with the size of tensors no longer referenced. */
@@ -24,12 +26,4 @@ export class OutputGarbage {
     this.collections++;
     this.collect();
   }
-}
-
-/** Bun's synchronous full collection (what frees the tensors' native memory); Node's `gc` when exposed; else none. */
-function runtimeCollector(): (() => void) | null {
-  const bun = (globalThis as { Bun?: { gc(force: boolean): void } }).Bun;
-  if (bun) return () => bun.gc(true);
-  const gc = (globalThis as { gc?: () => void }).gc;
-  return typeof gc === "function" ? gc : null;
 }

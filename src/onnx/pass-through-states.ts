@@ -8,7 +8,7 @@
  * fresh output on every call. Without them a stream's decoder state is half the size and a decode makes
  * half the garbage. The graph's arithmetic is untouched.
  */
-import { concatBytes } from "../audio/concat.ts";
+import { concatBytes } from "../lib/concat.ts";
 import { lengthDelimitedField as lengthDelimited, protobufFields } from "../formats/protobuf.ts";
 import { GRAPH_INPUT_FIELD, GRAPH_NODE_FIELD, GRAPH_OUTPUT_FIELD, MODEL_GRAPH_FIELD, parseNode, parseValueInfo, type OnnxNode } from "./proto.ts";
 

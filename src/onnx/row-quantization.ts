@@ -18,7 +18,7 @@
  * order, so results equal the published graph's (the caller checks that on its session before using it).
  * Only 2-D activations are rewritten; a graph with any other use of a quantized zero point is left as it is.
  */
-import { concatBytes } from "../audio/concat.ts";
+import { concatBytes } from "../lib/concat.ts";
 import { lengthDelimitedField as lengthDelimited, protobufFields } from "../formats/protobuf.ts";
 import { ElementType, nodeProto, OnnxGraphBuilder, tensorProto, type AttributeValue, type TensorValue } from "./graph-builder.ts";
 import { GRAPH_NODE_FIELD, MODEL_GRAPH_FIELD, parseNode, parseTensor, type OnnxNode } from "./proto.ts";

@@ -6,6 +6,7 @@
  * first session is ignored, so the device goes in the EP options of every session.
  */
 import type * as ort from "onnxruntime-web";
+import { isBun } from "../lib/js-runtime.ts";
 
 export interface OrtWebGpu {
   InferenceSession: typeof ort.InferenceSession;
@@ -17,7 +18,7 @@ export interface OrtWebGpu {
 const patchedQueues = new WeakSet<GPUQueue>();
 
 export async function loadOrtWebGpu(device: GPUDevice): Promise<OrtWebGpu> {
-  if ("Bun" in globalThis) {
+  if (isBun()) {
     if (!(navigator as Navigator & { gpu?: GPU }).gpu) {
       const { createGPUInstance } = await import("bun-webgpu");
       Object.defineProperty(navigator, "gpu", { value: createGPUInstance(), configurable: true });

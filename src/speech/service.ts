@@ -23,7 +23,7 @@ import { encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
-import { concatBytes, concatFloat32 } from "../audio/concat.ts";
+import { concatBytes, concatFloat32 } from "../lib/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";

@@ -9,6 +9,8 @@
  *
  * Bun only (bun:ffi), Linux glibc only: elsewhere (musl, macOS, Deno) this does nothing, and says so.
  */
+import { isBun } from "../lib/js-runtime.ts";
+
 const M_TRIM_THRESHOLD = -1;
 const M_MMAP_THRESHOLD = -3;
 export const MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024;
@@ -29,7 +31,7 @@ let libc: Libc | null | undefined;
 async function loadLibc(): Promise<Libc | null> {
   if (libc !== undefined) return libc;
   libc = null;
-  if (!("Bun" in globalThis) || process.platform !== "linux") return libc;
+  if (!isBun() || process.platform !== "linux") return libc;
   try {
     const { dlopen, FFIType } = await import("bun:ffi");
     const { symbols } = dlopen("libc.so.6", {
@@ -54,7 +56,3 @@ export async function releaseFreeMemory(): Promise<void> {
   (await loadLibc())?.malloc_trim(0);
 }
 
-/** Frees what the JS heap dropped now, under Bun (the only runtime that exposes its collector); elsewhere nothing. */
-export function collectGarbage(): void {
-  (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun?.gc(true);
-}

@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { LRUCache } from "lru-cache";
 import { badRequest } from "../api/errors.ts";
 import { AudioDecodeError, AudioTooLongError, decodeAudio, downmixToMono } from "../audio/decoders.ts";
-import { lazyLoad } from "../audio/lazy-load.ts";
+import { lazyLoad } from "../lib/lazy-load.ts";
 import { resample } from "../audio/resampler.ts";
 import { fetchRemoteMedia, REF_AUDIO_MAX_BYTES, type RemoteMediaOptions } from "./remote-media.ts";
 

@@ -24,7 +24,7 @@ import { createHash, type Hash } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { fsyncDirectory, writeFileDurably } from "./durable-write.ts";
+import { fsyncDirectory, writeFileDurably } from "../lib/durable-write.ts";
 import { DEFAULT_HUB_URL, PRECISIONS, resolveBundle, resolveUrl, type BundleFile, type CatalogEntry, type Precision, type ResolvedBundle } from "./catalog.ts";
 
 export const COMPLETE_MARKER_FILE = "complete.json";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createStreamingResampler, resample, type StreamingResampler } from "../../src/audio/resampler.ts";
 import { dominantFrequencyHz, frequencyResolutionHz } from "../support/spectrum.ts";
-import { concatFloat32 } from "../../src/audio/concat.ts";
+import { concatFloat32 } from "../../src/lib/concat.ts";
 
 const SOURCE_RATE_HZ = 24000;
 const TONE_HZ = 1000;

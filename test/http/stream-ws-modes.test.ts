@@ -8,7 +8,7 @@ import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { isJson, RecordingSocket, type Received } from "../support/ws-client.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
-import { concatBytes } from "../../src/audio/concat.ts";
+import { concatBytes } from "../../src/lib/concat.ts";
 
 const wsUrl = (server: TestServer) => `${server.url.replace("http", "ws")}/v1/audio/speech/stream`;
 

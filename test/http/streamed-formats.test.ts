@@ -9,7 +9,7 @@ import { ToneAdapter } from "../support/tone-adapter.ts";
 import { testApp } from "../support/server.ts";
 import { parseSse } from "../support/sse.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
-import { concatBytes } from "../../src/audio/concat.ts";
+import { concatBytes } from "../../src/lib/concat.ts";
 import { adtsFrames } from "../../src/audio/stream-encoder.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle } from "../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import { applyScatterND, rewriteCacheWrites } from "../../src/onnx/cache-writes.ts";
 import { createCacheWritingSession } from "../../src/models/pocket/sessions.ts";
 import { loadOnnxRuntime, type CpuProvider } from "../../src/onnx/runtime.ts";

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { dropPassThroughStates } from "../../src/onnx/pass-through-states.ts";
 import { loadOnnxRuntime } from "../../src/onnx/runtime.ts";
-import { loadPocketBundle } from "../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import { MimiDecoder, openMimiDecoderSession } from "../../src/models/pocket/stages/mimi-decoder.ts";
 import { stateBytes } from "../../src/models/pocket/stages/state.ts";
 import { randomArray, seededRandom } from "../gpu/support.ts";

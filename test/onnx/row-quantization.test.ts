@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { quantizeRowsSeparately } from "../../src/onnx/row-quantization.ts";
 import { loadOnnxRuntime, type OnnxSession } from "../../src/onnx/runtime.ts";
 import { FlowHead } from "../../src/models/pocket/stages/flow-head.ts";
-import { loadPocketBundle } from "../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import { randomArray, seededRandom } from "../gpu/support.ts";
 
 const FIXTURE = join(import.meta.dir, "..", "..", "..", "shared", "fixtures", "pocket-tiny");

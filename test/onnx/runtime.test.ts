@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle, type PocketBundle } from "../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../../src/models/pocket/bundle/pocket-bundle.ts";
 import { compareTensors, runConformance } from "../../src/conformance/harness.ts";
 import { generateSpeech, planTextChunks } from "../../src/models/pocket/loop.ts";
 import { AUTO_PROVIDER_ORDER, importOnnxPackage, loadOnnxRuntime, type CpuProvider, type OnnxPackageLoader } from "../../src/onnx/runtime.ts";

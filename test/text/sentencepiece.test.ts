@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { concatBytes } from "../../src/audio/concat.ts";
+import { concatBytes } from "../../src/lib/concat.ts";
 import { InvalidTokenizerModelError, SentencePieceTokenizer } from "../../src/text/sentencepiece.ts";
 import { readSafetensorsHeader } from "../../src/formats/safetensors.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";

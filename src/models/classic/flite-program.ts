@@ -14,6 +14,7 @@
  *   what a fresh memory holds, so each run starts exactly as in a new process (same bytes out).
  */
 import { ConsoleStdout, File, OpenFile, PreopenDirectory, WASI } from "@bjorn3/browser_wasi_shim";
+import { concatBytes } from "../../lib/concat.ts";
 
 const OUTPUT_NAME = "out.wav";
 const WASM_HEADER_BYTES = 8;
@@ -95,13 +96,7 @@ export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initi
     const body = section.id === IMPORT_SECTION ? importBody : section.body;
     parts.push(Uint8Array.from([section.id, ...unsignedLeb128(body.length)]), body);
   }
-  const bytes = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
-  }
-  return { bytes, initialPages };
+  return { bytes: concatBytes(parts), initialPages };
 }
 
 export class FliteProgram {

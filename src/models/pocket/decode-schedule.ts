@@ -1,5 +1,5 @@
 /** The decode schedule: how a chunk's latents go to the Mimi decoder while sampling goes on. */
-import { concatFloat32 } from "../../audio/concat.ts";
+import { concatFloat32 } from "../../lib/concat.ts";
 
 /** What decodes latents for `decodeAlongside`. */
 export interface LatentBatchDecoder {

@@ -14,7 +14,7 @@
  * All per-request state (FlowLM and Mimi states, the RNG, EOS bookkeeping) lives in locals of the
  * generator, owned by the request.
  */
-import type { PocketModelFlags } from "./bundle.ts";
+import type { PocketModelFlags } from "./bundle/pocket-bundle.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
 import type { FlowLmStepper } from "./stages/flow-lm-slots.ts";

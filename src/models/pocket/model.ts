@@ -9,13 +9,14 @@
  * on the calling thread, so only there does decoding overlap sampling, one core each. Where the worker
  * cannot start, the decoder runs in-process, between the engine's sampling plans.
  */
-import { collectGarbage } from "../../system/allocator.ts";
+import { collectGarbage } from "../../lib/js-runtime.ts";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, ReferenceAudio, SpeechModel, VoicePrompt } from "../contract.ts";
-import { loadPocketBundle, type PocketBundle } from "./bundle.ts";
+import { loadPocketBundle } from "./bundle/load.ts";
+import type { PocketBundle } from "./bundle/pocket-bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, type PocketStages } from "./pipeline.ts";

@@ -14,7 +14,7 @@
  * input state (the generation loop), which then updates the KV caches in place (cache-writes.ts). Tensors are
  * built with the session's own `Tensor` class, never a statically imported one (see onnx/runtime.ts).
  */
-import type { PocketBundle } from "./bundle.ts";
+import type { PocketBundle } from "./bundle/pocket-bundle.ts";
 import type { PocketSessions } from "./sessions.ts";
 import type { FlowLmState } from "./stages/state.ts";
 import { TextConditioner } from "./stages/text-conditioner.ts";

@@ -18,9 +18,9 @@ import type { FlowLmSlot, FlowLmSlots } from "./stages/flow-lm-slots.ts";
 import type { LatentDecoder } from "./stages/mimi-decoder.ts";
 import { stateBytes, type FlowLmState } from "./stages/state.ts";
 import type { TextConditioner } from "./stages/text-conditioner.ts";
-import type { PocketModelFlags } from "./bundle.ts";
+import type { PocketModelFlags } from "./bundle/pocket-bundle.ts";
 import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
-import { concatFloat32 } from "../../audio/concat.ts";
+import { concatFloat32 } from "../../lib/concat.ts";
 import { OutputGarbage } from "../../onnx/output-garbage.ts";
 
 /** How the runner reaches the Mimi decoder, wherever it runs (decoder/choice.ts). */

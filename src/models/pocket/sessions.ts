@@ -1,7 +1,7 @@
 /** The onnxruntime sessions of a Pocket TTS bundle: one per graph, FlowLM's with its KV-cache writes on our side. */
-import { collectGarbage } from "../../system/allocator.ts";
+import { collectGarbage } from "../../lib/js-runtime.ts";
 import { readFile } from "node:fs/promises";
-import type { PocketBundle, StateEntry } from "./bundle.ts";
+import type { PocketBundle, StateEntry } from "./bundle/pocket-bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";
 import { rewriteCacheWrites, type CacheWritePlan, type RewriteOptions } from "../../onnx/cache-writes.ts";
 import { quantizeRowsSeparately } from "../../onnx/row-quantization.ts";

@@ -5,7 +5,7 @@ import { TextSegmenter } from "../../../src/text/segmenter.ts";
 import { INTELLIGIBILITY_SENTENCES } from "../../support/test-sentences.ts";
 import { transcribe } from "../../support/asr.ts";
 import { corpusWordErrorRate, wordErrorRate } from "../../support/wer.ts";
-import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { concatFloat32 } from "../../../src/lib/concat.ts";
 import { readdirSync } from "node:fs";
 
 /**

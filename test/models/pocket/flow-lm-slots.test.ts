@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle } from "../../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
 import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { flowLmWeightsFromGraph } from "../../../src/models/pocket/batched/flow-lm-weights.ts";

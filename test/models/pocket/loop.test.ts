@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
 import { chunkTokenBudget, chunkLatents, generateSpeech, maxFramesForTokens, planTextChunks, type ArStepFunction, type GeneratedFrame, type GenerationRequest, type StepTrace } from "../../../src/models/pocket/loop.ts";
 import { decodeAlongside } from "../../../src/models/pocket/decode-schedule.ts";
 import { replayLatentNoise, seededLatentNoise, type LatentNoise } from "../../../src/models/pocket/noise.ts";

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SynthesisJob } from "../../../src/models/contract.ts";
-import { loadPocketBundle, type PocketBundle } from "../../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
 import { chunkTokenBudget, generateSpeech, planTextChunks } from "../../../src/models/pocket/loop.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { generationParams } from "../../../src/models/pocket/params.ts";
@@ -16,7 +17,7 @@ import { closePocketSessions, openPocketSessions, type PocketSessions } from "..
 import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
 import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
-import { concatFloat32 } from "../../../src/audio/concat.ts";
+import { concatFloat32 } from "../../../src/lib/concat.ts";
 import { engineFor, speak } from "../../support/engine.ts";
 import { fixtureBundle } from "./bundle-fixture.ts";
 

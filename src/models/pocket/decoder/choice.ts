@@ -8,7 +8,8 @@
  * and with `--device gpu` any adapter. The WGSL decoder takes the bundle's fp32 graph (fp32 on WebGPU).
  */
 import { existsSync, readdirSync } from "node:fs";
-import { loadPocketBundle, type PocketBundle } from "../bundle.ts";
+import { loadPocketBundle } from "../bundle/load.ts";
+import type { PocketBundle } from "../bundle/pocket-bundle.ts";
 import type { MimiGpuDecoder } from "../mimi-wgsl/decoder.ts";
 import type { Logger } from "../../../log/logger.ts";
 

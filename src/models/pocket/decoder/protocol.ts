@@ -3,7 +3,7 @@
  * then `decode` and `release`, and `close` last; out: `ready` or `failed`, then one `decoded` or `error` per decode, in order,
  * and `log` lines for the main thread's logger at any time.
  */
-import type { StateEntry } from "../bundle.ts";
+import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import type { CpuProvider } from "../../../onnx/runtime.ts";
 import type { MimiDecoderConfig } from "../stages/mimi-decoder.ts";
 

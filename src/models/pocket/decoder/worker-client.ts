@@ -9,7 +9,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { Logger } from "../../../log/logger.ts";
-import type { PocketBundle, StateEntry } from "../bundle.ts";
+import type { PocketBundle, StateEntry } from "../bundle/pocket-bundle.ts";
 import type { DecoderWorkerReply, DecoderWorkerRequest } from "./protocol.ts";
 import { configuredOnnxThreads, type CpuProvider } from "../../../onnx/runtime.ts";
 import type { MimiDecoderConfig } from "../stages/mimi-decoder.ts";

@@ -15,7 +15,7 @@
  */
 import type * as ort from "onnxruntime-web";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
-import type { StateEntry } from "../bundle.ts";
+import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import { batchedKeysInput, batchedNewKeysOutput, batchedNewValuesOutput, batchedValuesInput, BATCHED_STEP_INPUTS } from "../batched/flow-lm-graph.ts";
 import type { FlowLmDimensions } from "../batched/flow-lm-weights.ts";
 import type { FlowLm } from "./flow-lm.ts";

@@ -4,7 +4,7 @@
  */
 import type * as ort from "onnxruntime-web";
 import { decodeSafetensorsWithInt64, type DecodedTensor } from "../../../formats/safetensors.ts";
-import { type StateEntry } from "../bundle.ts";
+import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { FLOW_LM_POSITIONS_AXIS, StateOutputs, float32Output, initialStateTensors, stateFeeds, type Float32Tensor, type FlowLmState, type StepOptions } from "./state.ts";

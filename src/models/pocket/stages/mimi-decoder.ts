@@ -1,6 +1,6 @@
 /** Mimi decoder on ONNX (§1.3, §3.1): latents [1, n, 32] ─▶ 1920·n samples, the state a value of the request. */
 import { readFile } from "node:fs/promises";
-import type { StateEntry } from "../bundle.ts";
+import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import { dropPassThroughStates } from "../../../onnx/pass-through-states.ts";
 import type { OnnxRuntime, OnnxSession } from "../../../onnx/runtime.ts";

@@ -3,7 +3,7 @@
  * taken back from the outputs (§3.3). Tensors are built with the session's own `Tensor` class (onnx/runtime.ts).
  */
 import type * as ort from "onnxruntime-web";
-import type { StateEntry } from "../bundle.ts";
+import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import { applyScatterND, type CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 

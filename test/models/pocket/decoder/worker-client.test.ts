@@ -4,7 +4,8 @@
  * failures that reject instead of hanging, and fallbacks logged through the logger passed in.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../../../src/models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../../../../src/models/pocket/bundle/pocket-bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
 import { startDecoderWorker, startDecoderWorkers, WorkerMimiDecoder, WorkerMimiDecoderPool } from "../../../../src/models/pocket/decoder/worker-client.ts";

@@ -5,7 +5,8 @@
  * cannot start.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadPocketBundle, type PocketBundle } from "../../../../src/models/pocket/bundle.ts";
+import { loadPocketBundle } from "../../../../src/models/pocket/bundle/load.ts";
+import type { PocketBundle } from "../../../../src/models/pocket/bundle/pocket-bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
 import { OnDemandVoiceEncoderWorker, WorkerVoiceEncoderGraph } from "../../../../src/models/pocket/encoder/worker-client.ts";

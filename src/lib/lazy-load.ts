@@ -5,8 +5,7 @@
  * Concurrent first callers share one load. Only a success is kept: a load that fails is forgotten, so the
  * next call tries again. A failure is often passing (a file briefly unreadable, memory short during a
  * compile), and a cached rejection would fail that codec on every request until a restart. The callers of
- * the failed load all see its error. (It lives in audio/ because audio imports nothing else of ours; any
- * layer may import it from here.)
+ * the failed load all see its error.
  */
 export function lazyLoad<T>(load: () => Promise<T>): () => Promise<T> {
   let loading: Promise<T> | undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { lazyLoad } from "../../src/audio/lazy-load.ts";
+import { lazyLoad } from "../../src/lib/lazy-load.ts";
 
 describe("lazyLoad", () => {
   test("loads nothing until first called, then once for every caller, concurrent ones included", async () => {

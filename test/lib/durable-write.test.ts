@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../../src/weights/durable-write.ts";
+import { fsyncDirectory, TEMP_FILE_PREFIX, writeFileDurably } from "../../src/lib/durable-write.ts";
 
 let dir: string;
 
