@@ -149,6 +149,18 @@ test("lib/ is imported by every layer, the shared modules and audio included, an
   expect(await violationsIn(root)).toEqual(["lib-imports-nothing-of-ours: src/lib/concat.ts → src/log/logger.ts"]);
 });
 
+test("runtime/ is asked by every layer which runtime runs, and imports nothing of ours but lib/", async () => {
+  const root = scratchTree({
+    "src/runtime/detect.ts": 'import { concat } from "../lib/concat.ts";\nexport const isBun = concat;\n',
+    "src/runtime/serve.ts": 'import { service } from "../speech/service.ts";\nexport const serve = service;\n',
+    "src/lib/concat.ts": "export const concat = 1;\n",
+    "src/speech/service.ts": "export const service = 1;\n",
+    "src/system/allocator.ts": 'import { isBun } from "../runtime/detect.ts";\nexport const tune = isBun;\n',
+    "src/gpu/device.ts": 'import { isBun } from "../runtime/detect.ts";\nexport const device = isBun;\n',
+  });
+  expect(await violationsIn(root)).toEqual(["runtime-knows-no-layer: src/runtime/serve.ts → src/speech/service.ts"]);
+});
+
 // swc's extraction skips types, so the engine → pocket edge below is in no cruised rule's sight: the check
 // fails it as an import("…") type, and any other one too, even where the layers would allow the edge.
 test("an import(\"…\") type expression of ours fails the check, a package's does not", async () => {

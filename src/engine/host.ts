@@ -8,7 +8,7 @@ import type { SpeechModel } from "../models/contract.ts";
 import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
 import { Engine, type EngineOptions } from "./core.ts";
 import { residentBytes } from "../system/memory-limit.ts";
-import { collectGarbage } from "../lib/js-runtime.ts";
+import { collectGarbage } from "../runtime/detect.ts";
 import { releaseFreeMemory } from "../system/allocator.ts";
 
 export type ModelState = "loading" | "ready" | "failed";

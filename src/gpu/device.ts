@@ -19,7 +19,7 @@
  * Every new device runs a self-test kernel before anyone gets it, so a backend that silently computes
  * zeros (or garbage) is refused with a clear Error instead of producing silent audio.
  */
-import { isBun, isDeno } from "../lib/js-runtime.ts";
+import { isBun, isDeno } from "../runtime/detect.ts";
 import { BufferUsage, submitAndReadBack } from "./kernel.ts";
 
 export interface GpuContext {

@@ -5,7 +5,7 @@
  * the bytes a caller drops and asks for a collection once they pass a threshold, which bounds that growth
  * at the cost of one collection per `thresholdBytes` dropped.
  */
-import { fullGarbageCollector } from "../lib/js-runtime.ts";
+import { fullGarbageCollector } from "../runtime/detect.ts";
 
 export class OutputGarbage {
   #dropped = 0;

@@ -6,7 +6,7 @@
  * first session is ignored, so the device goes in the EP options of every session.
  */
 import type * as ort from "onnxruntime-web";
-import { isBun } from "../lib/js-runtime.ts";
+import { isBun } from "../runtime/detect.ts";
 
 export interface OrtWebGpu {
   InferenceSession: typeof ort.InferenceSession;

@@ -9,7 +9,7 @@
  *
  * Bun only (bun:ffi), Linux glibc only: elsewhere (musl, macOS, Deno) this does nothing, and says so.
  */
-import { isBun } from "../lib/js-runtime.ts";
+import { isBun } from "../runtime/detect.ts";
 
 const M_TRIM_THRESHOLD = -1;
 const M_MMAP_THRESHOLD = -3;

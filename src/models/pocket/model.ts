@@ -9,7 +9,7 @@
  * on the calling thread, so only there does decoding overlap sampling, one core each. Where the worker
  * cannot start, the decoder runs in-process, between the engine's sampling plans.
  */
-import { collectGarbage } from "../../lib/js-runtime.ts";
+import { collectGarbage } from "../../runtime/detect.ts";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest } from "../../api/errors.ts";

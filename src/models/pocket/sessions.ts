@@ -1,5 +1,5 @@
 /** The onnxruntime sessions of a Pocket TTS bundle: one per graph, FlowLM's with its KV-cache writes on our side. */
-import { collectGarbage } from "../../lib/js-runtime.ts";
+import { collectGarbage } from "../../runtime/detect.ts";
 import { readFile } from "node:fs/promises";
 import type { PocketBundle, StateEntry } from "./bundle/pocket-bundle.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../../onnx/runtime.ts";

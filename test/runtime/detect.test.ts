@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { fullGarbageCollector, isBun, isDeno } from "../../src/lib/js-runtime.ts";
+import { fullGarbageCollector, isBun, isDeno } from "../../src/runtime/detect.ts";
 
 /** Made in its own frame, so no stack slot of the test holds the target. */
 function unreferencedTarget(): WeakRef<object> {
