@@ -3,14 +3,14 @@
  * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours but lib/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
- * violation), so a new edge against the direction fails test/architecture.test.ts. The composition root
+ * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. The composition root
  * (main.ts, app.ts, server.ts, deploy.ts) may import anything. A folder or top-level file of src/ that is
  * none of these is a violation itself: no rule would see its imports.
  *
  * The parser is swc (TypeScript 7 has no JavaScript API for dependency-cruiser's tsc parser, the only one
  * that reads types, through tsPreCompilationDeps and detectJSDocImports). swc reads the source as written,
  * so `import type` declarations count as edges (cycles of types included), but its extraction does not look
- * inside types: an `import("…")` type expression is an edge none of these rules sees. test/architecture.test.ts
+ * inside types: an `import("…")` type expression is an edge none of these rules sees. test/e2e/architecture.test.ts
  * therefore fails any `import("./…")` type in src/ (write `import type` instead), so that every edge of ours
  * is one these rules check.
  */

@@ -1,5 +1,5 @@
 /**
- * Run by test/gpu/deno.test.ts under Deno: decodes the first latents of pocket-tiny's golden decoder case
+ * Run by test/e2e/gpu/deno.test.ts under Deno: decodes the first latents of pocket-tiny's golden decoder case
  * on Deno's own WebGPU (navigator.gpu) with the WGSL decoder and prints one JSON line with the adapter,
  * backend and the relative RMS error against the golden audio.
  */
