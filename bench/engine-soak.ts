@@ -19,6 +19,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { checkoutRevision, startChildServer } from "./support/child-server.ts";
 import { BYTES_PER_SECOND, metricValue, rawPcmStream, tablePrinter, uploadBenchVoice, webSocketStream, type StreamOutcome } from "./support/streams.ts";
+import { seededRandom } from "../src/lib/seeded-random.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -61,17 +62,6 @@ const ENGINE_GAUGES = [
   ["voxedge_engine_state_bytes", ""],
 ] as const;
 
-/** mulberry32: a small seeded PRNG, so a seed gives the same plan of modes, texts and disconnect points. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 type Mode = "audio" | "ws";
 /** `leaveAtFraction`: where in the utterance's audio (0–1) the client disconnects; undefined: it listens to the end. */

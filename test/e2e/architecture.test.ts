@@ -30,7 +30,7 @@ async function violationsIn(baseDir: string): Promise<string[]> {
 }
 
 /**
- * Every `import("../…")` type expression under src/, as a violation naming the module it reaches: swc's
+ * Every `import("./…")` type expression under src/, as a violation naming the module it reaches: swc's
  * extraction skips types, so dependency-cruiser's rules never see these edges (see .dependency-cruiser.cjs).
  * A package's types (`typeof import("libflacjs/…")`) are not our layers and pass.
  */
@@ -78,8 +78,8 @@ test("src/ imports run one way, with no file or folder cycle", async () => {
 
 test("a cycle of type-only imports is a file cycle", async () => {
   const root = scratchTree({
-    "src/models/pocket/plan.ts": 'import type { Output } from "../output.ts";\nexport type Plan = { next?: Output };\n',
-    "src/models/pocket/output.ts": 'import type { Plan } from "../plan.ts";\nexport type Output = { plan: Plan };\n',
+    "src/models/pocket/plan.ts": 'import type { Output } from "./output.ts";\nexport type Plan = { next?: Output };\n',
+    "src/models/pocket/output.ts": 'import type { Plan } from "./plan.ts";\nexport type Output = { plan: Plan };\n',
   });
   const violations = await violationsIn(root);
   expect(violations.filter((line) => line.startsWith("no-file-cycle:"))).toEqual([
@@ -89,9 +89,9 @@ test("a cycle of type-only imports is a file cycle", async () => {
 
 test("two folders that import each other through different files are a folder cycle", async () => {
   const root = scratchTree({
-    "src/onnx/runtime.ts": 'export { gpuDevice } from "../../gpu/device.ts";\n',
+    "src/onnx/runtime.ts": 'export { gpuDevice } from "../gpu/device.ts";\n',
     "src/gpu/device.ts": "export const gpuDevice = 1;\n",
-    "src/gpu/kernel.ts": 'export { providers } from "../../onnx/providers.ts";\n',
+    "src/gpu/kernel.ts": 'export { providers } from "../onnx/providers.ts";\n',
     "src/onnx/providers.ts": "export const providers = [];\n",
   });
   const violations = await violationsIn(root);
@@ -102,14 +102,14 @@ test("two folders that import each other through different files are a folder cy
 test("imports against the direction are named by the rule they break", async () => {
   const root = scratchTree({
     "src/audio/wav.ts": "export const wav = 1;\n",
-    "src/formats/npy.ts": 'import { wav } from "../../audio/wav.ts";\nexport const npy = wav;\n',
+    "src/formats/npy.ts": 'import { wav } from "../audio/wav.ts";\nexport const npy = wav;\n',
     "src/models/contract.ts": "export type SpeechModel = { name: string };\n",
-    "src/models/pocket/model.ts": 'import type { SpeechModel } from "../../contract.ts";\nimport { host } from "../../../engine/host.ts";\nexport const pocket: SpeechModel = { name: String(host) };\n',
-    "src/models/classic/model.ts": 'import { pocket } from "../../pocket/model.ts";\nexport const classic = pocket;\n',
-    "src/engine/host.ts": 'import type { SpeechModel } from "../../models/contract.ts";\nexport const host = 1;\nexport type Hosted = SpeechModel;\n',
-    "src/engine/scheduler.ts": 'import type { pocket } from "../../models/pocket/model.ts";\nexport type Scheduled = typeof pocket;\n',
-    "src/http/speech.ts": 'import { pocket } from "../../models/pocket/model.ts";\nexport const route = pocket;\n',
-    "src/voices/store.ts": 'import { route } from "../../http/speech.ts";\nexport const store = route;\n',
+    "src/models/pocket/model.ts": 'import type { SpeechModel } from "../contract.ts";\nimport { host } from "../../engine/host.ts";\nexport const pocket: SpeechModel = { name: String(host) };\n',
+    "src/models/classic/model.ts": 'import { pocket } from "../pocket/model.ts";\nexport const classic = pocket;\n',
+    "src/engine/host.ts": 'import type { SpeechModel } from "../models/contract.ts";\nexport const host = 1;\nexport type Hosted = SpeechModel;\n',
+    "src/engine/scheduler.ts": 'import type { pocket } from "../models/pocket/model.ts";\nexport type Scheduled = typeof pocket;\n',
+    "src/http/speech.ts": 'import { pocket } from "../models/pocket/model.ts";\nexport const route = pocket;\n',
+    "src/voices/store.ts": 'import { route } from "../http/speech.ts";\nexport const store = route;\n',
   });
   const violations = await violationsIn(root);
   expect(violations.filter((line) => !/^no-(file|folder)-cycle:/.test(line)).sort()).toEqual([
@@ -124,11 +124,11 @@ test("imports against the direction are named by the rule they break", async () 
 
 test("a folder or top-level file of src/ that no rule names is a violation, whether it imports, is imported or stands alone", async () => {
   const root = scratchTree({
-    "src/queue/jobs.ts": 'import { wav } from "../../audio/wav.ts";\nexport const jobs = wav;\n',
+    "src/queue/jobs.ts": 'import { wav } from "../audio/wav.ts";\nexport const jobs = wav;\n',
     "src/audio/wav.ts": "export const wav = 1;\n",
-    "src/http/speech.ts": 'import { jobs } from "../../queue/jobs.ts";\nexport const route = jobs;\n',
+    "src/http/speech.ts": 'import { jobs } from "../queue/jobs.ts";\nexport const route = jobs;\n',
     "src/notes/idea.ts": "export const idea = 1;\n",
-    "src/bootstrap.ts": 'import { route } from "../http/speech.ts";\nexport const app = route;\n',
+    "src/bootstrap.ts": 'import { route } from "./http/speech.ts";\nexport const app = route;\n',
   });
   const violations = await violationsIn(root);
   expect(violations.filter((line) => line.startsWith("known-layer:")).sort()).toEqual([
@@ -141,23 +141,23 @@ test("a folder or top-level file of src/ that no rule names is a violation, whet
 
 test("lib/ is imported by every layer, the shared modules and audio included, and imports none of them", async () => {
   const root = scratchTree({
-    "src/lib/concat.ts": 'import { logger } from "../../log/logger.ts";\nexport const concat = logger;\n',
+    "src/lib/concat.ts": 'import { logger } from "../log/logger.ts";\nexport const concat = logger;\n',
     "src/log/logger.ts": "export const logger = 1;\n",
-    "src/async/capped-stream.ts": 'import { concat } from "../../lib/concat.ts";\nexport const capped = concat;\n',
-    "src/audio/wav.ts": 'import { concat } from "../../lib/concat.ts";\nexport const wav = concat;\n',
-    "src/formats/npy.ts": 'import { concat } from "../../lib/concat.ts";\nexport const npy = concat;\n',
+    "src/async/capped-stream.ts": 'import { concat } from "../lib/concat.ts";\nexport const capped = concat;\n',
+    "src/audio/wav.ts": 'import { concat } from "../lib/concat.ts";\nexport const wav = concat;\n',
+    "src/formats/npy.ts": 'import { concat } from "../lib/concat.ts";\nexport const npy = concat;\n',
   });
   expect(await violationsIn(root)).toEqual(["lib-imports-nothing-of-ours: src/lib/concat.ts → src/log/logger.ts"]);
 });
 
 test("runtime/ is asked by every layer which runtime runs, and imports nothing of ours but lib/", async () => {
   const root = scratchTree({
-    "src/runtime/detect.ts": 'import { concat } from "../../lib/concat.ts";\nexport const isBun = concat;\n',
-    "src/runtime/serve.ts": 'import { service } from "../../speech/service.ts";\nexport const serve = service;\n',
+    "src/runtime/detect.ts": 'import { concat } from "../lib/concat.ts";\nexport const isBun = concat;\n',
+    "src/runtime/serve.ts": 'import { service } from "../speech/service.ts";\nexport const serve = service;\n',
     "src/lib/concat.ts": "export const concat = 1;\n",
     "src/speech/service.ts": "export const service = 1;\n",
-    "src/system/allocator.ts": 'import { isBun } from "../../runtime/detect.ts";\nexport const tune = isBun;\n',
-    "src/gpu/device.ts": 'import { isBun } from "../../runtime/detect.ts";\nexport const device = isBun;\n',
+    "src/system/allocator.ts": 'import { isBun } from "../runtime/detect.ts";\nexport const tune = isBun;\n',
+    "src/gpu/device.ts": 'import { isBun } from "../runtime/detect.ts";\nexport const device = isBun;\n',
   });
   expect(await violationsIn(root)).toEqual(["runtime-knows-no-layer: src/runtime/serve.ts → src/speech/service.ts"]);
 });
@@ -167,9 +167,9 @@ test("runtime/ is asked by every layer which runtime runs, and imports nothing o
 test("an import(\"…\") type expression of ours fails the check, a package's does not", async () => {
   const root = scratchTree({
     "src/models/contract.ts": "export type SpeechModel = { name: string };\n",
-    "src/models/pocket/model.ts": 'import type { SpeechModel } from "../../contract.ts";\nexport type PocketModel = SpeechModel & { voices: string[] };\n',
-    "src/engine/host.ts": 'export type Hosted = { model: import("../../models/pocket/model.ts").PocketModel };\n',
-    "src/engine/core.ts": 'export type Loaded = Promise<import("../../models/contract.ts").SpeechModel>;\n',
+    "src/models/pocket/model.ts": 'import type { SpeechModel } from "../contract.ts";\nexport type PocketModel = SpeechModel & { voices: string[] };\n',
+    "src/engine/host.ts": 'export type Hosted = { model: import("../models/pocket/model.ts").PocketModel };\n',
+    "src/engine/core.ts": 'export type Loaded = Promise<import("../models/contract.ts").SpeechModel>;\n',
     "src/audio/flac.ts": 'export type Flac = typeof import("libflacjs/dist/libflac.js");\n',
   });
   expect(await violationsIn(root)).toEqual([

@@ -5,6 +5,9 @@
  */
 import { acquireGpu, type GpuContext } from "../../src/gpu/device.ts";
 import { encodeDispatches, KernelInputError, loadKernel, submitAndReadBack, type KernelDispatch } from "../../src/gpu/kernel.ts";
+import { seededRandom } from "../../src/lib/seeded-random.ts";
+
+export { seededRandom };
 
 /**
  * The device the kernel tests run on: software adapters welcome. Fails (never skips) with the package to
@@ -34,17 +37,6 @@ export async function readFloat32(device: GPUDevice, buffer: GPUBuffer, length: 
   return values!;
 }
 
-/** mulberry32: a tiny seeded generator of uniform floats in [0, 1), identical on every runtime. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `n` floats drawn uniformly from [-scale, scale). */
 export function randomArray(rand: () => number, n: number, scale = 1): Float32Array {

@@ -7,6 +7,7 @@ import { isJson, RecordingSocket, type Received } from "../support/ws-client.ts"
 import { createClassicModel } from "../../src/models/classic/model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
+import { metricOf } from "../support/metrics.ts";
 
 const wsUrl = (server: TestServer) => `${server.url.replace("http", "ws")}/v1/audio/speech/stream`;
 
@@ -462,10 +463,7 @@ describe("backpressure", () => {
     // One 300-character sentence × 10 frames: 4 minutes of pcm, far more than the socket buffers hold.
     const adapter = new ToneAdapter({ framesPerChar: 10 });
     const server = await startTestServer(adapter);
-    const gauge = async (series: string) => {
-      const line = (await (await fetch(`${server.url}/metrics`)).text()).split("\n").find((candidate) => candidate.startsWith(`${series} `));
-      return line ? Number(line.slice(series.length + 1)) : 0;
-    };
+    const gauge = (series: string) => metricOf(server.url, series);
     const socket = await upgradedSocket(server);
     try {
       socket.pause();

@@ -15,6 +15,7 @@ import { FlowLm, voiceStateFromSafetensors } from "../../src/models/pocket/stage
 import { MimiDecoder } from "../../src/models/pocket/stages/mimi-decoder.ts";
 import { type FlowLmState } from "../../src/models/pocket/stages/state.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
+import { seededRandom } from "../../src/lib/seeded-random.ts";
 
 describe("applyScatterND", () => {
   test("replaces the slices its index tuples select, negative indices counting from the end", () => {
@@ -72,7 +73,7 @@ describe("graph rewrite", () => {
       expect(writing.cacheWrites.length).toBeGreaterThan(0);
       const rebuiltFlow = new FlowLm(writing.session, bundle.flowLmStateManifest, flowConfig, writing.cacheWrites);
 
-      const random = mulberry32(7);
+      const random = seededRandom(7);
       const conditioning = { data: Float32Array.from({ length: 5 * conditioningDim }, () => random() - 0.5), dims: [1, 5, conditioningDim] };
       const latents = Array.from({ length: 4 }, () => Float32Array.from({ length: latentDim }, () => random() - 0.5));
 
@@ -115,15 +116,6 @@ function snapshot(state: Pick<FlowLmState, "tensors">): unknown[] {
   return state.tensors.map((tensor) => Array.from(tensor.data as ArrayLike<number | bigint>, (value) => (typeof value === "bigint" ? Number(value) : value)));
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("windowed FlowLM caches", () => {
   for (const provider of ["onnxruntime-node", "onnxruntime-web"] as const satisfies readonly CpuProvider[]) {
@@ -144,7 +136,7 @@ describe("windowed FlowLM caches", () => {
       expect(rows(windowedFlow.emptyState())).toBe(64);
       expect(rows(fullFlow.emptyState())).toBe(1000);
 
-      const random = mulberry32(11);
+      const random = seededRandom(11);
       const conditioning = { data: Float32Array.from({ length: 60 * conditioningDim }, () => random() - 0.5), dims: [1, 60, conditioningDim] };
       let windowed = await windowedFlow.prefill(windowedFlow.emptyState(), conditioning);
       let full = await fullFlow.prefill(fullFlow.emptyState(), conditioning);

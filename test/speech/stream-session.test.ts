@@ -4,6 +4,7 @@ import { silentLogger } from "../../src/log/logger.ts";
 import { CLOSE_NORMAL, CLOSE_POLICY, SEND_HIGH_WATER_BYTES, SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
+import { eventually } from "../support/eventually.ts";
 
 type Sent = { kind: "json"; value: any } | { kind: "binary"; byteLength: number };
 
@@ -79,14 +80,6 @@ class GatedToneAdapter extends ToneAdapter {
   }
 }
 
-/** Waits (polling) until `condition` holds; throws after `timeoutMs`. */
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await Bun.sleep(5);
-  }
-}
 
 const sessions: SpeechStreamSession[] = [];
 afterEach(() => {
@@ -141,7 +134,7 @@ describe("queue caps", () => {
     const { session, sink, send } = await openSession(adapter, { maxQueuedSegments: 5 });
     send({ type: "session.config", stream_audio: true });
     send({ type: "input.text", text: "One. Two. Three. Four. Five. Six. " });
-    await until(() => session.queued?.segments === 5 || sink.closeCode !== undefined);
+    await eventually("five segments queued, or the socket closed", () => session.queued?.segments === 5 || sink.closeCode !== undefined);
     expect(sink.closeCode).toBeUndefined();
     expect(session.queued).toEqual({ segments: 5, utteranceEnds: 0, chars: "Two.Three.Four.Five.Six.".length });
 
@@ -158,7 +151,7 @@ describe("queue caps", () => {
     send({ type: "session.config", stream_audio: true });
     for (let batch = 0; batch < 10; batch++) {
       send({ type: "input.text", text: Array.from({ length: 6 }, (_, index) => `Sentence ${batch * 6 + index + 1} of sixty.`).join(" ") + " " });
-      await until(() => audioDone() === (batch + 1) * 6 || sink.closeCode !== undefined);
+      await eventually("this batch's audio done, or the socket closed", () => audioDone() === (batch + 1) * 6 || sink.closeCode !== undefined);
       expect(sink.closeCode).toBeUndefined();
     }
     send({ type: "input.done" });
@@ -179,7 +172,7 @@ describe("queue caps", () => {
     const sentences = Array.from({ length: 17 }, (_, index) => `${String.fromCharCode(65 + index)}${"x".repeat(248)}.`);
     send({ type: "input.text", text: `${sentences.join(" ")} ` });
     send({ type: "input.text", text: `Tail${" word".repeat(19)}`.slice(0, 96) });
-    await until(() => session.queued?.segments === 16 || sink.closeCode !== undefined);
+    await eventually("sixteen segments queued, or the socket closed", () => session.queued?.segments === 16 || sink.closeCode !== undefined);
     expect(sink.closeCode).toBeUndefined();
     expect(session.queued).toEqual({ segments: 16, utteranceEnds: 0, chars: 4000 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_SEGMENT_CHARS, TextSegmenter, type SplitGranularity } from "../../src/text/segmenter.ts";
+import { seededRandom } from "../../src/lib/seeded-random.ts";
 
 /** Pushes `text` all at once, then flushes: the reference every other way of feeding it must match. */
 function segmentAll(granularity: SplitGranularity, text: string): string[] {
@@ -18,16 +19,6 @@ function segmentInPieces(granularity: SplitGranularity, text: string, pieceLengt
   return { emitted, flushed: segmenter.flush() };
 }
 
-/** mulberry32: a tiny seeded PRNG, so a failing property case can be replayed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("none", () => {
   test("holds everything until flush, then gives it as one whitespace-normalised segment", () => {

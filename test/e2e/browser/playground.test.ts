@@ -17,6 +17,7 @@ import { eventually } from "../../support/eventually.ts";
 import { fixtureBundle } from "../../models/pocket/bundle-fixture.ts";
 import { wavFile } from "../../support/uploads.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
+import { scrapeMetrics, sumOfSamples } from "../../support/metrics.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(REPO_ROOT, "artifacts", "playground");
@@ -96,11 +97,7 @@ async function waitForState(page: Page, states: PlaygroundState["state"][], time
 const ABORTED_WEBSOCKET_STREAMS = /^voxedge_streams_total\{(?=.*mode="websocket")(?=.*outcome="aborted")/;
 
 async function metric(server: TestServer, pattern: RegExp): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((line) => pattern.test(line))
-    .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+  return sumOfSamples(await scrapeMetrics(server.url), pattern);
 }
 
 describe("the playground page", () => {

@@ -11,13 +11,12 @@ import { TONE_REQUEST_STATE_BYTES, ToneAdapter } from "../../support/tone-adapte
 import { RecordingSocket } from "../../support/ws-client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { seededRandom } from "../../gpu/support.ts";
+import { metricOf } from "../../support/metrics.ts";
 
 
 /** The value of one sample line of /metrics (0 when absent). */
 async function metric(server: TestServer, series: string): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  const line = text.split("\n").find((candidate) => candidate.startsWith(`${series} `));
-  return line ? Number(line.slice(series.length + 1)) : 0;
+  return metricOf(server.url, series);
 }
 
 async function engineGauges(server: TestServer): Promise<number[]> {

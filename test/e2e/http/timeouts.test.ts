@@ -12,12 +12,13 @@ import { ToneAdapter } from "../../support/tone-adapter.ts";
 import { eventually } from "../../support/eventually.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { sine } from "../../support/uploads.ts";
+import { scrapeMetrics } from "../../support/metrics.ts";
 
 
 const sleep = (ms: number) => Bun.sleep(ms);
 
 async function metricsText(server: TestServer): Promise<string> {
-  return (await fetch(`${server.url}/metrics`)).text();
+  return scrapeMetrics(server.url);
 }
 
 /** Every label set of `name` counted for `route`, e.g. { "499": 1 } for voxedge_http_requests_total. */

@@ -8,6 +8,8 @@ import { parseSse } from "../../support/sse.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { multipartBody, sine } from "../../support/uploads.ts";
 import { RecordingSocket } from "../../support/ws-client.ts";
+import { scrapeMetrics } from "../../support/metrics.ts";
+import { eventually } from "../../support/eventually.ts";
 
 let server: TestServer;
 let engine: PocketModel;
@@ -67,10 +69,10 @@ describe("Pocket TTS through the speech API", () => {
     expect(engineOfServer.counts.running).toBe(1);
     controller.abort();
     await reader.cancel().catch(() => {});
-    for (let attempt = 0; attempt < 200 && engineOfServer.stateBytes > 0; attempt++) await Bun.sleep(10);
+    await eventually("the aborted stream's state freed", () => engineOfServer.stateBytes === 0, 2000).catch(() => {});
     expect(engineOfServer.stateBytes).toBe(0);
     expect(engineOfServer.counts).toEqual({ waiting: 0, running: 0, paused: 0 });
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const metrics = await scrapeMetrics(server.url);
     expect(metrics).toContain("voxedge_engine_state_bytes 0");
     expect(metrics).toContain('voxedge_engine_finished_total{finish_reason="abort"}');
   });

@@ -13,6 +13,7 @@ import { OnDemandVoiceEncoderWorker, WorkerVoiceEncoderGraph } from "../../../..
 import { runEncoder, VoiceEncoder } from "../../../../src/models/pocket/stages/voice-encoder.ts";
 import { loadOnnxRuntime } from "../../../../src/onnx/runtime.ts";
 import { requirePocketTinyFixture } from "../bundle-fixture.ts";
+import { eventually } from "../../../support/eventually.ts";
 
 let bundle: PocketBundle;
 let sessions: PocketSessions;
@@ -29,13 +30,6 @@ afterAll(async () => {
   await closePocketSessions(sessions);
 });
 
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error("condition not met in time");
-    await Bun.sleep(10);
-  }
-}
 
 describe("the encoder worker on demand", () => {
   test("starts with the first encode, closes when idle, starts again for the next: the same latents each time", async () => {
@@ -48,7 +42,7 @@ describe("the encoder worker on demand", () => {
       expect(worker.starts).toBe(1);
       expect(Array.from(first.data)).toEqual(Array.from(expected.data));
       expect(first.dims).toEqual(expected.dims);
-      await until(() => !worker.running);
+      await eventually("the idle worker closed", () => !worker.running);
       const second = await worker.run(clip);
       expect(worker.starts).toBe(2);
       expect(Array.from(second.data)).toEqual(Array.from(expected.data));
