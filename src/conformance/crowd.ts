@@ -1,5 +1,6 @@
 /**
- * `conformance --batch N`: the golden streams run inside batches of N. Around each golden stream,
+ * `conformance --batch N` for the stage cases (flow_lm, mimi_decoder; end-to-end requests run beside others
+ * in the runner itself, harness.ts): the golden streams run inside batches of N. Around each golden stream,
  * N − 1 companion streams of seeded random conditioning and latents, each prefilled to its own length and
  * stepped for its own number of steps, share every model call; one that ends is replaced by a new one at
  * another position. A golden stream passes only if being batched changed nothing the thresholds can see.
