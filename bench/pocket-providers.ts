@@ -14,10 +14,12 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
-import type { GraphPrecision, PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
+import { type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { compareTensors } from "../src/conformance/harness.ts";
-import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
+import { generateSpeech } from "../src/models/pocket/loop.ts";
+import { planTextChunks } from "../src/models/pocket/text-chunks.ts";
+import { PocketRunner } from "../src/models/pocket/runner.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type CpuProvider } from "../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
@@ -25,7 +27,7 @@ import { MimiDecoder } from "../src/models/pocket/stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { createLogger } from "../src/log/logger.ts";
-import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
+import { BENCH_SENTENCE, StageClock, syntheticVoice } from "./pocket-timing.ts";
 import { concatFloat32 } from "../src/lib/concat.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -115,7 +117,9 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
   const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(readFileSync(bundle.tokenizer.modelPath)));
 
-  const { timedStages, stageMs } = timeStages({ ...stages, mimiDecoder: decoderWorker ?? stages.mimiDecoder });
+  // The server's runner, as the engine drives it (one request).
+  const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoderWorker ?? stages.mimiDecoder);
+  const clock = new StageClock();
 
   const voiceAudio = syntheticVoice(spec.voiceSeconds, bundle.dims.sampleRateHz);
     const encodeStart = performance.now();
@@ -127,13 +131,13 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   const firstAudioMs: number[] = [];
   let frames = 0;
   for (let run = 0; run < spec.runs; run++) {
-    for (const list of Object.values(stageMs)) list.length = 0;
+    clock.reset();
     const audio: Float32Array[] = [];
     const start = performance.now();
     frames = 0;
     // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap. Seed 0 every run, so
     // the first run's audio can be compared across cells.
-    for await (const frame of generateSpeech(timedStages, { voice, chunks, seed: 0, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
+    for await (const frame of generateSpeech(runner, { voice, chunks, seed: 0, params: { eosThreshold: Number.POSITIVE_INFINITY } }, { onTick: clock.onTick })) {
       if (frames++ === 0) firstAudioMs.push(performance.now() - start);
       if (run === 0) audio.push(frame.samples);
     }
@@ -144,13 +148,12 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   decoderWorker?.close();
   await closePocketSessions(sessions);
   // Stage times of the last (warmest) run.
-  const perFrame = (bucket: keyof StageTimings) => stageMs[bucket]!.reduce((sum, value) => sum + value, 0) / frames;
   const graphs = bundle.graphs;
   return {
     kind: "pipeline",
-    mainMsPerFrame: perFrame("main"),
-    flowMsPerFrame: perFrame("flow"),
-    decoderMsPerFrame: perFrame("decoder"),
+    mainMsPerFrame: clock.perFrame("flow_lm", frames),
+    flowMsPerFrame: clock.perFrame("flow_head", frames),
+    decoderMsPerFrame: clock.perFrame("decode", frames),
     decoderInWorker: decoderWorker !== null,
     rtf,
     firstAudioMs,

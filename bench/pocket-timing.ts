@@ -1,40 +1,29 @@
-/** Shared by the Pocket TTS benches: per-stage timing of the generation stages and a synthetic voice. */
-import type { GenerationStages } from "../src/models/pocket/loop.ts";
+/** Shared by the Pocket TTS benches: per-stage timing of a generation run and a synthetic voice. */
+import type { DriveOptions } from "../src/models/pocket/loop.ts";
 
 /** The benches' sentence: 30 words, as in ../shared/docs/anchors.md. */
 export const BENCH_SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
 
-export type StageTimings = Record<"text" | "main" | "flow" | "decoder", number[]>;
+/**
+ * Milliseconds per runner stage, summed over a run's plans (loop.ts `onTick`): flow_lm (FlowLM's AR steps),
+ * flow_head, decode (each decode as seen from the main thread: with a worker it overlaps sampling) and
+ * prefill (voice and text chunks).
+ */
+export class StageClock {
+  readonly ms: Record<string, number> = {};
+  readonly onTick: NonNullable<DriveOptions["onTick"]> = (stageSeconds) => {
+    for (const [stage, seconds] of Object.entries(stageSeconds)) this.ms[stage] = (this.ms[stage] ?? 0) + seconds * 1000;
+  };
 
-/** Wraps each stage's session-running method to record its wall time in milliseconds. */
-export function timeStages(stages: GenerationStages): { timedStages: GenerationStages; stageMs: StageTimings } {
-  const stageMs: StageTimings = { text: [], main: [], flow: [], decoder: [] };
-  const timed = <T extends object>(stage: T, method: keyof T & string, bucket: keyof StageTimings): T => {
-    const original = (stage[method] as (...args: unknown[]) => Promise<unknown>).bind(stage);
-    return new Proxy(stage, {
-      get: (target, property, receiver) => {
-        if (property !== method) {
-          const value = Reflect.get(target, property, receiver);
-          return typeof value === "function" ? value.bind(target) : value;
-        }
-        return async (...args: unknown[]) => {
-          const start = performance.now();
-          const result = await original(...args);
-          stageMs[bucket].push(performance.now() - start);
-          return result;
-        };
-      },
-    });
-  };
-  const timedStages: GenerationStages = {
-    textConditioner: timed(stages.textConditioner, "embed", "text"),
-    flowLm: timed(stages.flowLm, "step", "main"),
-    // The batched step over slots, as the server steps FlowLM, where the bundle has it.
-    ...(stages.flowLmSlots ? { flowLmSlots: timed(stages.flowLmSlots, "step", "main") } : {}),
-    flowHead: timed(stages.flowHead, "sample", "flow"),
-    mimiDecoder: timed(stages.mimiDecoder, "decode", "decoder"),
-  };
-  return { timedStages, stageMs };
+  /** Starts a run afresh. */
+  reset(): void {
+    for (const stage of Object.keys(this.ms)) delete this.ms[stage];
+  }
+
+  /** A stage's milliseconds per frame over `frames` frames. */
+  perFrame(stage: "flow_lm" | "flow_head" | "decode" | "prefill", frames: number): number {
+    return (this.ms[stage] ?? 0) / frames;
+  }
 }
 
 /** The benches' reference voice: a 180 Hz tone plus a slow ripple, the same for every runtime compared. */

@@ -10,14 +10,16 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
-import { generateSpeech, planTextChunks } from "../src/models/pocket/loop.ts";
+import { generateSpeech } from "../src/models/pocket/loop.ts";
+import { planTextChunks } from "../src/models/pocket/text-chunks.ts";
+import { PocketRunner } from "../src/models/pocket/runner.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
 import { startDecoderWorker } from "../src/models/pocket/decoder/worker-client.ts";
 import { createLogger } from "../src/log/logger.ts";
 import { fixtureBundle } from "../test/models/pocket/bundle-fixture.ts";
-import { BENCH_SENTENCE, syntheticVoice, timeStages, type StageTimings } from "./pocket-timing.ts";
+import { BENCH_SENTENCE, StageClock, syntheticVoice } from "./pocket-timing.ts";
 
 const { values } = parseArgs({ options: { model: { type: "string" }, "voice-seconds": { type: "string", default: "5.04" }, runs: { type: "string", default: "3" }, precision: { type: "string", default: "int8" }, "decoder-worker": { type: "string", default: "on" } } });
 const bundleDir = values.model ?? fixtureBundle();
@@ -34,7 +36,9 @@ const loadMs = performance.now() - loadStart;
 if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
 const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));
 
-const { timedStages, stageMs } = timeStages({ ...stages, mimiDecoder: decoderWorker ?? stages.mimiDecoder });
+// The server's runner, as the engine drives it (one request).
+const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoderWorker ?? stages.mimiDecoder);
+const clock = new StageClock();
 
 const voiceAudio = syntheticVoice(Number(values["voice-seconds"]), bundle.dims.sampleRateHz);
 const encodeStart = performance.now();
@@ -44,23 +48,19 @@ const chunks = planTextChunks(SENTENCE, tokenizer, bundle.flags);
 
 const results: { rtf: number; firstAudioMs: number; frames: number }[] = [];
 for (let run = 0; run < runs; run++) {
-  for (const list of Object.values(stageMs)) list.length = 0;
+  clock.reset();
   const start = performance.now();
   let firstAudioMs = Number.NaN;
   let frames = 0;
   // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap.
-  for await (const _frame of generateSpeech(timedStages, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
+  for await (const _frame of generateSpeech(runner, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } }, { onTick: clock.onTick })) {
     if (frames++ === 0) firstAudioMs = performance.now() - start;
   }
   const seconds = (performance.now() - start) / 1000;
   results.push({ rtf: seconds / ((frames * bundle.dims.samplesPerFrame) / bundle.dims.sampleRateHz), firstAudioMs, frames });
 }
 
-const perFrame = (bucket: keyof StageTimings) => {
-  const list = stageMs[bucket]!;
-  const total = list.reduce((sum, value) => sum + value, 0);
-  return (total / results.at(-1)!.frames).toFixed(2);
-};
+const perFrame = (stage: "flow_lm" | "flow_head" | "decode") => clock.perFrame(stage, results.at(-1)!.frames).toFixed(2);
 const sorted = (list: number[]) => [...list].sort((a, b) => a - b);
 const rtfs = sorted(results.map((result) => result.rtf));
 const firsts = sorted(results.map((result) => result.firstAudioMs));
@@ -68,6 +68,6 @@ console.log(`bundle: ${bundle.name} (${bundle.layout}, ${bundle.graphs.flowLmMai
 console.log(`sentence: ${SENTENCE.split(/\s+/).length} words, ${chunks.reduce((sum, chunk) => sum + chunk.tokenIds.length, 0)} tokens, ${results[0]!.frames} frames; voice ${values["voice-seconds"]} s encoded in ${encodeMs.toFixed(0)} ms; sessions opened in ${loadMs.toFixed(0)} ms`);
 console.log("| main ms/frame | flow ms/frame | decoder ms/frame | RTF (min / median) | first audio ms (min / median) |");
 console.log("|---|---|---|---|---|");
-console.log(`| ${perFrame("main")} | ${perFrame("flow")} | ${perFrame("decoder")} | ${rtfs[0]!.toFixed(3)} / ${rtfs[Math.floor(rtfs.length / 2)]!.toFixed(3)} | ${firsts[0]!.toFixed(1)} / ${firsts[Math.floor(firsts.length / 2)]!.toFixed(1)} |`);
+console.log(`| ${perFrame("flow_lm")} | ${perFrame("flow_head")} | ${perFrame("decode")} | ${rtfs[0]!.toFixed(3)} / ${rtfs[Math.floor(rtfs.length / 2)]!.toFixed(3)} | ${firsts[0]!.toFixed(1)} / ${firsts[Math.floor(firsts.length / 2)]!.toFixed(1)} |`);
 decoderWorker?.close();
 await closePocketSessions(sessions);

@@ -1,5 +1,6 @@
 /**
- * `conformance --batch N`: the golden streams run inside batches of N. Around each golden stream,
+ * `conformance --batch N` for the stage cases (flow_lm, mimi_decoder; end-to-end requests run beside others
+ * in the runner itself, harness.ts): the golden streams run inside batches of N. Around each golden stream,
  * N − 1 companion streams of seeded random conditioning and latents, each prefilled to its own length and
  * stepped for its own number of steps, share every model call; one that ends is replaced by a new one at
  * another position. A golden stream passes only if being batched changed nothing the thresholds can see.
@@ -8,18 +9,7 @@ import { concatFloat32 } from "../lib/concat.ts";
 import type { FlowLm } from "../models/pocket/stages/flow-lm.ts";
 import type { FlowLmSlot, FlowLmSlots, FlowLmStepper, SlotStepResult } from "../models/pocket/stages/flow-lm-slots.ts";
 import type { LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
-
-/** Deterministic [0, 1) numbers (mulberry32), so a failing batch can be run again as it was. */
-export function seededUniform(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { seededRandom } from "../lib/seeded-random.ts";
 
 interface Companion {
   slot: FlowLmSlot;
@@ -39,7 +29,7 @@ export class CrowdedFlowLm implements FlowLmStepper {
     private readonly batch: number,
     seed = 1,
   ) {
-    this.#random = seededUniform(seed);
+    this.#random = seededRandom(seed);
   }
 
   admit(state: Parameters<FlowLmSlots["admit"]>[0]): FlowLmSlot {
@@ -97,7 +87,7 @@ export async function decodeInCrowdedCalls<State>(
   batch: number,
   seed = 1,
 ): Promise<Float32Array> {
-  const random = seededUniform(seed);
+  const random = seededRandom(seed);
   const { latentDim } = decoder.config;
   let state = decoder.emptyState();
   let companions = Array.from({ length: batch - 1 }, () => decoder.emptyState());

@@ -12,19 +12,27 @@
  * on our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts, fed the fixture's own mimi_decoder.onnx weights): their
  * stage outputs are checked, and their audio is also compared with the ONNX decoder's.
  *
- * With `batch` N (`conformance --batch N`), FlowLM steps go through the batched step (the server's path)
- * and every golden stream runs inside calls of N streams, the others random streams at other positions
- * and lengths (crowd.ts); the Mimi decoder cases decode beside N − 1 random streams (in one call on
- * WGSL, call after call on the ONNX graph). Without it the flow_lm case checks the published graph itself
- * and end-to-end runs as the server does with one stream.
+ * End-to-end runs go through the server's runner (models/pocket/runner.ts, driven by loop.ts with the plans the
+ * engine makes), so the loop rule, frame caps and decode schedule checked are the ones the server runs.
+ *
+ * With `batch` N (`conformance --batch N`), each golden end-to-end request runs in the same runner beside
+ * N − 1 other requests (other chunks, seeds and lengths, never stopping at EOS), every tick's AR steps in one
+ * batched FlowLM call and one flow head call, and on WGSL equal-sized decodes in one call; the flow_lm case
+ * steps the batched step inside calls of N streams, the others random streams at other positions and
+ * lengths (crowd.ts); the Mimi decoder cases decode beside N − 1 random streams (in one call on WGSL, call
+ * after call on the ONNX graph). Without it the flow_lm case checks the published graph itself and
+ * end-to-end runs as the server does with one stream.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeSafetensorsWithInt64, type DecodedTensor } from "../formats/safetensors.ts";
 import { loadPocketBundle } from "../models/pocket/bundle/load.ts";
-import type { PocketBundle } from "../models/pocket/bundle/pocket-bundle.ts";
 import { parseStateManifest } from "../models/pocket/bundle/state-manifest.ts";
-import { generateSpeech, planTextChunks, type StepTrace, type TextChunk } from "../models/pocket/loop.ts";
+import { type PocketBundle } from "../models/pocket/bundle/pocket-bundle.ts";
+import { generateSpeechTogether, type GenerationRequest } from "../models/pocket/loop.ts";
+import { planTextChunks, type TextChunk } from "../models/pocket/text-chunks.ts";
+import type { StepTrace } from "../models/pocket/request-state.ts";
+import { PocketRunner, type RunnerDecoder } from "../models/pocket/runner.ts";
 import { replayLatentNoise } from "../models/pocket/noise.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../onnx/runtime.ts";
@@ -190,20 +198,17 @@ class Fixture {
     return this.decoder === "wgsl" ? `, in decodeBatch calls of ${this.batch} streams` : `, between the decodes of ${this.batch - 1} other streams (the ONNX graph is batch 1)`;
   }
 
-  /**
-   * What FlowLM AR steps go through: with `batch`, the batched step inside a crowd of `batch` streams;
-   * else null (the published graph for the flow_lm case) or the stages' own slots (end-to-end, as served).
-   */
-  async flowLmSteps(asServed: boolean): Promise<{ stepper: FlowLmStepper | null; close(): void; detail?: string }> {
+  /** What the flow_lm case's AR steps go through: with `batch`, the batched step inside a crowd of `batch` streams; else the published graph. */
+  async flowLmSteps(): Promise<{ stepper: FlowLmStepper | null; close(): void; detail?: string }> {
     const stages = await this.stages();
-    if (this.batch === undefined) return { stepper: asServed ? stages.flowLmSlots : null, close: () => {} };
+    if (this.batch === undefined) return { stepper: null, close: () => {} };
     if (!stages.flowLmSlots) throw new Error(`no batched FlowLM step: ${stages.flowLmSlotsUnavailable}`);
     const crowd = new CrowdedFlowLm(stages.flowLmSlots, stages.flowLm, this.batch);
     return { stepper: crowd, close: () => crowd.close(), detail: `in calls of ${this.batch} streams` };
   }
 
   /** The decoder under test: the ONNX one, or with `--decoder wgsl` our WGSL one on the same weights. */
-  async mimiDecoder(): Promise<LatentDecoder<unknown>> {
+  async mimiDecoder(): Promise<RunnerDecoder> {
     return this.decoder === "wgsl" ? this.gpuDecoder() : this.onnxMimiDecoder();
   }
 
@@ -231,7 +236,8 @@ class Fixture {
       // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
       const cache = (await this.mimiManifest()).find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
       if (!cache || cache.shape.length !== 5) throw new Error("the Mimi state manifest has no decoder_transformer KV cache to read the head count from");
-      const decoder = new MimiGpuDecoder(device, await readMimiWeightsFromOnnx(join(this.directory, "mimi_decoder.onnx")), { heads: cache.shape[2]! });
+      // A request of an end-to-end run holds two states while one chunk's last latents decode and the next chunk starts.
+      const decoder = new MimiGpuDecoder(device, await readMimiWeightsFromOnnx(join(this.directory, "mimi_decoder.onnx")), { heads: cache.shape[2]!, maxStreams: Math.max(16, 2 * (this.batch ?? 1)) });
       const expected = this.golden.model_config?.sample_rate !== undefined ? this.golden.model_config.sample_rate / this.golden.model_config.frame_rate : decoder.config.samplesPerFrame;
       if (decoder.config.samplesPerFrame !== expected) throw new Error(`the WGSL decoder makes ${decoder.config.samplesPerFrame} samples per latent, the fixture ${expected}`);
       return decoder;
@@ -480,7 +486,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
     const text = { data: fixture.float(spec.inputs.text_embeddings!), dims: fixture.dims(spec.inputs.text_embeddings!) };
     const noise = fixture.float(spec.inputs.noise!);
     const cases: ConformanceCase[] = [];
-    const flowLmSteps = await fixture.flowLmSteps(false);
+    const flowLmSteps = await fixture.flowLmSteps();
     for (const [runName, run] of Object.entries(spec.runs)) {
       const prefix = `flow_lm.${runName}`;
       let state = await stages.flowLm.prefill(voice, text);
@@ -591,8 +597,13 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
   }),
 
   end_to_end: runner<EndToEndSpec>("end_to_end", async (fixture, spec) => {
-    const stages = await fixture.stages();
+    const { bundle, stages } = await fixture.pipeline();
+    if (fixture.batch !== undefined && !stages.flowLmSlots) throw new Error(`no batched FlowLM step: ${stages.flowLmSlotsUnavailable}`);
     const eosThreshold = fixture.golden.generation_parameters?.eos_threshold ?? -4;
+    // With --decoder wgsl the whole pipeline's audio comes from the WGSL decoder too.
+    const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, await fixture.mimiDecoder());
+    const toChunks = (chunks: readonly EndToEndChunkSpec[]): TextChunk[] => chunks.map((chunk) => ({ tokenIds: chunk.token_ids, framesAfterEos: chunk.frames_after_eos }));
+    const everyChunk = spec.cases.flatMap((golden) => toChunks(golden.chunks));
     const cases: ConformanceCase[] = [];
     for (const [caseIndex, golden] of spec.cases.entries()) {
       const prefix = `end_to_end[${caseIndex}]`;
@@ -600,20 +611,25 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       // As in the fixture's ONNX replication: the voice is this pipeline's own encoding of the waveform.
       if (!stages.voiceEncoder) throw new Error("the bundle has no voice encoder");
       const voice = await stages.flowLm.prefill(stages.flowLm.emptyState(), await stages.voiceEncoder.encode(fixture.float(golden.inputs.voice_waveform)));
-      const chunks: TextChunk[] = golden.chunks.map((chunk) => ({ tokenIds: chunk.token_ids, framesAfterEos: chunk.frames_after_eos }));
       const traces: StepTrace[] = [];
-      const audio: Float32Array[] = [];
-      // With --decoder wgsl the whole pipeline's audio comes from the WGSL decoder too.
-      const flowLmSteps = await fixture.flowLmSteps(true);
-      const frames = generateSpeech({ ...stages, flowLmSlots: flowLmSteps.stepper, mimiDecoder: await fixture.mimiDecoder() }, {
+      const request: GenerationRequest = {
         voice,
-        chunks,
+        chunks: toChunks(golden.chunks),
         params: { eosThreshold, lsdSteps: 1 },
         noise: replayLatentNoise(fixture.float(golden.inputs.noise)),
         onStep: (trace) => traces.push(trace),
-      });
-      for await (const frame of frames) audio.push(frame.samples);
-      flowLmSteps.close();
+      };
+      const goldenSteps = golden.chunks.reduce((sum, chunk) => sum + chunk.steps_run, 0);
+      const companions = Array.from({ length: (fixture.batch ?? 1) - 1 }, (_, index) => companionRequest(voice, everyChunk, index, goldenSteps));
+      const audio: Float32Array[] = [];
+      let widestStep = 0;
+      let widestDecode = 0;
+      const onTick = (_: unknown, batchSizes: Readonly<Record<string, number[]>>) => {
+        widestStep = Math.max(widestStep, ...(batchSizes.flow_lm ?? []));
+        widestDecode = Math.max(widestDecode, ...(batchSizes.decode ?? []));
+      };
+      for await (const { request: index, frame } of generateSpeechTogether(runner, [request, ...companions], { onTick })) if (index === 0) audio.push(frame.samples);
+      const detail = fixture.batch === undefined ? undefined : `beside ${companions.length} other requests in the same runner: FlowLM calls of up to ${widestStep} streams, decoder calls of up to ${widestDecode}`;
 
       for (const [chunkIndex, chunk] of golden.chunks.entries()) {
         const chunkTraces = traces.filter((trace) => trace.chunkIndex === chunkIndex);
@@ -632,15 +648,33 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       traces.forEach((trace, index) => latents.set(trace.latent, index * latentDim));
       const joined = concatFloat32(audio);
       cases.push(
-        tensorCase(`${prefix}.eos_logit`, "end_to_end", traces.map((trace) => trace.eosLogit), fixture.float(golden.outputs.eos_logit)),
-        tensorCase(`${prefix}.latent`, "end_to_end", latents, fixture.float(golden.outputs.latent)),
+        tensorCase(`${prefix}.eos_logit`, "end_to_end", traces.map((trace) => trace.eosLogit), fixture.float(golden.outputs.eos_logit), detail),
+        tensorCase(`${prefix}.latent`, "end_to_end", latents, fixture.float(golden.outputs.latent), detail),
         exactCase(`${prefix}.audio_samples`, "end_to_end", [joined.length], [golden.audio_samples]),
-        tensorCase(`${prefix}.audio`, "end_to_end", joined, fixture.float(golden.outputs.audio)),
+        tensorCase(`${prefix}.audio`, "end_to_end", joined, fixture.float(golden.outputs.audio), detail),
       );
+      // The golden request really stepped beside the others, in calls of all N.
+      if (fixture.batch !== undefined) cases.push(exactCase(`${prefix}.widest_flow_lm_call`, "end_to_end", [widestStep], [fixture.batch]));
     }
     return cases;
   }),
 };
+
+/**
+ * The `index`-th request beside a golden one under `--batch`: every golden chunk, starting at another one (so
+ * at another position), its own seed, and EOS out of reach, so it runs each chunk to its frame cap for about
+ * as long as the golden request's `goldenSteps` steps, the companions ending one after another.
+ */
+function companionRequest(voice: FlowLmState, chunks: readonly TextChunk[], index: number, goldenSteps: number): GenerationRequest {
+  const start = (index + 1) % chunks.length;
+  return {
+    voice,
+    chunks: [...chunks.slice(start), ...chunks.slice(0, start)],
+    params: { eosThreshold: Number.POSITIVE_INFINITY, lsdSteps: 1 },
+    seed: index + 1,
+    maxTotalFrames: goldenSteps + 3 * index,
+  };
+}
 
 /** Text → chunks by this project's planner must give the golden chunk token ids and frames-after-EOS. */
 async function chunkPlanCases(fixture: Fixture, prefix: string, text: string, golden: readonly EndToEndChunkSpec[]): Promise<ConformanceCase[]> {

@@ -44,6 +44,19 @@ describe.each(["onnxruntime-web", "onnxruntime-node"] as const)("conformance wit
   });
 });
 
+describe("conformance --batch", () => {
+  test("pocket-tiny: every golden case passes with each end-to-end request beside 7 others in one runner's calls", async () => {
+    const report = await runConformance(join(FIXTURES_DIR, "pocket-tiny"), "onnx", {}, 8);
+    expect(failures(report)).toEqual([]);
+    expect(report).toMatchObject({ fixture: "pocket-tiny", batch: 8, pass: true });
+    const endToEnd = report.cases.filter((entry) => /^end_to_end\[\d+\]\.audio$/.test(entry.case));
+    expect(endToEnd.length).toBeGreaterThan(0);
+    for (const entry of endToEnd) expect(entry.detail).toStartWith("beside 7 other requests in the same runner: FlowLM calls of up to 8 streams");
+    // The golden requests stepped in calls of all eight (a case of its own, so a smaller batch fails the report).
+    expect(report.cases.filter((entry) => entry.case.endsWith(".widest_flow_lm_call")).map((entry) => entry.pass)).toEqual(endToEnd.map(() => true));
+  });
+});
+
 describe("conformance reports", () => {
   test("a golden case without a runner fails the report instead of being skipped", async () => {
     const dir = mkdtempSync(join(tmpdir(), "voxedge-conformance-"));

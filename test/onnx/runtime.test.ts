@@ -9,7 +9,9 @@ import { join } from "node:path";
 import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import type { PocketBundle } from "../../src/models/pocket/bundle/pocket-bundle.ts";
 import { compareTensors, runConformance } from "../../src/conformance/harness.ts";
-import { generateSpeech, planTextChunks } from "../../src/models/pocket/loop.ts";
+import { generateSpeech } from "../../src/models/pocket/loop.ts";
+import { planTextChunks } from "../../src/models/pocket/text-chunks.ts";
+import { PocketRunner } from "../../src/models/pocket/runner.ts";
 import { AUTO_PROVIDER_ORDER, importOnnxPackage, loadOnnxRuntime, type CpuProvider, type OnnxPackageLoader } from "../../src/onnx/runtime.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../src/models/pocket/pipeline.ts";
@@ -84,7 +86,7 @@ describe.skipIf(!loads["onnxruntime-node"] || !loads["onnxruntime-web"])("both p
       const voice = await voiceStateFromSafetensors(voiceBytes, stages.flowLm);
       const samples: number[] = [];
       // EOS disabled, so both run the same number of frames and any drift in the AR feedback shows.
-      for await (const frame of generateSpeech(stages, { voice, chunks, seed: 7, params: { eosThreshold: Number.POSITIVE_INFINITY } })) samples.push(...frame.samples);
+      for await (const frame of generateSpeech(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), { voice, chunks, seed: 7, params: { eosThreshold: Number.POSITIVE_INFINITY } })) samples.push(...frame.samples);
       return samples;
     };
     const node = await audioOf("onnxruntime-node");

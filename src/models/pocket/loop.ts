@@ -1,175 +1,20 @@
 /**
- * The Pocket TTS generation loop (docs/pocket-tts.md §2.2), streaming: each latent frame is decoded and
- * yielded (1920 samples, 80 ms) as soon as it exists.
+ * Generation outside the engine (conformance, benches, tests): a caller's generations run on a PocketRunner
+ * through the plans the engine makes (src/engine/core.ts), without its admission, pacing and metrics. Each
+ * tick is one plan of a prefill unit or an AR step for every request; the decodes that made due then go out
+ * as a second plan, left in flight while the next tick samples where the decoder leaves the JS thread
+ * (`decodesOverlap`), awaited otherwise.
  *
- * Per text chunk:
- * 1. Start from the cached voice state (an immutable value, so "copy the voice state" costs nothing) and
- *    prefill the chunk's text conditioning.
- * 2. AR loop, k = 0 … maxFrames−1: run the FlowLM step (BOS first, then the previous latent), draw x0,
- *    LSD-decode the latent; `eosStep` = first k whose raw EOS logit exceeds the threshold; stop *without
- *    emitting* latent k once k ≥ eosStep + framesAfterEos; otherwise emit it and feed it back.
- * 3. Decode emitted latents with a Mimi decoder state that is fresh for every chunk (§6.13); chunks are
- *    concatenated without crossfade.
- *
- * All per-request state (FlowLM and Mimi states, the RNG, EOS bookkeeping) lives in locals of the
- * generator, owned by the request.
+ * The loop rule, the frame caps, the seed default and the decode schedule are the runner's
+ * (request-state.ts): what the golden cases check through this driver is what the server runs.
  */
-import type { PocketModelFlags } from "./bundle/pocket-bundle.ts";
-import type { FlowHead } from "./stages/flow-head.ts";
-import type { FlowLm } from "./stages/flow-lm.ts";
-import type { FlowLmStepper } from "./stages/flow-lm-slots.ts";
-import type { FlowLmState } from "./stages/state.ts";
-import type { LatentDecoder } from "./stages/mimi-decoder.ts";
-import type { TextConditioner } from "./stages/text-conditioner.ts";
-import { framesAfterEosGuessFor, splitIntoBestSentences, splitTokensWithinBudget } from "./text-prompt.ts";
-import type { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
-import { type LatentNoise, seededLatentNoise } from "./noise.ts";
-import { type LatentBatchDecoder, decodeAlongside } from "./decode-schedule.ts";
+import { NO_WORK, type RequestId } from "../contract.ts";
+import type { Generation } from "./request-state.ts";
+import type { PocketRunner, PocketStepPlan } from "./runner.ts";
 
-export interface GenerationParams {
-  /** Noise variance: x0 ~ N(0, temperature) (§1.11). Upstream default 0.7. */
-  temperature: number;
-  /** Euler steps of the LSD decode (§1.11). Upstream default 1. */
-  lsdSteps: number;
-  /** EOS when the raw logit exceeds this (§1.7). Upstream default −4.0. */
-  eosThreshold: number;
-  /** Replaces every chunk's own frames-after-EOS (model recommendation or guess + 2, §1.12). */
-  framesAfterEos?: number;
-  /** Lowers the per-chunk frame cap below the upstream ceil((n_tokens/3 + 2)·12.5). */
-  maxFramesPerChunk?: number;
-  /** Most latents per decoder call once a chunk's first frame is out (1 = frame by frame). */
-  decodeBatchFrames: number;
-}
-
-/** Upstream defaults at HEAD (§1.12). */
-export const DEFAULT_GENERATION_PARAMS: Readonly<GenerationParams> = Object.freeze({ temperature: 0.7, lsdSteps: 1, eosThreshold: -4.0, decodeBatchFrames: 8 });
-
-/** One independently generated piece of text (§1.13 step 6). */
-export interface TextChunk {
-  /** The chunk's text, when it came from `planTextChunks`. */
-  text?: string;
-  /** SentencePiece ids of the chunk text, no BOS/EOS (§1.8). */
-  tokenIds: readonly number[];
-  /** Latents emitted from the EOS step on (§1.12: model recommendation, else prepare_text_prompt's guess + 2). */
-  framesAfterEos: number;
-}
-
-/**
- * Text → independently generated chunks (§1.13): upstream's splitter packs sentences into chunks of at
- * most `maxTokensPerChunk` tokens; each chunk text is tokenized as is, and its own `prepare_text_prompt`
- * only supplies the frames-after-EOS guess (+ 2 unless the model recommends a value, §1.12).
- *
- * Upstream lets one sentence exceed the limit; such a chunk is cut into pieces within it (at word starts,
- * else inside the word), each keeping its slice of the chunk's token ids, so that any text fits the cache.
- */
-export function planTextChunks(text: string, tokenizer: SentencePieceTokenizer, flags: PocketModelFlags, maxTokensPerChunk = flags.maxTokensPerChunk): TextChunk[] {
-  const options = { padWithSpacesForShortInputs: flags.padWithSpacesForShortInputs, removeSemicolons: flags.removeSemicolons };
-  const framesAfterEosOf = (chunkText: string) => flags.recommendedFramesAfterEos ?? framesAfterEosGuessFor(chunkText) + FRAMES_AFTER_EOS_MARGIN;
-  return splitIntoBestSentences(text, tokenizer, options, maxTokensPerChunk).flatMap((chunkText) => {
-    const tokenIds = tokenizer.encode(chunkText);
-    if (tokenIds.length <= maxTokensPerChunk) return [{ text: chunkText, tokenIds, framesAfterEos: framesAfterEosOf(chunkText) }];
-    return splitTokensWithinBudget(tokenIds, maxTokensPerChunk, tokenizer).map((pieceIds) => {
-      const pieceText = tokenizer.decode(pieceIds);
-      return { text: pieceText, tokenIds: pieceIds, framesAfterEos: framesAfterEosOf(pieceText) };
-    });
-  });
-}
-
-/**
- * Most text tokens a chunk may hold after a voice of `voicePositions`: the bundle's max_token_per_chunk,
- * lowered until the voice, the text and the chunk's frame cap all fit in the FlowLM cache (§3.1: voice +
- * text + generated positions ≤ 1000). Upstream's 50 tokens (+ 234 frames) leave room for voices up to
- * 716 positions (57 s); an uploaded voice is at most 30 s. Never below one token: a voice that leaves less
- * room only shortens its chunks' frame cap (`generateSpeech`).
- */
-export function chunkTokenBudget(maxTokensPerChunk: number, cachePositions: number, voicePositions: number): number {
-  let tokens = maxTokensPerChunk;
-  while (tokens > 1 && voicePositions + tokens + maxFramesForTokens(tokens) > cachePositions) tokens--;
-  return tokens;
-}
-
-/** Upstream adds 2 frames to prepare_text_prompt's guess (§1.12: 3 or 5 frames). */
-const FRAMES_AFTER_EOS_MARGIN = 2;
-
-/** Frame cap of a chunk since upstream 2026-02-03 (§1.12): ceil((n_tokens/3 + 2)·12.5). */
-export function maxFramesForTokens(tokenCount: number): number {
-  return Math.ceil((tokenCount / 3 + 2) * 12.5);
-}
-
-// The per-chunk AR loop (§2.2 "Loop rule, exact")
-
-/** What one AR step produced: the sampled normalised latent [latentDim] and the raw EOS logit. */
-export interface ArStepOutput {
-  latent: Float32Array;
-  eosLogit: number;
-}
-
-/** Runs AR step k given its input latent (null = BOS at k = 0, else the latent emitted at k − 1). */
-export type ArStepFunction = (inputLatent: Float32Array | null) => Promise<ArStepOutput>;
-
-/** Every AR step as it happened, emitted or not (for conformance against golden runs). */
-export interface StepTrace extends ArStepOutput {
-  chunkIndex: number;
-  /** k within the chunk. */
-  step: number;
-  isEos: boolean;
-  emitted: boolean;
-}
-
-export interface ChunkLoopOptions {
-  framesAfterEos: number;
-  maxFrames: number;
-  eosThreshold: number;
+export interface GenerationRequest extends Generation {
+  /** Once aborted, no more of its frames are yielded and no more of its steps run. */
   signal?: AbortSignal;
-  chunkIndex?: number;
-  onStep?: (trace: StepTrace) => void;
-}
-
-/**
- * Yields the latents to emit for one chunk. Stops at the frame cap, at the EOS rule (the step that
- * triggers it is run but not emitted), or before the next step once `signal` is aborted.
- */
-export async function* chunkLatents(step: ArStepFunction, options: ChunkLoopOptions): AsyncGenerator<Float32Array, void, undefined> {
-  const { framesAfterEos, maxFrames, eosThreshold, signal, chunkIndex = 0, onStep } = options;
-  if (!Number.isInteger(framesAfterEos) || framesAfterEos < 0) throw new RangeError(`frames_after_eos must be a non-negative integer, got ${framesAfterEos}`);
-  let eosStep: number | undefined;
-  let input: Float32Array | null = null;
-  for (let k = 0; k < maxFrames; k++) {
-    if (signal?.aborted) return;
-    const { latent, eosLogit } = await step(input);
-    const isEos = eosLogit > eosThreshold;
-    if (isEos && eosStep === undefined) eosStep = k;
-    const stop = eosStep !== undefined && k >= eosStep + framesAfterEos;
-    onStep?.({ chunkIndex, step: k, latent, eosLogit, isEos, emitted: !stop });
-    if (stop) return;
-    yield latent;
-    input = latent;
-  }
-}
-
-
-/** The stages generation needs (the voice encoder is only needed to make a voice state). */
-export interface GenerationStages {
-  textConditioner: TextConditioner;
-  flowLm: FlowLm;
-  /** AR steps through a slot of the batched step, as the runner does; absent or null: the published graph. */
-  flowLmSlots?: FlowLmStepper | null;
-  flowHead: FlowHead;
-  /** The ONNX decoder or the WGSL one: both keep the same decode contract. */
-  mimiDecoder: LatentDecoder<unknown>;
-}
-
-export interface GenerationRequest {
-  /** FlowLM state after the voice prefill (§2.1), shared read-only by every chunk. */
-  voice: FlowLmState;
-  chunks: readonly TextChunk[];
-  params?: Partial<GenerationParams>;
-  /** x0 source; default: `seededLatentNoise(seed, temperature)`. */
-  noise?: LatentNoise;
-  /** Seed of the default noise (an int64); default: a random one. */
-  seed?: number | bigint;
-  signal?: AbortSignal;
-  onStep?: (trace: StepTrace) => void;
 }
 
 export interface GeneratedFrame {
@@ -180,67 +25,113 @@ export interface GeneratedFrame {
   frameIndex: number;
 }
 
-/** Streams the audio of `request.chunks`, one decoded latent frame at a time. */
-export async function* generateSpeech(stages: GenerationStages, request: GenerationRequest): AsyncGenerator<GeneratedFrame, void, undefined> {
-  const params: GenerationParams = { ...DEFAULT_GENERATION_PARAMS, ...request.params };
-  const noise = request.noise ?? seededLatentNoise(request.seed ?? Math.floor(Math.random() * 2 ** 32), params.temperature);
-  const { signal } = request;
-  const { latentDim, cachePositions } = stages.flowLm.config;
+export interface DriveOptions {
+  /**
+   * Hears what each plan cost, as the engine's observer does: wall seconds per runner stage (prefill, flow_lm,
+   * flow_head, decode) and the rows of each model call.
+   */
+  onTick?: (stageSeconds: Readonly<Record<string, number>>, batchSizes: Readonly<Record<string, number[]>>) => void;
+}
 
-  for (const [chunkIndex, chunk] of request.chunks.entries()) {
-    if (signal?.aborted) return;
-    if (chunk.tokenIds.length === 0) throw new RangeError(`text chunk ${chunkIndex} has no tokens`);
-    const textConditioning = await stages.textConditioner.embed(chunk.tokenIds);
-    let flowState = await stages.flowLm.prefill(request.voice, textConditioning);
-    // Each AR step adds one cache position; stop before the static cache overflows (§6.10).
-    const maxFrames = Math.min(maxFramesForTokens(chunk.tokenIds.length), params.maxFramesPerChunk ?? Infinity, cachePositions - flowState.positions);
-    const slots = stages.flowLmSlots ?? null;
-    const slot = slots?.admit(flowState);
+/** Streams the audio of one generation, frame by frame as each is decoded. */
+export async function* generateSpeech(runner: PocketRunner, request: GenerationRequest, options: DriveOptions = {}): AsyncGenerator<GeneratedFrame, void, undefined> {
+  for await (const { frame } of generateSpeechTogether(runner, [request], options)) yield frame;
+}
 
-    const step: ArStepFunction = async (inputLatent) => {
-      let result: { conditioning: Float32Array; eosLogit: number };
-      if (slots && slot) {
-        [result] = (await slots.step([{ slot, latent: inputLatent }])) as [typeof result];
-      } else {
-        // flowState is this chunk's own (the prefill above copied the shared voice caches), so each step
-        // may write into it.
-        const stepped = await stages.flowLm.step(flowState, inputLatent, { reuseState: true });
-        flowState = stepped.state;
-        result = stepped;
-      }
-      const latent = await stages.flowHead.sample(result.conditioning, noise.next(latentDim), params.lsdSteps);
-      return { latent, eosLogit: result.eosLogit };
-    };
+/**
+ * Runs `requests` together on `runner`: every tick's work for all of them is one plan, so their AR steps
+ * (and on WGSL their equal-sized decodes) share model calls. Yields each frame as it is decoded, with the
+ * index of its request; one request's frames come in order. The first failure ends the run with its error.
+ * The runner holds no other requests meanwhile: it takes one plan of prefills and steps at a time.
+ */
+export async function* generateSpeechTogether(runner: PocketRunner, requests: readonly GenerationRequest[], options: DriveOptions = {}): AsyncGenerator<{ request: number; frame: GeneratedFrame }, void, undefined> {
+  // A request's id is its index.
+  const ids: RequestId[] = requests.map((_, index) => index);
+  const queues = requests.map((): GeneratedFrame[] => []);
+  /** Requests the runner still works for: not finished, not aborted. */
+  const working = new Set(ids);
+  const decoding = new Set<RequestId>();
+  const inFlight = new Set<Promise<void>>();
+  let newRequests: PocketStepPlan["newRequests"] = requests.map((generation, requestId) => ({ requestId, generation }));
+  let ended: RequestId[] = [];
+  let failure: { error: unknown } | undefined;
 
-    let decoderState = stages.mimiDecoder.emptyState();
-    const decoder: LatentBatchDecoder = {
-      concurrent: stages.mimiDecoder.concurrent,
-      async decode(batch) {
-        const decoded = await stages.mimiDecoder.decode(decoderState, batch, { reuseState: true });
-        decoderState = decoded.state;
-        return decoded.audio;
-      },
-    };
-    const latents = chunkLatents(step, {
-      framesAfterEos: params.framesAfterEos ?? chunk.framesAfterEos,
-      maxFrames,
-      eosThreshold: params.eosThreshold,
-      signal,
-      chunkIndex,
-      onStep: request.onStep,
-    });
-    let frameIndex = 0;
-    try {
-      for await (const audio of decodeAlongside(latents, decoder, { latentDim, maxBatchFrames: params.decodeBatchFrames })) {
-        const samplesPerFrame = stages.mimiDecoder.config.samplesPerFrame;
-        for (let offset = 0; offset < audio.length; offset += samplesPerFrame) {
-          if (signal?.aborted) return;
-          yield { samples: audio.subarray(offset, offset + samplesPerFrame), chunkIndex, frameIndex: frameIndex++ };
+  const execute = async (plan: Partial<PocketStepPlan>): Promise<void> => {
+    const finishedRequestIds = ended;
+    ended = [];
+    const output = await runner.execute({ newRequests: [], prefills: [], steps: [], decodes: [], finishedRequestIds, ...plan });
+    options.onTick?.(output.stageSeconds, output.batchSizes);
+    for (const { requestId, audio, error, finishReason } of output.results) {
+      if (!working.has(requestId)) continue;
+      if (error) failure ??= { error };
+      for (const { samples, chunkIndex, frameIndex } of audio) queues[requestId]!.push({ samples, chunkIndex, frameIndex });
+      if (finishReason) end(requestId);
+    }
+  };
+  const end = (id: RequestId) => {
+    working.delete(id);
+    ended.push(id);
+  };
+  const dropIfAborted = (id: RequestId): boolean => {
+    if (!requests[id]!.signal?.aborted) return false;
+    queues[id]!.length = 0;
+    if (working.has(id)) end(id);
+    return true;
+  };
+
+  try {
+    for (;;) {
+      if (failure) throw failure.error;
+      for (const id of ids) dropIfAborted(id);
+      let worked = false;
+      if (working.size > 0) {
+        const prefills: RequestId[] = [];
+        const steps: RequestId[] = [];
+        const firstTick = newRequests.length > 0;
+        for (const id of working) {
+          // Requests the runner has not seen yet need their first prefill unit, as the engine plans them.
+          const work = firstTick ? undefined : (runner.nextWork(id) ?? NO_WORK);
+          if (!work || work.prefillPositions > 0) prefills.push(id);
+          else if (work.canStep) steps.push(id);
+        }
+        if (prefills.length + steps.length > 0) {
+          worked = true;
+          await execute({ newRequests, prefills, steps });
+          newRequests = [];
+        }
+        // Before this tick's frames are handed out, so the next decode runs while the caller takes them.
+        const decodes: PocketStepPlan["decodes"][number][] = [];
+        for (const id of working) {
+          const frames = decoding.has(id) ? 0 : (runner.nextWork(id)?.decodeFrames ?? 0);
+          if (frames > 0) decodes.push({ requestId: id, frames });
+        }
+        if (decodes.length > 0) {
+          worked = true;
+          for (const { requestId } of decodes) decoding.add(requestId);
+          const settled: Promise<void> = execute({ decodes })
+            .catch((error: unknown) => void (failure ??= { error }))
+            .finally(() => {
+              for (const { requestId } of decodes) decoding.delete(requestId);
+              inFlight.delete(settled);
+            });
+          inFlight.add(settled);
+          if (!runner.decodesOverlap) await settled;
         }
       }
-    } finally {
-      stages.mimiDecoder.release?.(decoderState);
-      if (slot) slots?.release(slot);
+      if (failure) throw failure.error;
+      for (const id of ids) {
+        while (!dropIfAborted(id) && queues[id]!.length > 0) yield { request: id, frame: queues[id]!.shift()! };
+      }
+      if (working.size === 0) return;
+      if (!worked) {
+        if (inFlight.size === 0) throw new Error(`Pocket TTS generation stalled: requests ${[...working].join(", ")} have nothing to prefill, step or decode`);
+        await Promise.race(inFlight);
+      }
     }
+  } finally {
+    // No decode outlives the call (the caller may close the sessions next); then the runner frees every
+    // state, once it has taken the requests.
+    await Promise.allSettled([...inFlight]);
+    if (newRequests.length === 0) await runner.execute({ newRequests: [], prefills: [], steps: [], decodes: [], finishedRequestIds: ids });
   }
 }

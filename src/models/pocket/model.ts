@@ -165,11 +165,9 @@ export class PocketModel implements SpeechModel {
       flowLmSlots: stages.flowLmSlots,
       flowHead: stages.flowHead,
       decoder: runnerDecoder,
-      tokenizer,
-      flags: bundle.flags,
       sampleRateHz: bundle.dims.sampleRateHz,
-      builtInVoice: (name) => this.#predefinedVoice(name),
       decoderStateBytes: stateBytes(stages.mimiDecoder.emptyState()),
+      jobs: { tokenizer, flags: bundle.flags, builtInVoice: (name) => this.#predefinedVoice(name) },
     });
   }
 

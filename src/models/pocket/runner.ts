@@ -7,11 +7,15 @@
  * kernels puts every request with the same frame count into one `decodeBatch` call (a row's audio does not
  * depend on the others: test/models/pocket/mimi-wgsl/decoder.test.ts). States are freed when the engine
  * says a request ended (`finishedRequestIds`), or, if a decode still uses them, when it settles.
+ *
+ * The engine runs the server's requests through it; loop.ts runs a caller's generations (conformance, benches,
+ * tests) through the same plans, so the loop the golden cases check is the one the server runs.
  */
 import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../contract.ts";
-import { chunkTokenBudget, planTextChunks } from "./loop.ts";
+import { chunkTokenBudget, planTextChunks } from "./text-chunks.ts";
 import { generationParams } from "./params.ts";
-import { PocketRequest, type DecodingChunk, type SamplingChunk } from "./request-state.ts";
+import { PocketRequest, type DecodingChunk, type Generation, type SamplingChunk } from "./request-state.ts";
+import type { PocketStages } from "./pipeline.ts";
 import type { FlowHead } from "./stages/flow-head.ts";
 import type { FlowLm } from "./stages/flow-lm.ts";
 import type { FlowLmSlot, FlowLmSlots } from "./stages/flow-lm-slots.ts";
@@ -31,6 +35,14 @@ export interface RunnerDecoder extends LatentDecoder<unknown> {
   readonly maxStates?: number;
 }
 
+/** How the engine's jobs become generations: their text planned into chunks, a voice name loaded. */
+export interface JobPlanning {
+  tokenizer: SentencePieceTokenizer;
+  flags: PocketModelFlags;
+  /** The FlowLM state of a built-in voice (loaded once, shared read-only). */
+  builtInVoice(name: string): Promise<FlowLmState>;
+}
+
 export interface PocketRunnerParts {
   textConditioner: TextConditioner;
   flowLm: FlowLm;
@@ -38,13 +50,31 @@ export interface PocketRunnerParts {
   flowLmSlots: FlowLmSlots | null;
   flowHead: FlowHead;
   decoder: RunnerDecoder;
-  tokenizer: SentencePieceTokenizer;
-  flags: PocketModelFlags;
   sampleRateHz: number;
-  /** The FlowLM state of a built-in voice (loaded once, shared read-only). */
-  builtInVoice(name: string): Promise<FlowLmState>;
   /** Bytes one Mimi decoder state holds (the decoder's streaming buffers), for the state gauge. */
   decoderStateBytes: number;
+  /** Present on the model's runner; a runner without it takes only generations (loop.ts), and a job fails. */
+  jobs?: JobPlanning;
+}
+
+/** A plan whose new requests are the engine's jobs, or generations made by the caller (loop.ts). */
+export interface PocketStepPlan extends Omit<StepPlan, "newRequests"> {
+  newRequests: ReadonlyArray<{ requestId: RequestId; job: SynthesisJob } | { requestId: RequestId; generation: Generation }>;
+}
+
+/** One decoded frame, with where it belongs in its request's chunk plan. */
+export interface PocketAudioChunk extends AudioChunk {
+  chunkIndex: number;
+  /** Index of this frame within its chunk. */
+  frameIndex: number;
+}
+
+export interface PocketRequestResult extends RequestResult {
+  audio: PocketAudioChunk[];
+}
+
+export interface PocketStepOutput extends StepOutput {
+  results: PocketRequestResult[];
 }
 
 export class PocketRunner implements ModelRunner {
@@ -60,6 +90,12 @@ export class PocketRunner implements ModelRunner {
   readonly #garbage = new OutputGarbage(64 * 1024 * 1024);
 
   constructor(private readonly parts: PocketRunnerParts) {}
+
+  /** A runner of a bundle's stages for generations (loop.ts), decoding in-process unless given another decoder. */
+  static forStages(stages: PocketStages, sampleRateHz: number, decoder: RunnerDecoder = stages.mimiDecoder): PocketRunner {
+    const { textConditioner, flowLm, flowLmSlots, flowHead, mimiDecoder } = stages;
+    return new PocketRunner({ textConditioner, flowLm, flowLmSlots, flowHead, decoder, sampleRateHz, decoderStateBytes: stateBytes(mimiDecoder.emptyState()) });
+  }
 
   get maxRequests(): number | undefined {
     return this.parts.decoder.maxStates;
@@ -80,9 +116,11 @@ export class PocketRunner implements ModelRunner {
     return bytes;
   }
 
-  async execute(plan: StepPlan): Promise<StepOutput> {
+  async execute(plan: PocketStepPlan): Promise<PocketStepOutput> {
     for (const id of plan.finishedRequestIds) this.#free(id);
-    for (const { requestId, job } of plan.newRequests) this.#requests.set(requestId, this.#newRequest(job));
+    const running = plan.newRequests.find(({ requestId }) => this.#requests.has(requestId));
+    if (running) throw new Error(`request ${running.requestId} is already running`);
+    for (const entry of plan.newRequests) this.#requests.set(entry.requestId, new PocketRequest("job" in entry ? this.#generationOf(entry.job) : entry.generation));
     const stageSeconds: Record<string, number> = {};
     const batchSizes: Record<string, number[]> = {};
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -93,7 +131,7 @@ export class PocketRunner implements ModelRunner {
         stageSeconds[stage] = (stageSeconds[stage] ?? 0) + (performance.now() - started) / 1000;
       }
     };
-    const results = new Map<RequestId, RequestResult>();
+    const results = new Map<RequestId, PocketRequestResult>();
     const resultOf = (requestId: RequestId) => {
       let result = results.get(requestId);
       if (!result) results.set(requestId, (result = { requestId, audio: [] }));
@@ -128,22 +166,29 @@ export class PocketRunner implements ModelRunner {
     return { results: [...results.values()], stageSeconds, batchSizes };
   }
 
-  #newRequest(job: SynthesisJob): PocketRequest {
-    const request = new PocketRequest(job, generationParams(job.extraParams));
-    if (job.voicePrompt) request.voice = job.voicePrompt.state as FlowLmState;
-    return request;
+  /** A job's generation: its voice prompt or built-in voice, its text planned within what that voice leaves of the cache. */
+  #generationOf(job: SynthesisJob): Generation {
+    const { jobs, flowLm } = this.parts;
+    if (!jobs) throw new Error("this Pocket TTS runner takes generations, not jobs: it was made without job planning");
+    const { tokenizer, flags } = jobs;
+    return {
+      voice: job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : () => jobs.builtInVoice(job.voice),
+      chunks: (voice) => planTextChunks(job.text, tokenizer, flags, chunkTokenBudget(flags.maxTokensPerChunk, flowLm.config.cachePositions, voice.positions)),
+      params: generationParams(job.extraParams),
+      seed: job.seed,
+      maxTotalFrames: job.maxNewTokens,
+    };
   }
 
   /** Voice (once), the chunk plan (once the voice says how much room is left), then the next chunk's prefill. */
   async #prefill(request: PocketRequest): Promise<void> {
-    const { flowLm, textConditioner, tokenizer, flags } = this.parts;
-    if (!request.voice) request.voice = await this.parts.builtInVoice(request.job.voice);
+    const { flowLm, textConditioner } = this.parts;
+    const { generation } = request;
+    if (!request.voice) request.voice = typeof generation.voice === "function" ? await generation.voice() : generation.voice;
+    if (!request.chunks) request.chunks = typeof generation.chunks === "function" ? generation.chunks(request.voice) : generation.chunks;
     if (request.nextChunk === 0 && request.chunks.length === 0) {
-      request.chunks = planTextChunks(request.job.text, tokenizer, flags, chunkTokenBudget(flags.maxTokensPerChunk, flowLm.config.cachePositions, request.voice.positions));
-      if (request.chunks.length === 0) {
-        request.samplingDone = true;
-        return;
-      }
+      request.samplingDone = true;
+      return;
     }
     const chunk = request.chunks[request.nextChunk]!;
     if (chunk.tokenIds.length === 0) throw new RangeError(`text chunk ${request.nextChunk} has no tokens`);
@@ -168,7 +213,7 @@ export class PocketRunner implements ModelRunner {
     ids: readonly RequestId[],
     timed: <T>(stage: string, work: () => Promise<T>) => Promise<T>,
     batchSizes: Record<string, number[]>,
-    resultOf: (id: RequestId) => RequestResult,
+    resultOf: (id: RequestId) => PocketRequestResult,
     failed: (id: RequestId, error: unknown) => void,
   ): Promise<void> {
     const { flowLm, flowLmSlots, flowHead } = this.parts;
@@ -226,20 +271,21 @@ export class PocketRunner implements ModelRunner {
   async #decode(
     decodes: StepPlan["decodes"],
     batchSizes: Record<string, number[]>,
-  ): Promise<Map<RequestId, { chunks: AudioChunk[] } | { error: unknown }>> {
+  ): Promise<Map<RequestId, { chunks: PocketAudioChunk[] } | { error: unknown }>> {
     const { decoder, sampleRateHz } = this.parts;
-    const calls: Array<{ id: RequestId; request: PocketRequest; chunk: DecodingChunk; latents: Float32Array; frames: number }> = [];
+    const calls: Array<{ id: RequestId; request: PocketRequest; chunk: DecodingChunk; latents: Float32Array; firstFrame: number; frames: number }> = [];
     for (const { requestId, frames } of decodes) {
       const request = this.#requests.get(requestId);
       const due = request?.dueDecode();
       if (!request || !due || request.decodeInFlight) continue;
       const take = Math.min(frames, due.frames);
       const latents = concatFloat32(due.chunk.pending.splice(0, take));
+      const firstFrame = due.chunk.sentFrames;
       due.chunk.sentFrames += take;
       request.decodeInFlight = true;
-      calls.push({ id: requestId, request, chunk: due.chunk, latents, frames: take });
+      calls.push({ id: requestId, request, chunk: due.chunk, latents, firstFrame, frames: take });
     }
-    const outcomes = new Map<RequestId, { chunks: AudioChunk[] } | { error: unknown }>();
+    const outcomes = new Map<RequestId, { chunks: PocketAudioChunk[] } | { error: unknown }>();
     const { samplesPerFrame } = decoder.config;
     const settle = (call: (typeof calls)[number], outcome: { state: unknown; audio: Float32Array } | { error: unknown }) => {
       call.request.decodeInFlight = false;
@@ -248,7 +294,8 @@ export class PocketRunner implements ModelRunner {
       } else {
         call.chunk.decoderState = outcome.state;
         // Frame by frame, as a stream's consumer takes it (one SSE delta, one WebSocket message per 80 ms).
-        const chunks = Array.from({ length: call.frames }, (_, frame) => ({ samples: outcome.audio.subarray(frame * samplesPerFrame, (frame + 1) * samplesPerFrame), sampleRateHz, frameCount: 1 }));
+        const { chunkIndex } = call.chunk;
+        const chunks = Array.from({ length: call.frames }, (_, frame) => ({ samples: outcome.audio.subarray(frame * samplesPerFrame, (frame + 1) * samplesPerFrame), sampleRateHz, frameCount: 1, chunkIndex, frameIndex: call.firstFrame + frame }));
         outcomes.set(call.id, { chunks });
       }
       if (call.request.freed) this.#releaseAll(call.request);

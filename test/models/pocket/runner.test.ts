@@ -1,15 +1,18 @@
 /**
- * The runner against the reference loop: for any seed and parameters, a request advanced by the engine
- * tick by tick (alone or beside others) gives exactly the samples of loop.ts's generateSpeech, the loop the
- * golden cases check (conformance/harness.ts); and its state is gone once the request ends.
+ * The model's runner under the engine against the driver the golden cases check (loop.ts's generateSpeech,
+ * conformance/harness.ts): for any seed and parameters, a job the engine plans from its text, voice name and
+ * extra_params, advanced tick by tick alone or beside others, gives exactly the samples of the same
+ * generation made by hand and driven alone on sessions of its own; and its state is gone once the request ends.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { SynthesisJob } from "../../../src/models/contract.ts";
 import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
-import type { PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
-import { chunkTokenBudget, generateSpeech, planTextChunks } from "../../../src/models/pocket/loop.ts";
+import { type PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
+import { generateSpeech } from "../../../src/models/pocket/loop.ts";
+import { chunkTokenBudget, planTextChunks } from "../../../src/models/pocket/text-chunks.ts";
+import { PocketRunner } from "../../../src/models/pocket/runner.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { generationParams } from "../../../src/models/pocket/params.ts";
 import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
@@ -50,7 +53,7 @@ async function reference(request: SynthesisJob): Promise<Float32Array> {
   const chunks = planTextChunks(request.text, tokenizer, bundle.flags, chunkTokenBudget(bundle.flags.maxTokensPerChunk, stages.flowLm.config.cachePositions, voice.positions));
   const pieces: Float32Array[] = [];
   let frames = 0;
-  for await (const frame of generateSpeech(stages, { voice, chunks, params: generationParams(request.extraParams), seed: request.seed })) {
+  for await (const frame of generateSpeech(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), { voice, chunks, params: generationParams(request.extraParams), seed: request.seed })) {
     pieces.push(Float32Array.from(frame.samples));
     if (++frames >= (request.maxNewTokens ?? Infinity)) break;
   }
@@ -86,6 +89,12 @@ describe("PocketRunner", () => {
       expect(model.runner.stateBytes()).toBe(0);
     });
   }
+
+  test("a runner made without job planning refuses a job, saying why", async () => {
+    const generationsOnly = PocketRunner.forStages(stages, bundle.dims.sampleRateHz);
+    const output = generationsOnly.execute({ newRequests: [{ requestId: 1, job: job("Hello.", 1n) }], prefills: [1], steps: [], decodes: [], finishedRequestIds: [] });
+    await expect(output).rejects.toThrow("takes generations, not jobs");
+  });
 
   test("finish reasons: stop when EOS ends the speech, length when a cap cuts it", async () => {
     const engine = engineFor(model);

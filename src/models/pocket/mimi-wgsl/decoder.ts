@@ -123,7 +123,7 @@ function requireWeight(weights: MimiDecoderWeights, name: string, dims?: readonl
 
 export class MimiGpuDecoder {
   readonly config: { latentDim: number; samplesPerFrame: number };
-  /** The GPU works while the JS thread waits on the readback, so decodes overlap sampling (decode-schedule.ts). */
+  /** The GPU works while the JS thread waits on the readback, so decodes overlap sampling (runner.ts `decodesOverlap`). */
   readonly concurrent = true;
   readonly model: { width: number; heads: number; headDim: number; context: number; layers: number; feedForward: number; upsampleStride: number };
   private readonly embStd: GPUBuffer;

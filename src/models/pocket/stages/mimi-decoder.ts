@@ -19,7 +19,12 @@ export interface MimiDecoderConfig {
  */
 export interface LatentDecoder<State> {
   readonly config: MimiDecoderConfig;
-  /** Whether a decode leaves the JS thread, so it can overlap sampling (decode-schedule.ts). */
+  /**
+   * True when a decode runs off the JS thread (a worker, a GPU), so it can overlap the sampling of the next
+   * latents (runner.ts `decodesOverlap`); in-process runs of either onnxruntime package block the thread
+   * (onnxruntime-web also refuses a second run while one is in progress), so there latents are sampled and
+   * decoded in turn.
+   */
   readonly concurrent: boolean;
   emptyState(): State;
   decode(state: State, latents: Float32Array, options?: StepOptions): Promise<{ state: State; audio: Float32Array }>;
@@ -29,7 +34,7 @@ export interface LatentDecoder<State> {
 
 export class MimiDecoder implements LatentDecoder<MimiState> {
   private readonly states: StateOutputs;
-  /** Runs block the JS thread (see LatentBatchDecoder.concurrent in decode-schedule.ts). */
+  /** Runs block the JS thread (see LatentDecoder.concurrent). */
   readonly concurrent: boolean = false;
 
   constructor(
