@@ -10,10 +10,11 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runConformance, type ConformanceReport } from "../../../src/conformance/harness.ts";
-import { readOnnxGraphInputs } from "../../../src/onnx/proto.ts";
+import { runConformance, type ConformanceReport } from "../../src/conformance/harness.ts";
+import { readOnnxGraphInputs } from "../../src/onnx/proto.ts";
+import { REPO_ROOT } from "../support/repo.ts";
 
-const ROOT = join(import.meta.dir, "..", "..", "..");
+const ROOT = REPO_ROOT;
 const GENERATOR = join(ROOT, "bench", "bundle-generator", "generate.py");
 const FIXTURES = join(ROOT, "..", "shared", "fixtures");
 const TINY = join(FIXTURES, "pocket-tiny");

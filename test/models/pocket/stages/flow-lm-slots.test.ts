@@ -11,17 +11,18 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
-import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
-import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
-import { flowLmWeightsFromGraph } from "../../../src/models/pocket/batched/flow-lm-weights.ts";
-import { readOnnxGraphWeights } from "../../../src/onnx/proto.ts";
-import type { FlowLmSlot, FlowLmSlots } from "../../../src/models/pocket/stages/flow-lm-slots.ts";
-import type { FlowLmState } from "../../../src/models/pocket/stages/state.ts";
-import { randomArray, seededRandom } from "../../gpu/support.ts";
-import { fixtureBundle, POCKET_TINY_FIXTURE } from "./bundle-fixture.ts";
+import { loadPocketBundle } from "../../../../src/models/pocket/bundle/load.ts";
+import { createPocketStages, type PocketStages } from "../../../../src/models/pocket/pipeline.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../../src/models/pocket/sessions.ts";
+import { flowLmWeightsFromGraph } from "../../../../src/models/pocket/batched/flow-lm-weights.ts";
+import { readOnnxGraphWeights } from "../../../../src/onnx/proto.ts";
+import type { FlowLmSlot, FlowLmSlots } from "../../../../src/models/pocket/stages/flow-lm-slots.ts";
+import type { FlowLmState } from "../../../../src/models/pocket/stages/state.ts";
+import { randomArray, seededRandom } from "../../../gpu/support.ts";
+import { fixtureBundle, POCKET_TINY_FIXTURE } from "../bundle-fixture.ts";
+import { REPO_ROOT } from "../../../support/repo.ts";
 
-const QUANTIZER = join(import.meta.dir, "..", "..", "..", "..", "shared", "tools", "quantize_int8.py");
+const QUANTIZER = join(REPO_ROOT, "..", "shared", "tools", "quantize_int8.py");
 const INSTALL_HINT = "apt-get install -y python3-onnx python3-numpy";
 
 function python(): string {
