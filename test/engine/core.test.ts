@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Engine, EngineFullError, type EngineOptions } from "../../src/engine/core.ts";
+import { eventually } from "../support/eventually.ts";
 import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../../src/models/contract.ts";
 
 const RATE = 24_000;
@@ -111,8 +112,9 @@ async function collect(stream: AsyncIterable<AudioChunk>): Promise<number> {
   return frames;
 }
 
+/** Waits until the engine holds no request and no state (the bound only keeps a broken engine from hanging). */
 async function settle(engine: Engine): Promise<void> {
-  for (let attempt = 0; attempt < 200 && (engine.stateBytes > 0 || engine.counts.running + engine.counts.waiting + engine.counts.paused > 0); attempt++) await Bun.sleep(5);
+  await eventually("the engine empty", () => engine.stateBytes === 0 && engine.counts.running + engine.counts.waiting + engine.counts.paused === 0, 2000).catch(() => {});
 }
 
 describe("the loop", () => {
@@ -154,8 +156,14 @@ describe("the loop", () => {
   test("fairness: a short request arriving after a long one finishes first", async () => {
     const engine = engineWith(new FakeRunner());
     const ends: string[] = [];
-    const long = engine.submit(job(200)).then(async (stream) => (await collect(stream), ends.push("long")));
-    await Bun.sleep(5);
+    const longStream = await engine.submit(job(200));
+    const longChunks = longStream[Symbol.asyncIterator]();
+    // The short one arrives once the long one is audibly under way: its first chunk is out.
+    expect((await longChunks.next()).done).toBe(false);
+    const long = (async () => {
+      while (!(await longChunks.next()).done);
+      ends.push("long");
+    })();
     const short = engine.submit(job(5)).then(async (stream) => (await collect(stream), ends.push("short")));
     await Promise.all([long, short]);
     expect(ends).toEqual(["short", "long"]);
