@@ -211,7 +211,7 @@ function runCell(runtime: Runtime, spec: CellSpec): CellResult | { error: string
 
 /**
  * A bundle directory holding int8 graphs: the bundle itself when it ships them, else a temporary mirror
- * (symlinks) with main, flow head and decoder quantized, as the published int8 bundles are (§3.2, §3.6).
+ * (symlinks) with main, flow head and decoder quantized, as the published int8 bundles are (docs/pocket-tts.md §3.2, §3.6).
  */
 function int8Bundle(bundle: PocketBundle, bundleDir: string, scratch: string, log: string[]): string {
   if (bundle.graphs.flowLmMain.precision === "int8") return bundleDir;
@@ -272,7 +272,7 @@ async function orchestrate(): Promise<void> {
     }
 
     console.log(`bundle: ${fp32.name} (${fp32.layout}) at ${bundleDir}; ${common.threads} thread(s); ${common.runs} runs per cell, min / median`);
-    if (!values.model) console.log("NOTE: the tiny fixture (64-wide, 2-layer random weights) is dominated by per-call overhead; its numbers are not the real-size model's (see the mimi-full table below and ../shared/docs/anchors.md).");
+    if (!values.model) console.log("NOTE: the tiny fixture (64-wide, 2-layer random weights) is dominated by per-call overhead; its numbers are not the real-size model's (see the mimi-full table below and docs/anchors.md).");
     for (const line of quantizeLog) console.log(`int8: ${line}`);
 
     console.log("\nWhich provider loads (auto = the one openPocketSessions picks):");

@@ -1,7 +1,7 @@
 /** Shared by the Pocket TTS benches: per-stage timing of a generation run and a synthetic voice. */
 import type { DriveOptions } from "../src/models/pocket/loop.ts";
 
-/** The benches' sentence: 30 words, as in ../shared/docs/anchors.md. */
+/** The benches' sentence: 30 words, as in docs/anchors.md. */
 export const BENCH_SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Pocket TTS on a bundle: per-stage milliseconds per frame, real-time factor and time to first audio for a
  * 30-word sentence with EOS disabled (every run reaches its frame cap, so cost per frame is what is
- * measured, as in ../shared/docs/anchors.md).
+ * measured, as in docs/anchors.md).
  *   bun bench/pocket.ts [--model <bundle-dir>] [--precision int8|fp32] [--voice-seconds 5] [--runs 3] [--decoder-worker on|off]
  * The Mimi decoder runs as the server runs it: in a worker thread (overlapping sampling) unless
  * `--decoder-worker off`; its ms/frame is then the time each decode takes as seen from the main thread.

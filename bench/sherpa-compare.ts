@@ -7,7 +7,7 @@
  *     [--no-relax] [--sherpa-timeout-s 1800] [--json <path>] [--keep] [--decoder-worker on|off]
  * Without --model it runs the tiny golden fixture, whose numbers only show the harness works.
  *
- * Method (as bench/pocket.ts and ../shared/docs/anchors.md): the 30-word sentence, a 5.04 s synthetic voice,
+ * Method (as bench/pocket.ts and docs/anchors.md): the 30-word sentence, a 5.04 s synthetic voice,
  * EOS disabled so every run reaches its frame cap ceil((tokens/3 + 2)·12.5). The two halves run one after the
  * other, never together: ours in this process, sherpa in a child process (by default under Node, see below)
  * that reports JSON. sherpa is configured to upstream semantics as far as its knobs go

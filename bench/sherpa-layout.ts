@@ -1,6 +1,6 @@
 /**
  * A KevinAHM-layout Pocket TTS bundle (bundle.json or the January folder: five graphs + tokenizer.model)
- * rewritten in sherpa-onnx's layout (../shared/docs/pocket-tts.md §3.4), for bench/sherpa-compare.ts:
+ * rewritten in sherpa-onnx's layout (docs/pocket-tts.md §3.4), for bench/sherpa-compare.ts:
  * - graphs renamed: flow_lm_main → lm_main, flow_lm_flow → lm_flow, mimi_encoder → encoder,
  *   mimi_decoder → decoder, text_conditioner unchanged; `_int8.onnx` → `.int8.onnx`. Graphs are symlinked,
  *   not copied (the real lm_main is 300 MB), unless one has to be patched (below);
@@ -48,7 +48,7 @@ export interface SherpaLayoutOptions {
   /** Target folder (created; existing files with the same names are replaced). Default: a fresh temp dir. */
   outDir?: string;
   precision?: GraphPrecision;
-  /** Length of the synthetic reference voice; default 5.04 s (63 frames, as in ../shared/docs/anchors.md). */
+  /** Length of the synthetic reference voice; default 5.04 s (63 frames, as in docs/anchors.md). */
   voiceSeconds?: number;
   /** Use this audio (at the bundle's rate) instead of the synthetic voice. */
   voiceSamples?: Float32Array;

@@ -13,7 +13,7 @@
  * by default ../shared/fixtures/mimi-full (the released decoder's shape, random weights, golden.json
  * manifest). A cell stops early after --cell-seconds once it has two timed steps: onnxruntime's WebGPU EP
  * on a software adapter takes over a second per run. On a software adapter the figures say how the
- * backends compare there, not what a GPU does (../shared/docs/architecture.md: the server uses the CPU path there).
+ * backends compare there, not what a GPU does (docs/architecture.md: the server uses the CPU path there).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";

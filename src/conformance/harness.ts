@@ -233,7 +233,7 @@ class Fixture {
     this.gpuDecoderPromise ??= (async () => {
       const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../gpu/device.ts"), import("../models/pocket/mimi-wgsl/decoder.ts"), import("../models/pocket/mimi-wgsl/weights.ts")]);
       const { device } = await acquireGpu({ allowSoftware: true });
-      // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+      // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (docs/pocket-tts.md §3.1).
       const cache = (await this.mimiManifest()).find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
       if (!cache || cache.shape.length !== 5) throw new Error("the Mimi state manifest has no decoder_transformer KV cache to read the head count from");
       // A request of an end-to-end run holds two states while one chunk's last latents decode and the next chunk starts.

@@ -140,7 +140,7 @@ export function decodeSafetensors(bytes: Uint8Array): { metadata: Record<string,
 export type DecodedTensor = { dtype: "F32"; shape: number[]; data: Float32Array } | { dtype: "I64"; shape: number[]; data: BigInt64Array };
 
 /**
- * Every tensor of the file, int64 ones included: upstream voice states carry `offset` int64 [1] (§2.1) and
+ * Every tensor of the file, int64 ones included: upstream voice states carry `offset` int64 [1] (docs/pocket-tts.md §2.1) and
  * golden files carry int64 token ids, which `decodeSafetensors` (floats only) refuses.
  */
 export function decodeSafetensorsWithInt64(bytes: Uint8Array): Record<string, DecodedTensor> {

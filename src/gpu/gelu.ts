@@ -1,4 +1,4 @@
-/** Exact (erf) GELU in place over `count` floats (kernels/gelu.wgsl), the Mimi transformers' FFN activation (§1.4). */
+/** Exact (erf) GELU in place over `count` floats (kernels/gelu.wgsl), the Mimi transformers' FFN activation (docs/pocket-tts.md §1.4). */
 import { elementwiseGrid, kernelDispatch, validateInputs, type KernelDispatch, type UniformFields } from "./kernel.ts";
 
 // The WGSL WORKGROUP_SIZE.

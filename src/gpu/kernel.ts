@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-// WebGPU's GPUBufferUsage / GPUMapMode flag values (spec §"GPUBufferUsage"): not every runtime's WebGPU
+// WebGPU's GPUBufferUsage / GPUMapMode flag values (https://www.w3.org/TR/webgpu/#buffer-usage): not every runtime's WebGPU
 // binding installs those globals, and the values are fixed by the spec.
 export const BufferUsage = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80 } as const;
 export const MapMode = { READ: 0x1 } as const;

@@ -52,7 +52,7 @@ const READ_WINDOW_BYTES = 1 << 16;
 /**
  * The graph's declared inputs (`ModelProto.graph.input`). Initializers (the weights) are skipped by
  * length, so a 1.2 GB graph costs a few small reads per node and weight rather than a full read. The
- * January and sherpa layouts have no manifest, so this is where their state shapes come from (§3.2, §3.4).
+ * January and sherpa layouts have no manifest, so this is where their state shapes come from (docs/pocket-tts.md §3.2, §3.4).
  */
 export async function readOnnxGraphInputs(path: string): Promise<OnnxGraphInput[]> {
   const handle = await open(path, "r");

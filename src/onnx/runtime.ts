@@ -16,7 +16,7 @@
  * `numThreads` 2 both runtimes spawn one worker and produce identical results, but 16 one-latent calls
  * of the full-size Mimi decoder took 0.75–0.79 s with 1 thread vs 0.87–0.88 s with 2 under Bun, and
  * 1.27 s vs 1.17 s under Deno; the tiny graphs are dominated by call overhead. One thread is the default
- * (KR1 also caps intra-op threads at 4 because the small sequential matmuls do not scale, §3.7), and
+ * (KR1 also caps intra-op threads at 4 because the small sequential matmuls do not scale, docs/pocket-tts.md §3.7), and
  * onnxruntime-node gets the same count as its intra-op thread pool so the two providers compare fairly.
  */
 import { readFile } from "node:fs/promises";
@@ -36,7 +36,7 @@ export type CpuProviderChoice = "auto" | CpuProvider;
  *   Deno 0.028 / 0.028 vs 0.045 / 0.045 (int8: Bun 0.027 vs 0.051, Deno 0.031 vs 0.040);
  * - the real-size Mimi decoder (fixtures/mimi-full), ms per one-latent call, fp32: Bun 22.5 vs 43.6,
  *   Deno 19.6 vs 38.3 (int8: Bun 20.1 vs 39.7, Deno 17.3 vs 36.7);
- * - real-size FlowLM main step (../shared/docs/anchors.md), ms per frame: Bun 109 vs 206; under Node the
+ * - real-size FlowLM main step (docs/anchors.md), ms per frame: Bun 109 vs 206; under Node the
  *   whole loop runs at RTF 1.11 vs 1.23.
  * Repeated passes on the shared machine moved single cells by up to ~40% but never changed the order.
  */

@@ -1,5 +1,5 @@
 /**
- * The Pocket TTS ONNX bundles `models pull` knows, pinned to a hub revision (spec: ../shared/docs/pocket-tts.md
+ * The Pocket TTS ONNX bundles `models pull` knows, pinned to a hub revision (spec: docs/pocket-tts.md
  * §3.3 for the layout and pinned sizes, §5 for licences).
  *
  * Only ungated repositories are listed, so a pull needs no token. Sizes and hashes are pinned where the spec

@@ -18,7 +18,7 @@ export interface GenerationRequest extends Generation {
 }
 
 export interface GeneratedFrame {
-  /** Raw float PCM at the model rate, unclamped (§6.17): [samplesPerFrame] = 1920. */
+  /** Raw float PCM at the model rate, unclamped (docs/pocket-tts.md §6.17): [samplesPerFrame] = 1920. */
   samples: Float32Array;
   chunkIndex: number;
   /** Index of this frame within its chunk. */

@@ -184,7 +184,7 @@ export class PocketModel implements SpeechModel {
     const earlyWorkers = options.decoderWorker !== false && knownCpuPlacement(options) ? startEarlyDecoderWorkers(bundleDir, providerOptions, options).catch(() => undefined) : undefined;
     let opened;
     try {
-      // On the CPU the int8 graphs are preferred where the bundle has them (spec §3.6); fp32 on WebGPU.
+      // On the CPU the int8 graphs are preferred where the bundle has them (docs/pocket-tts.md §3.6); fp32 on WebGPU.
       const { bundle, sessions } = await openOnDevice(bundleDir, providerOptions, options.device ?? "auto", options.logger, new GraphCache(options.graphCacheDir));
       const stages = await createPocketStages(bundle, sessions);
       // The stages' checks (the batched step against the published graph) leave ~200 MB of states behind at

@@ -1,4 +1,4 @@
-/** Noise for the flow head (§1.11): x0 for each AR step, seeded or replayed from golden rows. */
+/** Noise for the flow head (docs/pocket-tts.md §1.11): x0 for each AR step, seeded or replayed from golden rows. */
 
 /** Source of x0 for each AR step, in step order across chunks (including each chunk's final, non-emitted step). */
 export interface LatentNoise {

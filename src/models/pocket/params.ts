@@ -7,7 +7,7 @@
 import { samplingParamsSchema } from "../../api/sampling-params.ts";
 
 export interface GenerationParams {
-  /** Noise variance: x0 ~ N(0, temperature) (§1.11). Upstream default 0.7. */
+  /** Noise variance: x0 ~ N(0, temperature) (docs/pocket-tts.md §1.11). Upstream default 0.7. */
   temperature: number;
   /** Euler steps of the LSD decode (§1.11). Upstream default 1. */
   lsdSteps: number;

@@ -10,7 +10,7 @@ const VOICE_FOLDER_NAMES = ["voices", "embeddings"] as const;
 export type GraphNaming = "kevinahm" | "sherpa-onnx";
 const GRAPH_STEMS: Readonly<Record<GraphNaming, Record<keyof PocketGraphs, string>>> = {
   kevinahm: { textConditioner: "text_conditioner", voiceEncoder: "mimi_encoder", flowLmMain: "flow_lm_main", flowLmFlow: "flow_lm_flow", mimiDecoder: "mimi_decoder" },
-  // §3.4 renames.
+  // docs/pocket-tts.md §3.4 renames.
   "sherpa-onnx": { textConditioner: "text_conditioner", voiceEncoder: "encoder", flowLmMain: "lm_main", flowLmFlow: "lm_flow", mimiDecoder: "decoder" },
 };
 

@@ -22,7 +22,7 @@ import {
 } from "./pocket-bundle.ts";
 import { describeFlowLmManifest } from "./state-manifest.ts";
 
-/** The v1 model (`english_2026-01`) flags, upstream config `b6369a24` (§0, §1.12, §1.13). */
+/** The v1 model (`english_2026-01`) flags, upstream config `b6369a24` (docs/pocket-tts.md §0, §1.12, §1.13). */
 const V1_FLAGS: PocketModelFlags = Object.freeze({
   padWithSpacesForShortInputs: true,
   removeSemicolons: false,

@@ -1,4 +1,4 @@
-/** KevinAHM's January layout (§3.2): no `bundle.json`, the v1 model. */
+/** KevinAHM's January layout (docs/pocket-tts.md §3.2): no `bundle.json`, the v1 model. */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pickGraph, readBosBeforeVoice, requireGraphs } from "./files.ts";

@@ -1,5 +1,5 @@
 /**
- * KevinAHM v2 (§3.3): `bundle.json` names the model flags and both state manifests. The manifests are the
+ * KevinAHM v2 (docs/pocket-tts.md §3.3): `bundle.json` names the model flags and both state manifests. The manifests are the
  * only source of state order: 24-layer FlowLM states are sorted lexicographically (§3.1, §6.11), so index
  * arithmetic would mis-map them.
  */

@@ -1,4 +1,4 @@
-/** sherpa-onnx's layout (§3.4): no `bundle.json`, the v1 model's graphs renamed, a JSON tokenizer. */
+/** sherpa-onnx's layout (docs/pocket-tts.md §3.4): no `bundle.json`, the v1 model's graphs renamed, a JSON tokenizer. */
 import { join, resolve } from "node:path";
 import { requireFile, requireGraphs } from "./files.ts";
 import { bundleFromGraphInputs } from "./graph-input-bundle.ts";

@@ -1,5 +1,5 @@
 /**
- * State manifests (§3.1): which graph input is fed back from which output, in flatten order. `bundle.json`
+ * State manifests (docs/pocket-tts.md §3.1): which graph input is fed back from which output, in flatten order. `bundle.json`
  * states them; the other layouts' are rebuilt from the graphs (graph-input-bundle.ts). Either way the
  * FlowLM geometry is read from the manifest, keyed by module name.
  */

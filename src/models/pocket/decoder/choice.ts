@@ -66,7 +66,7 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
     return { reason: (error as Error).message };
   }
   try {
-    // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (§3.1).
+    // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (docs/pocket-tts.md §3.1).
     const cache = bundle.mimiStateManifest.find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
     if (!cache || cache.shape.length !== 5) throw new Error("the bundle's Mimi state manifest has no decoder_transformer KV cache to read the head count from");
     const fp32 = await loadPocketBundle(bundleDir, { precision: "fp32" });

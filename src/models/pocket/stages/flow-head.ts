@@ -1,4 +1,4 @@
-/** Flow head and LSD decode (§1.10, §1.11): conditioning c [D] ─▶ latent [32]. */
+/** Flow head and LSD decode (docs/pocket-tts.md §1.10, §1.11): conditioning c [D] ─▶ latent [32]. */
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { float32Output } from "./state.ts";
 import { concatFloat32 as concatRows } from "../../../lib/concat.ts";

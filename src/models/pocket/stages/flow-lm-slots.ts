@@ -11,7 +11,7 @@
  *   nothing proportional to cache length × streams is copied per step.
  * - T, the positions every call attends over, grows and shrinks in blocks of 64 with the longest stream,
  *   in place (`#allocate`); past a stream's own position its rows are masked.
- * - A stream never holds more than `cachePositions` (1000, §3.1) positions, as with the published graph.
+ * - A stream never holds more than `cachePositions` (1000, docs/pocket-tts.md §3.1) positions, as with the published graph.
  */
 import type * as ort from "onnxruntime-web";
 import type { OnnxSession } from "../../../onnx/runtime.ts";

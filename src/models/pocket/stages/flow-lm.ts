@@ -1,5 +1,5 @@
 /**
- * FlowLM backbone (§1.7, §2.2, §3.1): prefill and one AR step over the request's KV caches, and the
+ * FlowLM backbone (docs/pocket-tts.md §1.7, §2.2, §3.1): prefill and one AR step over the request's KV caches, and the
  * predefined voice states that load into them (§2.1).
  */
 import type * as ort from "onnxruntime-web";

@@ -1,4 +1,4 @@
-/** Mimi decoder on ONNX (§1.3, §3.1): latents [1, n, 32] ─▶ 1920·n samples, the state a value of the request. */
+/** Mimi decoder on ONNX (docs/pocket-tts.md §1.3, §3.1): latents [1, n, 32] ─▶ 1920·n samples, the state a value of the request. */
 import { readFile } from "node:fs/promises";
 import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";

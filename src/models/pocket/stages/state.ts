@@ -1,6 +1,6 @@
 /**
  * Model states as values owned by the request: tensors in a graph's state manifest order, fed by name and
- * taken back from the outputs (§3.3). Tensors are built with the session's own `Tensor` class (onnx/runtime.ts).
+ * taken back from the outputs (docs/pocket-tts.md §3.3). Tensors are built with the session's own `Tensor` class (onnx/runtime.ts).
  */
 import type * as ort from "onnxruntime-web";
 import type { StateEntry } from "../bundle/pocket-bundle.ts";

@@ -1,4 +1,4 @@
-/** Text conditioner (§1.8, §3.1): token ids ─▶ text conditioning [1, n, D]. */
+/** Text conditioner (docs/pocket-tts.md §1.8, §3.1): token ids ─▶ text conditioning [1, n, D]. */
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { type Float32Tensor, float32Output } from "./state.ts";
 

@@ -1,4 +1,4 @@
-/** Voice encoder (§1.2, §2.1, §3.1): 24 kHz audio ─▶ voice conditioning [1, T(+1), D]. */
+/** Voice encoder (docs/pocket-tts.md §1.2, §2.1, §3.1): 24 kHz audio ─▶ voice conditioning [1, T(+1), D]. */
 import type { OnnxSession } from "../../../onnx/runtime.ts";
 import { type Float32Tensor, float32Output } from "./state.ts";
 
