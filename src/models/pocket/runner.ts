@@ -84,7 +84,7 @@ export class PocketRunner implements ModelRunner {
 
   /**
    * Prefill caches dropped once admitted to a slot, collected every 64 MB: 16 streams starting at once
-   * left ~300 MB of them before the collector came round (bench/load.ts, CHANGELOG.md); a collection on this
+   * left ~300 MB of them before the collector came round (bench/load.ts at 16 streams); a collection on this
    * thread holds up a tick, so not after every prefill.
    */
   readonly #garbage = new OutputGarbage(64 * 1024 * 1024);

@@ -25,7 +25,7 @@ const states = new Map<number, MimiState>();
 const messages = new SerialQueue();
 /**
  * Every decode drops the state it replaced (8 MB at full size), collected every 16 MB: at 16 streams, left
- * to the collector's own pace, two workers' dead states added ~250 MB to the peak (bench/load.ts, CHANGELOG.md).
+ * to the collector's own pace, two workers' dead states added ~250 MB to the peak (bench/load.ts at 16 streams).
  */
 const garbage = new OutputGarbage(16 * 1024 * 1024);
 
