@@ -1,7 +1,7 @@
 /**
  * Which of src/'s folders may import which: http → speech → engine → models → {onnx, gpu, text, formats}, with
  * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
- * but audio and formats, which import nothing of ours but lib/. lib/ and runtime/ are under everything: every
+ * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
  * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. The composition root
  * (main.ts, app.ts, server.ts, deploy.ts) may import anything. A folder or top-level file of src/ that is

@@ -1,8 +1,8 @@
 /**
  * Which JavaScript runtime runs this process, for the few places whose code must differ (the WebGPU binding,
  * glibc's allocator through bun:ffi, forcing a collection). Serving is runtime/serve.ts's; this only answers
- * "which one", and lives here rather than in runtime/ because every layer asks it, the shared modules
- * (system/) included, and runtime/ sits above those.
+ * "which one". Every layer asks it, the shared modules (system/) included, so runtime/ sits under them all and
+ * imports nothing of ours but lib/ (.dependency-cruiser.cjs).
  */
 
 export function isBun(): boolean {
