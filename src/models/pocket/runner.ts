@@ -307,20 +307,22 @@ export class PocketRunner implements ModelRunner {
       groups.set(key, [...(groups.get(key) ?? []), call]);
     }
     batchSizes.decode = [...groups.values()].map((group) => group.length);
-    await Promise.all(
-      [...groups.values()].map(async (group) => {
-        try {
-          if (decoder.decodeBatch && group.length > 1) {
-            const decoded = await decoder.decodeBatch(group.map((call) => ({ state: call.chunk.decoderState, latents: call.latents })));
-            group.forEach((call, index) => settle(call, decoded[index]!));
-          } else {
-            for (const call of group) settle(call, await decoder.decode(call.chunk.decoderState, call.latents, { reuseState: true }));
-          }
-        } catch (error) {
-          for (const call of group) if (call.request.decodeInFlight) settle(call, { error });
+    const decodeGroup = async (group: typeof calls) => {
+      try {
+        if (decoder.decodeBatch && group.length > 1) {
+          const decoded = await decoder.decodeBatch(group.map((call) => ({ state: call.chunk.decoderState, latents: call.latents })));
+          group.forEach((call, index) => settle(call, decoded[index]!));
+        } else {
+          for (const call of group) settle(call, await decoder.decode(call.chunk.decoderState, call.latents, { reuseState: true }));
         }
-      }),
-    );
+      } catch (error) {
+        for (const call of group) if (call.request.decodeInFlight) settle(call, { error });
+      }
+    };
+    // A decoder off the JS thread (workers) takes the groups at once, one per core. An in-process one runs one
+    // session call at a time: onnxruntime-web never settles a second run of a session while one is going.
+    if (decoder.concurrent) await Promise.all([...groups.values()].map(decodeGroup));
+    else for (const group of groups.values()) await decodeGroup(group);
     return outcomes;
   }
 
