@@ -168,6 +168,7 @@ export class PocketModel implements SpeechModel {
       sampleRateHz: bundle.dims.sampleRateHz,
       decoderStateBytes: stateBytes(stages.mimiDecoder.emptyState()),
       jobs: { tokenizer, flags: bundle.flags, builtInVoice: (name) => this.#predefinedVoice(name) },
+      nativeOutputs: sessions.provider === "onnxruntime-node" && sessions.executionProvider === "cpu",
     });
   }
 

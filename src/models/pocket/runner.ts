@@ -55,6 +55,12 @@ export interface PocketRunnerParts {
   decoderStateBytes: number;
   /** Present on the model's runner; a runner without it takes only generations (loop.ts), and a job fails. */
   jobs?: JobPlanning;
+  /**
+   * Whether the sessions' outputs hold native memory that only a full collection frees (onnxruntime-node on
+   * the CPU): then the prefill caches the runner drops are collected every 64 MB. Elsewhere (onnxruntime-web,
+   * WebGPU) their memory is the JS heap's or the device's, and a forced collection only stalls the tick.
+   */
+  nativeOutputs?: boolean;
 }
 
 /** A plan whose new requests are the engine's jobs, or generations made by the caller (loop.ts). */
@@ -87,14 +93,16 @@ export class PocketRunner implements ModelRunner {
    * left ~300 MB of them before the collector came round (bench/load.ts at 16 streams); a collection on this
    * thread holds up a tick, so not after every prefill.
    */
-  readonly #garbage = new OutputGarbage(64 * 1024 * 1024);
+  readonly #garbage: OutputGarbage;
 
-  constructor(private readonly parts: PocketRunnerParts) {}
+  constructor(private readonly parts: PocketRunnerParts) {
+    this.#garbage = parts.nativeOutputs ? new OutputGarbage(64 * 1024 * 1024) : new OutputGarbage(64 * 1024 * 1024, null);
+  }
 
   /** A runner of a bundle's stages for generations (loop.ts), decoding in-process unless given another decoder. */
-  static forStages(stages: PocketStages, sampleRateHz: number, decoder: RunnerDecoder = stages.mimiDecoder): PocketRunner {
+  static forStages(stages: PocketStages, sampleRateHz: number, decoder: RunnerDecoder = stages.mimiDecoder, nativeOutputs = false): PocketRunner {
     const { textConditioner, flowLm, flowLmSlots, flowHead, mimiDecoder } = stages;
-    return new PocketRunner({ textConditioner, flowLm, flowLmSlots, flowHead, decoder, sampleRateHz, decoderStateBytes: stateBytes(mimiDecoder.emptyState()) });
+    return new PocketRunner({ textConditioner, flowLm, flowLmSlots, flowHead, decoder, sampleRateHz, decoderStateBytes: stateBytes(mimiDecoder.emptyState()), nativeOutputs });
   }
 
   get maxRequests(): number | undefined {
@@ -104,6 +112,11 @@ export class PocketRunner implements ModelRunner {
   /** A worker or GPU decode leaves the JS thread and may overlap the next tick's sampling; an in-process one may not. */
   get decodesOverlap(): boolean {
     return this.parts.decoder.concurrent;
+  }
+
+  /** The WGSL decoder decodes equal-sized decodes of several streams in one call. */
+  get decodesShareCalls(): boolean {
+    return this.parts.decoder.decodeBatch !== undefined;
   }
 
   nextWork(requestId: RequestId): RequestWork | undefined {
