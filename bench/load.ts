@@ -5,7 +5,8 @@
  * 200 ms jitter buffer would run dry. Per row: p50/p95 first audio, median RTF, audio seconds delivered per
  * wall second across all streams, starving streams, streams the server refused (HTTP 429 or the WebSocket
  * equivalent, when it runs with admission limits; they have no first-audio figure and count in no other
- * column), and the server's peak RSS (sampled from /proc every 50 ms).
+ * column), and the server's peak RSS (sampled from /proc every 50 ms). Then, per mode, the most streams at once
+ * that all stayed real time (every stream's RTF below 1) with no player running dry.
  *   bun bench/load.ts [--model <bundle>] [--concurrency 1,2,4,8,16] [--rounds 2] [--modes audio,ws]
  *                     [--server-dir <checkout>] [--label <text>] [--markdown] [-- extra server flags]
  * Without --model it serves the offline classic engine. A random-weight bundle never emits EOS, so Pocket
@@ -111,6 +112,8 @@ try {
     values.markdown!,
     labelled ? [values.label!.length] : [],
   );
+  /** Per mode, the concurrencies at which every stream kept real time (median RTF < 1) and none ran dry. */
+  const smooth = new Map<Mode, number[]>();
   /** Per row, what the engine's tick histograms gained: where the time went, stage by stage. */
   const stageRows: (string | number)[][] = [];
   const engineTotals = async () => {
@@ -155,6 +158,8 @@ try {
         `${rejected} / ${concurrency * rounds}`,
         peakRssMiB.toFixed(0),
       ]);
+      const rtfs = results.map((result) => result.rtf);
+      if (served && starving === 0 && rejected === 0 && Math.max(...rtfs) < 1) smooth.set(mode, [...(smooth.get(mode) ?? []), concurrency]);
       const after = await engineTotals();
       const gained = (key: string) => after.get(key)! - before.get(key)!;
       const cells = STAGES.flatMap((stage) => {
@@ -164,6 +169,16 @@ try {
       });
       if (cells.some((cell) => cell !== "-")) stageRows.push([...(labelled ? [values.label!] : []), concurrency, mode, ...cells]);
     }
+  }
+  for (const mode of modes) {
+    const levels = smooth.get(mode) ?? [];
+    // The largest level such that it and every smaller level measured stayed smooth.
+    let most = 0;
+    for (const concurrency of [...concurrencies].sort((a, b) => a - b)) {
+      if (!levels.includes(concurrency)) break;
+      most = concurrency;
+    }
+    console.log(`${mode}: the most streams at once that all stayed real time with no player running dry (${JITTER_BUFFER_MS} ms buffer): ${most > 0 ? most : "none of the levels measured"}`);
   }
   if (stageRows.length > 0) {
     // Only servers with the engine's tick metrics (voxedge_engine_tick_seconds) have this table.

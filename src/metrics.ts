@@ -97,6 +97,13 @@ export class ServiceMetrics {
     buckets: [1, 2, 4, 8, 16, 32],
     registers: [this.registry],
   });
+  /** Graph executions by stage: with voxedge_engine_batch_size's sum, the rows per call (sum ÷ this). */
+  readonly engineModelCalls = new Counter({
+    name: "voxedge_engine_model_calls_total",
+    help: "Model calls (graph executions) by stage (flow_lm, flow_head, decode, ...); voxedge_engine_batch_size_sum divided by it is the rows per call",
+    labelNames: ["stage"] as const,
+    registers: [this.registry],
+  });
 
   /** Reads the engine's gauges from `source` at every scrape (the engine exists once the model has loaded). */
   watchEngine(source: () => EngineGaugeSource | undefined): void {
@@ -107,7 +114,10 @@ export class ServiceMetrics {
   readonly engineObserver = {
     tick: (stageSeconds: Record<string, number>, batchSizes: Record<string, number[]>) => {
       for (const [stage, seconds] of Object.entries(stageSeconds)) this.engineTickSeconds.observe({ stage }, seconds);
-      for (const [stage, sizes] of Object.entries(batchSizes)) for (const size of sizes) this.engineBatchSize.observe({ stage }, size);
+      for (const [stage, sizes] of Object.entries(batchSizes)) {
+        for (const size of sizes) this.engineBatchSize.observe({ stage }, size);
+        if (sizes.length > 0) this.engineModelCalls.inc({ stage }, sizes.length);
+      }
     },
     finished: (reason: string) => this.engineFinished.inc({ finish_reason: reason }),
     rejected: () => this.engineRejections.inc(),

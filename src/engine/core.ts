@@ -338,10 +338,10 @@ export class Engine {
           await this.#executeNow(plan);
           this.#applyAborts();
         }
-        const decodes = this.#scheduler.scheduleDecodes(this.#workOf);
+        const decodes = this.#scheduler.scheduleDecodes(this.#workOf, performance.now());
         if (hasWork(decodes)) {
           worked = true;
-          if (this.#runner.decodesOverlap) this.#launch(decodes);
+          if (this.#runner.decodesOverlap) this.#launchDecodes(decodes);
           else await this.#executeNow(decodes);
         }
         // Bound the decodes in flight; with nothing else to do, wait for one to settle or for news.
@@ -400,11 +400,30 @@ export class Engine {
     this.#notify(id);
   }
 
+  /**
+   * A tick's decodes, left in flight. Unless they share model calls, each request's decode is a plan of its
+   * own: a stream's audio goes out the moment its decode settles, not when the tick's slowest has (12 streams
+   * on two decoder workers waited for six decodes each), and the scheduler's order (closest to running dry
+   * first) is the order the decoders take them in. The tick still counts once against the in-flight bound.
+   */
+  #launchDecodes(plan: StepPlan): void {
+    if (this.#runner.decodesShareCalls || plan.decodes.length <= 1) return this.#launch(plan);
+    const parts = plan.decodes.map((decode, index): StepPlan => ({ ...plan, decodes: [decode], finishedRequestIds: index === 0 ? plan.finishedRequestIds : [] }));
+    this.#track(Promise.all(parts.map((part) => this.#run(part).finally(() => this.#wake?.()))).then(() => {}));
+  }
+
   #launch(plan: StepPlan): void {
-    const settled: Promise<void> = this.#runner.execute(plan).then(
+    this.#track(this.#run(plan));
+  }
+
+  #run(plan: StepPlan): Promise<void> {
+    return this.#runner.execute(plan).then(
       (output) => this.#applyOutput(output, plan),
       (error: unknown) => this.#failPlan(plan, error),
     );
+  }
+
+  #track(settled: Promise<void>): void {
     this.#inFlight.add(settled);
     void settled.finally(() => {
       this.#inFlight.delete(settled);

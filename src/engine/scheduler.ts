@@ -126,16 +126,22 @@ export class Scheduler {
     return { newRequests, prefills, steps, decodes: [], finishedRequestIds: this.#takeFinished() };
   }
 
-  /** The decodes due now, for requests whose last decode has settled; they are marked decoding until applied. */
-  scheduleDecodes(workOf: WorkOf): StepPlan {
-    const decodes: Array<{ requestId: RequestId; frames: number }> = [];
+  /**
+   * The decodes due now, for requests whose last decode has settled; they are marked decoding until applied.
+   * Most urgent first, as steps are: the stream closest to running dry (`slackSeconds`), then the oldest; a
+   * decoder that takes them in turn (a worker's queue) then serves the listener who needs audio soonest.
+   */
+  scheduleDecodes(workOf: WorkOf, nowMs: number): StepPlan {
+    const due: Array<{ request: EngineRequest; frames: number }> = [];
     for (const request of this.#running) {
       if (request.status === RequestStatus.PAUSED || request.decoding || !request.known) continue;
       const frames = workOf(request.id)?.decodeFrames ?? 0;
       if (frames <= 0) continue;
       request.decoding = true;
-      decodes.push({ requestId: request.id, frames });
+      due.push({ request, frames });
     }
+    due.sort((a, b) => a.request.slackSeconds(nowMs) - b.request.slackSeconds(nowMs) || a.request.arrivedAtMs - b.request.arrivedAtMs);
+    const decodes = due.map(({ request, frames }) => ({ requestId: request.id, frames }));
     return { newRequests: [], prefills: [], steps: [], decodes, finishedRequestIds: this.#takeFinished() };
   }
 

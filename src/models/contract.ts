@@ -164,6 +164,12 @@ export interface ModelRunner {
    * while it samples the next tick; false or absent: decodes are awaited before the next tick.
    */
   readonly decodesOverlap?: boolean;
+  /**
+   * Whether several requests' decodes in one plan may share a model call (the WGSL decoder's equal-sized
+   * decodes): then a tick's decodes go out as one plan. False or absent: each request's decode is a plan of its
+   * own, so its audio is delivered the moment it is decoded rather than with the tick's slowest.
+   */
+  readonly decodesShareCalls?: boolean;
   /** Most AR steps one tick should hold, when a step is long (a classic sentence); undefined: every running request. */
   readonly stepsPerTick?: number;
   execute(plan: StepPlan): Promise<StepOutput>;

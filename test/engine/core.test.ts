@@ -31,6 +31,8 @@ class FakeRunner implements ModelRunner {
   /** Every plan's kinds of work, in the order they started. */
   readonly log: string[] = [];
   stepsDuringDecodes = 0;
+  /** As the WGSL decoder: a tick's decodes in one plan. */
+  decodesShareCalls = false;
   #decodesRunning = 0;
   failStepOf: RequestId | undefined;
 
@@ -186,6 +188,20 @@ describe("the loop", () => {
       expect(await Promise.all(streams.map(collect))).toEqual([6, 6]);
       if (overlap) expect(runner.stepsDuringDecodes).toBeGreaterThan(0);
       else expect(runner.stepsDuringDecodes).toBe(0);
+    }
+  });
+
+  test("overlapping decodes go out one request a plan, each delivered when it settles, unless the runner shares decode calls", async () => {
+    for (const share of [false, true]) {
+      const runner = new FakeRunner(true, 5);
+      runner.decodesShareCalls = share;
+      const engine = engineWith(runner);
+      const streams = await Promise.all([4, 4, 4].map((frames) => engine.submit(job(frames))));
+      expect(await Promise.all(streams.map(collect))).toEqual([4, 4, 4]);
+      const decodePlans = runner.log.filter((entry) => entry.startsWith("decode:"));
+      expect(decodePlans.length).toBeGreaterThan(0);
+      if (share) expect(decodePlans.some((entry) => entry.includes(","))).toBe(true);
+      else expect(decodePlans.filter((entry) => entry.includes(","))).toEqual([]);
     }
   });
 

@@ -56,10 +56,10 @@ describe("plan, execute, apply", () => {
     expect(request.status).toBe(RequestStatus.RUNNING);
 
     fake.set(1, { canStep: true, decodeFrames: 1 });
-    const decodes = scheduler.scheduleDecodes(fake.workOf);
+    const decodes = scheduler.scheduleDecodes(fake.workOf, 0);
     expect(decodes.decodes).toEqual([{ requestId: 1, frames: 1 }]);
     // Decoding until that plan is applied: not planned twice.
-    expect(scheduler.scheduleDecodes(fake.workOf).decodes).toEqual([]);
+    expect(scheduler.scheduleDecodes(fake.workOf, 0).decodes).toEqual([]);
     scheduler.apply(output([{ requestId: 1, audio: frames(1), finishReason: "stop" }]), decodes, 3);
     expect(request.status).toBe(RequestStatus.FINISHED_STOPPED);
     expect(request.finishReason).toBe("stop");
@@ -117,6 +117,25 @@ describe("policy", () => {
     behind.firstTakenAtMs = 1000;
     behind.takenSeconds = 2;
     expect(scheduler.schedule(10_000, fake.workOf).steps).toEqual([3, 2, 1]);
+  });
+
+  test("decodes go out most urgent first too: the stream closest to running dry, one with no audio yet before all", () => {
+    const scheduler = new Scheduler(LIMITS, FRAME);
+    const fake = new FakeWork();
+    const [ahead, behind, fresh] = [add(scheduler, 1), add(scheduler, 2), add(scheduler, 3)];
+    for (const request of [ahead, behind, fresh]) request.known = true;
+    for (const id of [1, 2, 3]) fake.set(id, { decodeFrames: 2 });
+    ahead.firstTakenAtMs = 0;
+    ahead.takenSeconds = 9;
+    behind.firstTakenAtMs = 1000;
+    behind.takenSeconds = 2;
+    // Admitted to running places by a tick's plan, then their latents are due.
+    scheduler.schedule(10_000, fake.workOf);
+    expect(scheduler.scheduleDecodes(fake.workOf, 10_000).decodes).toEqual([
+      { requestId: 3, frames: 2 },
+      { requestId: 2, frames: 2 },
+      { requestId: 1, frames: 2 },
+    ]);
   });
 
   test("steps per tick: only the most urgent run when the runner's budget is smaller than the running set", () => {
@@ -191,7 +210,7 @@ describe("policy", () => {
     expect(request.status).toBe(RequestStatus.PAUSED);
     expect(scheduler.counts).toEqual({ waiting: 0, running: 0, paused: 1 });
     expect(scheduler.schedule(2, fake.workOf).steps).toEqual([]);
-    expect(scheduler.scheduleDecodes(fake.workOf).decodes).toEqual([]);
+    expect(scheduler.scheduleDecodes(fake.workOf, 0).decodes).toEqual([]);
     // Taking to 1.04 s is not yet half; 0.96 s is.
     for (let taken = 0; taken < 17; taken++) scheduler.take(request, 3);
     expect(request.status).toBe(RequestStatus.PAUSED);

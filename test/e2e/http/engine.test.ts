@@ -11,7 +11,7 @@ import { TONE_REQUEST_STATE_BYTES, ToneAdapter } from "../../support/tone-adapte
 import { RecordingSocket } from "../../support/ws-client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { seededRandom } from "../../gpu/support.ts";
-import { metricOf } from "../../support/metrics.ts";
+import { metricOf, sampleValue, scrapeMetrics } from "../../support/metrics.ts";
 
 
 /** The value of one sample line of /metrics (0 when absent). */
@@ -118,8 +118,9 @@ describe("finish reasons", () => {
 
     expect(await metric(server, 'voxedge_engine_finished_total{finish_reason="stop"}')).toBeGreaterThanOrEqual(2);
     expect(await metric(server, 'voxedge_engine_finished_total{finish_reason="length"}')).toBeGreaterThanOrEqual(3);
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const metrics = await scrapeMetrics(server.url);
     expect(metrics).toContain('voxedge_engine_batch_size_count{stage="step"}');
+    expect(sampleValue(metrics, 'voxedge_engine_model_calls_total{stage="step"}')).toBeGreaterThan(0);
     expect(metrics).toContain('voxedge_engine_tick_seconds_count{stage="step"}');
   });
 });
