@@ -42,6 +42,11 @@ export type CpuProviderChoice = "auto" | CpuProvider;
  */
 export const AUTO_PROVIDER_ORDER: readonly CpuProvider[] = ["onnxruntime-node", "onnxruntime-web"];
 
+/** How one session is made, beside the runtime's defaults. */
+export interface SessionChoices {
+  memoryArena?: boolean;
+}
+
 /** What the stages use of a package; both packages' module namespaces satisfy it. */
 export interface OnnxRuntimePackage {
   InferenceSession: typeof ort.InferenceSession;
@@ -105,8 +110,11 @@ export function configuredOnnxThreads(): number {
 export interface OnnxRuntime {
   readonly provider: CpuProvider;
   readonly executionProvider: "cpu" | "webgpu";
-  /** `model`: the file's bytes, already read (and possibly rewritten); `path` then only names it. */
-  createSession(path: string, model?: Uint8Array): Promise<OnnxSession>;
+  /**
+   * `model`: the file's bytes, already read (and possibly rewritten); `path` then only names it.
+   * `options.memoryArena`: onnxruntime-node's CPU arena for this session (see below); ignored elsewhere.
+   */
+  createSession(path: string, model?: Uint8Array, options?: SessionChoices): Promise<OnnxSession>;
 }
 
 /**
@@ -142,10 +150,11 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
     // local (no CDN fetch) in any runtime.
     ortPackage.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
   }
-  // No CPU arena on onnxruntime-node: an arena keeps every session's largest working set for good (the
-  // voice encoder's, a k-frame decode's in each decoder worker), and the allocator returns what a run
-  // frees. 16 full-size streams on 2 cores (bench/load.ts): server RSS idle 813 → 557 MiB, median
-  // 1271 → 1195, peak 1557 → 1333, wall time the same (15.2 vs 15.1 s).
+  // No CPU arena on onnxruntime-node by default: an arena keeps every session's largest working set for
+  // good (the voice encoder's, a k-frame decode's in each decoder worker), and the allocator returns what a
+  // run frees. 16 full-size streams on 2 cores (bench/load.ts): server RSS idle 813 → 557 MiB, median
+  // 1271 → 1195, peak 1557 → 1333, wall time the same (15.2 vs 15.1 s). A session asks for one with
+  // `memoryArena` where its runs' buffers are large and many (the decoder workers: see decoder/worker.ts).
   const sessionOptions: ort.InferenceSession.SessionOptions =
     provider === "onnxruntime-web"
       ? { executionProviders: ["wasm"], graphOptimizationLevel: "all" }
@@ -153,13 +162,14 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
   return {
     provider,
     executionProvider: "cpu",
-    async createSession(path, model) {
+    async createSession(path, model, choices) {
+      const options = choices?.memoryArena && provider === "onnxruntime-node" ? { ...sessionOptions, enableCpuMemArena: true } : sessionOptions;
       try {
         // onnxruntime-node reads the file natively; onnxruntime-web takes bytes in every runtime.
         const session =
           provider === "onnxruntime-node" && !model
-            ? await ortPackage.InferenceSession.create(path, sessionOptions)
-            : await ortPackage.InferenceSession.create(model ?? (await readFile(path)), sessionOptions);
+            ? await ortPackage.InferenceSession.create(path, options)
+            : await ortPackage.InferenceSession.create(model ?? (await readFile(path)), options);
         return Object.assign(session, { provider, executionProvider: "cpu" as const, Tensor });
       } catch (error) {
         throw new Error(`${provider} could not load ${path}: ${(error as Error).message}`, { cause: error });

@@ -125,3 +125,28 @@ describe("provider choice", () => {
     await expect(failure).rejects.toThrow(/onnxruntime-node: simulated.*onnxruntime-web: simulated/);
   });
 });
+
+describe("session choices", () => {
+  /** onnxruntime-node with InferenceSession.create recording the options each session was made with. */
+  function recordingLoader(seen: Array<Record<string, unknown>>): OnnxPackageLoader {
+    return async (provider) => {
+      const real = await importOnnxPackage(provider);
+      const InferenceSession = {
+        create: async (source: unknown, options: Record<string, unknown>) => {
+          seen.push(options);
+          return real.InferenceSession.create(source as string, options);
+        },
+      } as unknown as typeof real.InferenceSession;
+      return { ...real, InferenceSession };
+    };
+  }
+
+  test("onnxruntime-node's CPU arena is off unless a session asks for it (the decoder workers do)", async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    const runtime = await loadOnnxRuntime({ provider: "onnxruntime-node", loader: recordingLoader(seen) });
+    const path = join(POCKET_TINY_FIXTURE, "mimi_decoder.onnx");
+    await (await runtime.createSession(path)).release();
+    await (await runtime.createSession(path, undefined, { memoryArena: true })).release();
+    expect(seen.map((options) => options.enableCpuMemArena)).toEqual([false, true]);
+  });
+});

@@ -47,7 +47,12 @@ async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): P
   try {
     configureOnnxRuntime({ threads: message.threads });
     const runtime = await loadOnnxRuntime({ provider: message.provider });
-    const { session, manifest } = await openMimiDecoderSession(runtime, message.path, message.manifest);
+    // With onnxruntime's CPU arena: a decode allocates ~280 MB per 100 frames in blocks of 4–30 MB, each a
+    // fresh mapping under the allocator's 4 MiB mmap threshold (system/allocator.ts); the arena keeps one
+    // working set instead. Real-size int8, 2 cores (bench/one-stream-ab.ts, 12–16 alternating streams): RTF
+    // 0.192 → 0.173, level with the code before the footprint work (0.161 vs 0.163); the 8-stream peak in
+    // 1 GiB (one worker, bench/memory-limit.ts) 762 → 794 MiB.
+    const { session, manifest } = await openMimiDecoderSession(runtime, message.path, message.manifest, { memoryArena: true });
     decoder = new MimiDecoder(session, manifest, message.config);
     reply({ kind: "ready" });
   } catch (error) {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { StateEntry } from "../bundle/pocket-bundle.ts";
 import type { CacheWritePlan } from "../../../onnx/cache-writes.ts";
 import { dropPassThroughStates } from "../../../onnx/pass-through-states.ts";
-import type { OnnxRuntime, OnnxSession } from "../../../onnx/runtime.ts";
+import type { OnnxRuntime, OnnxSession, SessionChoices } from "../../../onnx/runtime.ts";
 import { type MimiState, StateOutputs, float32Output, initialStateTensors, stateFeeds } from "./state.ts";
 import type { StepOptions } from "./state.ts";
 
@@ -74,11 +74,11 @@ export class MimiDecoder implements LatentDecoder<MimiState> {
  * A session of mimi_decoder.onnx without the states it only hands back (the encoder's, onnx/pass-through-
  * states.ts), and the manifest of the states it keeps: what MimiDecoder is built on.
  */
-export async function openMimiDecoderSession(runtime: OnnxRuntime, path: string, manifest: readonly StateEntry[]): Promise<{ session: OnnxSession; manifest: StateEntry[] }> {
+export async function openMimiDecoderSession(runtime: OnnxRuntime, path: string, manifest: readonly StateEntry[], choices?: SessionChoices): Promise<{ session: OnnxSession; manifest: StateEntry[] }> {
   const model = new Uint8Array(await readFile(path));
   const rewritten = dropPassThroughStates(model, manifest);
   return {
-    session: await runtime.createSession(path, rewritten?.model ?? model),
+    session: await runtime.createSession(path, rewritten?.model ?? model, choices),
     manifest: rewritten ? manifest.filter((entry) => !rewritten.removed.has(entry.inputName)) : [...manifest],
   };
 }
