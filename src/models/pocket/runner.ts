@@ -96,7 +96,8 @@ export class PocketRunner implements ModelRunner {
   readonly #garbage: OutputGarbage;
 
   constructor(private readonly parts: PocketRunnerParts) {
-    this.#garbage = parts.nativeOutputs ? new OutputGarbage(64 * 1024 * 1024) : new OutputGarbage(64 * 1024 * 1024, null);
+    // undefined: the runtime's own full collection; null: never collect.
+    this.#garbage = new OutputGarbage(64 * 1024 * 1024, parts.nativeOutputs ? undefined : null);
   }
 
   /** A runner of a bundle's stages for generations (loop.ts), decoding in-process unless given another decoder. */

@@ -29,8 +29,7 @@ export interface WgslDecoderChoice {
  * CPU: `--device gpu` takes any adapter (and fails without one), `auto` only a real GPU, `cpu` none.
  */
 export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Promise<GPUDevice | null> {
-  if (device === "cpu") return null;
-  if (device === "auto" && !mayHaveRealGpu()) return null;
+  if (policyRulesOutGpu(device)) return null;
   const { acquireGpu } = await import("../../../gpu/device.ts");
   try {
     return (await acquireGpu({ allowSoftware: device === "gpu" })).device;
@@ -45,8 +44,12 @@ export async function chooseLanguageModelGpu(device: DevicePolicy = "auto"): Pro
  * `--device cpu`, or `auto` on a host with no GPU device node, and no forced WGSL decoder.
  */
 export function knownCpuPlacement(options: { decoder?: DecoderChoice; device?: DevicePolicy }): boolean {
-  const device = options.device ?? "auto";
-  return (options.decoder ?? "auto") !== "wgsl" && (device === "cpu" || (device === "auto" && !mayHaveRealGpu()));
+  return (options.decoder ?? "auto") !== "wgsl" && policyRulesOutGpu(options.device ?? "auto");
+}
+
+/** The device policy alone says CPU, with no adapter probed: `cpu`, or `auto` on a host with no GPU device node. */
+function policyRulesOutGpu(device: DevicePolicy): boolean {
+  return device === "cpu" || (device === "auto" && !mayHaveRealGpu());
 }
 
 /** The WGSL decoder, or null with the reason when the ONNX one is to be used. */
