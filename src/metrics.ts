@@ -17,6 +17,7 @@ export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batc
 export interface EngineGaugeSource {
   readonly counts: { waiting: number; running: number; paused: number };
   readonly stateBytes: number;
+  readonly capacity?: { readonly streams: number } | undefined;
 }
 
 export class ServiceMetrics {
@@ -70,6 +71,14 @@ export class ServiceMetrics {
     registers: [this.registry],
     collect: () => {
       this.engineStateBytes.set(this.#engine()?.stateBytes ?? 0);
+    },
+  });
+  readonly engineRealTimeStreams: Gauge = new Gauge({
+    name: "voxedge_engine_realtime_streams",
+    help: "Streams the engine estimates it keeps in real time at once, from its measured ticks (admission runs no more, up to --max-streams); 0 where it admits by --max-streams alone",
+    registers: [this.registry],
+    collect: () => {
+      this.engineRealTimeStreams.set(this.#engine()?.capacity?.streams ?? 0);
     },
   });
   readonly engineRejections = new Counter({

@@ -13,6 +13,7 @@ import { ApiError } from "../api/errors.ts";
 import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, StepPlan, SynthesisJob } from "../models/contract.ts";
 import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
 import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
+import { RealTimeCapacity, type CapacityPrior } from "./capacity.ts";
 
 export type { FinishReason } from "../models/contract.ts";
 
@@ -34,6 +35,11 @@ export interface EngineOptions {
   memory?: { budgetBytes: number; plannedBytesPerRequest: number; residentBytes: () => number };
   /** Called each time the engine runs out of work: nothing running, waiting or decoding. */
   onIdle?: () => void;
+  /**
+   * Admission by measured real-time capacity (capacity.ts), for runners whose steps make a frame each
+   * (`ModelRunner.framesPerStep`): on by default; false admits up to `maxStreams` whatever the load.
+   */
+  realTimeAdmission?: boolean | { prior?: CapacityPrior; target?: number };
 }
 
 /**
@@ -113,6 +119,10 @@ export class Engine {
   readonly #maxInFlightDecodes: number;
   readonly #memory: EngineOptions["memory"];
   readonly #onIdle: (() => void) | undefined;
+  /** What the engine has measured of its real-time capacity; undefined where admission ignores it. */
+  readonly capacity: RealTimeCapacity | undefined;
+  /** The last tick that stepped streams and prefilled none, while the loop has not waited since: its period is measured at the next. */
+  #lastStepTick: { startMs: number; streams: number } | undefined;
   #nextId = 1;
   /** The running loop, until it runs out of work. */
   #loopDone: Promise<void> | undefined;
@@ -144,6 +154,11 @@ export class Engine {
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
     this.#memory = options.memory;
     this.#onIdle = options.onIdle;
+    const admission = options.realTimeAdmission ?? true;
+    if (admission !== false && runner.framesPerStep === 1) {
+      this.capacity = new RealTimeCapacity({ framePeriodSeconds: 1 / model.framesPerSecond, ...(admission === true ? {} : admission) });
+    }
+    const capacity = this.capacity;
     this.#scheduler = new Scheduler(
       {
         maxRunning: maxStreams,
@@ -151,6 +166,7 @@ export class Engine {
         prefillPositionsPerTick: options.prefillPositionsPerTick ?? DEFAULT_PREFILL_POSITIONS_PER_TICK,
         stepsPerTick: runner.stepsPerTick ?? Infinity,
         pauseAboveSeconds: options.pauseAboveSeconds ?? DEFAULT_PAUSE_ABOVE_SECONDS,
+        ...(capacity ? { admits: (streams: number) => capacity.admits(streams), firstAudioHoldSeconds: (streams: number) => capacity.firstAudioHoldSeconds(streams) } : {}),
       },
       Math.round(model.nativeSampleRateHz / model.framesPerSecond),
     );
@@ -328,11 +344,15 @@ export class Engine {
         let worked = false;
         const task = this.#tasks.shift();
         if (task) {
+          // Model work of no stream's: the tick it delays is not the streams' cost.
+          this.#lastStepTick = undefined;
           await task();
           worked = true;
           this.#applyAborts();
         }
-        const plan = this.#scheduler.schedule(performance.now(), this.#workOf);
+        const tickStartMs = performance.now();
+        const plan = this.#scheduler.schedule(tickStartMs, this.#workOf);
+        this.#measureTick(plan, tickStartMs);
         if (hasWork(plan)) {
           worked = true;
           await this.#executeNow(plan);
@@ -346,11 +366,13 @@ export class Engine {
         }
         // Bound the decodes in flight; with nothing else to do, wait for one to settle or for news.
         if (this.#inFlight.size >= this.#maxInFlightDecodes || (!worked && this.#inFlight.size > 0)) {
+          this.#lastStepTick = undefined;
           await Promise.race([...this.#inFlight, this.#nextWake()]);
           continue;
         }
         if (worked || this.#tasks.length > 0 || this.#abortQueue.length > 0) continue;
         this.#failStuck();
+        this.#lastStepTick = undefined;
         if (!this.#scheduler.idle) await this.#nextWake();
       }
     } catch (error) {
@@ -364,6 +386,18 @@ export class Engine {
     }
   }
 
+  /**
+   * The period of the last step tick, start to this start, for the capacity estimate: only when the loop
+   * went straight on (no wait, no task between) and that tick prefilled nothing (a prefill is a stream's
+   * one-off cost, not what keeping it running costs).
+   */
+  #measureTick(plan: StepPlan, startMs: number): void {
+    if (!this.capacity) return;
+    const last = this.#lastStepTick;
+    if (last) this.capacity.observeTick(last.streams, (startMs - last.startMs) / 1000);
+    this.#lastStepTick = plan.steps.length > 0 && plan.prefills.length === 0 ? { startMs, streams: plan.steps.length } : undefined;
+  }
+
   #nextWake(): Promise<void> {
     return new Promise<void>((resolve) => {
       this.#wake = () => {
@@ -374,6 +408,7 @@ export class Engine {
   }
 
   async #executeNow(plan: StepPlan): Promise<void> {
+    const startedMs = performance.now();
     let output: StepOutput;
     try {
       output = await this.#runner.execute(plan);
@@ -381,7 +416,15 @@ export class Engine {
       this.#failPlan(plan, error);
       return;
     }
+    this.#observeDecodes(plan, startedMs);
     this.#applyOutput(output, plan);
+  }
+
+  /** How late a plan's decodes settled against the audio they made: the decoders' side of the capacity. */
+  #observeDecodes(plan: StepPlan, startedMs: number): void {
+    if (!this.capacity || plan.decodes.length === 0) return;
+    const seconds = (performance.now() - startedMs) / 1000;
+    for (const { frames } of plan.decodes) this.capacity.observeDecode(frames, seconds);
   }
 
   /** The runner threw for a whole plan: every request it named fails with that error. */
@@ -417,8 +460,12 @@ export class Engine {
   }
 
   #run(plan: StepPlan): Promise<void> {
+    const startedMs = performance.now();
     return this.#runner.execute(plan).then(
-      (output) => this.#applyOutput(output, plan),
+      (output) => {
+        this.#observeDecodes(plan, startedMs);
+        this.#applyOutput(output, plan);
+      },
       (error: unknown) => this.#failPlan(plan, error),
     );
   }
@@ -487,10 +534,14 @@ export class Engine {
     });
   }
 
-  /** How long a refused client should wait: the running places turn over about every mean request time. */
+  /**
+   * How long a refused client should wait: the running places turn over about every mean request time, and
+   * as many run at once as stay real time (the capacity estimate), up to `maxStreams`.
+   */
   #retryAfterSeconds(): number {
     const { waiting } = this.#scheduler.counts;
-    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / this.#limits.maxStreams);
+    const places = Math.min(this.#limits.maxStreams, this.capacity?.streams ?? Infinity);
+    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / places);
     return Math.min(60, Math.max(1, seconds));
   }
 }

@@ -80,6 +80,8 @@ export class EngineRequest {
   firstAudioAtMs: number | undefined;
   /** When it got a running place (performance.now() ms): its running time feeds Retry-After. */
   admittedAtMs: number | undefined;
+  /** Seconds of audio queued before the consumer may take the first (set at admission, by load). */
+  firstAudioHoldSeconds = 0;
 
   /** Removes the request's listener from its job's signal. */
   detach: () => void = () => {};
@@ -102,4 +104,5 @@ export class EngineRequest {
     if (this.firstTakenAtMs === undefined) return -Infinity;
     return this.takenSeconds - (nowMs - this.firstTakenAtMs) / 1000;
   }
+
 }

@@ -26,6 +26,13 @@ export interface SchedulerLimits {
   stepsPerTick: number;
   /** Audio made but not taken, in seconds, above which a request pauses; it resumes at half of it. */
   pauseAboveSeconds: number;
+  /**
+   * Whether `streams` requests running at once stay real time (the engine's measured capacity); absent:
+   * `maxRunning` alone bounds them. One request may always run.
+   */
+  admits?: (streams: number) => boolean;
+  /** Seconds of audio a request admitted beside `streams` others holds back before its first is taken. */
+  firstAudioHoldSeconds?: (streams: number) => number;
 }
 
 export interface SchedulerCounts {
@@ -56,7 +63,19 @@ export class Scheduler {
 
   /** Whether a new request would find a running place or a waiting one. */
   get hasRoom(): boolean {
-    return this.#running.length + this.#waiting.length < this.limits.maxRunning + this.limits.maxWaiting;
+    return this.#waiting.length < this.limits.maxWaiting + this.admittable;
+  }
+
+  /** Running places a request would be admitted to now: free under `maxRunning`, and within real time. */
+  get admittable(): number {
+    let places = 0;
+    while (this.#canRun(this.#running.length + places + 1)) places++;
+    return places;
+  }
+
+  #canRun(streams: number): boolean {
+    if (streams > this.limits.maxRunning) return false;
+    return streams <= 1 || (this.limits.admits?.(streams) ?? true);
   }
 
   get(id: RequestId): EngineRequest | undefined {
@@ -141,7 +160,7 @@ export class Scheduler {
       due.push({ request, frames });
     }
     due.sort((a, b) => a.request.slackSeconds(nowMs) - b.request.slackSeconds(nowMs) || a.request.arrivedAtMs - b.request.arrivedAtMs);
-    const decodes = due.map(({ request, frames }) => ({ requestId: request.id, frames }));
+    const decodes = due.map(({ request, frames }) => ({ requestId: request.id, frames}));
     return { newRequests: [], prefills: [], steps: [], decodes, finishedRequestIds: this.#takeFinished() };
   }
 
@@ -181,6 +200,8 @@ export class Scheduler {
    * empty); a paused request whose consumer has drained resumes here.
    */
   take(request: EngineRequest, nowMs: number): AudioChunk | undefined {
+    // Held: the first audio waits until the request is far enough ahead to keep its lead (or has ended).
+    if (request.firstTakenAtMs === undefined && !isFinished(request.status) && request.queuedSeconds < request.firstAudioHoldSeconds) return undefined;
     const chunk = request.queue.shift();
     if (!chunk) return undefined;
     const seconds = chunk.samples.length / chunk.sampleRateHz;
@@ -213,11 +234,12 @@ export class Scheduler {
   }
 
   #admit(nowMs: number): void {
-    while (this.#waiting.length > 0 && this.#running.length < this.limits.maxRunning) {
+    while (this.#waiting.length > 0 && this.#canRun(this.#running.length + 1)) {
       const request = this.#waiting.shift()!;
       request.status = RequestStatus.PREFILLING;
       request.admittedAtMs = nowMs;
       this.#running.push(request);
+      request.firstAudioHoldSeconds = this.limits.firstAudioHoldSeconds?.(this.#running.length) ?? 0;
     }
   }
 

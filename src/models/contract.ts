@@ -170,6 +170,12 @@ export interface ModelRunner {
    * own, so its audio is delivered the moment it is decoded rather than with the tick's slowest.
    */
   readonly decodesShareCalls?: boolean;
+  /**
+   * Frames of audio each AR step makes for its request (Pocket: 1, 80 ms): then a stream stays real time while
+   * a tick is shorter than a frame, and the engine admits by its measured ticks (engine/capacity.ts). Absent:
+   * steps make uneven audio (a classic sentence), and only `maxStreams` bounds admission.
+   */
+  readonly framesPerStep?: number;
   /** Most AR steps one tick should hold, when a step is long (a classic sentence); undefined: every running request. */
   readonly stepsPerTick?: number;
   execute(plan: StepPlan): Promise<StepOutput>;

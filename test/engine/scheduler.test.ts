@@ -219,3 +219,46 @@ describe("policy", () => {
     expect(scheduler.schedule(4, fake.workOf).steps).toEqual([1]);
   });
 });
+
+describe("admission by real-time capacity", () => {
+  test("admits only as many as `admits` allows; the rest wait, and count as room only up to maxWaiting", () => {
+    let capacity = 2;
+    const scheduler = new Scheduler({ ...LIMITS, maxRunning: 8, maxWaiting: 1, admits: (streams) => streams <= capacity }, FRAME);
+    const work = new FakeWork();
+    for (const id of [1, 2, 3]) add(scheduler, id);
+    const plan = scheduler.schedule(0, work.workOf);
+    expect(plan.newRequests.map(({ requestId }) => requestId)).toEqual([1, 2]);
+    expect(scheduler.counts).toEqual({ waiting: 1, running: 2, paused: 0 });
+    // One waits already, and maxWaiting is 1: full, though maxRunning is far.
+    expect(scheduler.hasRoom).toBe(false);
+    capacity = 3;
+    expect(scheduler.hasRoom).toBe(true);
+    scheduler.schedule(1, work.workOf);
+    expect(scheduler.counts.waiting).toBe(0);
+  });
+
+  test("one request always runs, whatever the estimate", () => {
+    const scheduler = new Scheduler({ ...LIMITS, admits: () => false }, FRAME);
+    add(scheduler, 1);
+    expect(scheduler.schedule(0, new FakeWork().workOf).newRequests).toHaveLength(1);
+  });
+
+  test("a held request's first audio is taken only once the hold is queued, or it has ended", () => {
+    const scheduler = new Scheduler({ ...LIMITS, firstAudioHoldSeconds: () => (2 * FRAME) / RATE }, FRAME);
+    const work = new FakeWork();
+    const request = add(scheduler, 1);
+    const plan = scheduler.schedule(0, work.workOf);
+    scheduler.apply(output([{ requestId: 1, audio: frames(1) }]), plan, 1);
+    expect(scheduler.take(request, 1)).toBeUndefined();
+    scheduler.apply(output([{ requestId: 1, audio: frames(1) }]), plan, 2);
+    expect(scheduler.take(request, 2)).toBeDefined();
+    // Once audio has gone out, no more holding.
+    expect(scheduler.take(request, 2)).toBeDefined();
+    expect(scheduler.take(request, 2)).toBeUndefined();
+
+    const short = add(scheduler, 2);
+    const next = scheduler.schedule(3, work.workOf);
+    scheduler.apply(output([{ requestId: 2, audio: frames(1), finishReason: "stop" }]), next, 4);
+    expect(scheduler.take(short, 4)).toBeDefined();
+  });
+});

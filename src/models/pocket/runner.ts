@@ -106,6 +106,9 @@ export class PocketRunner implements ModelRunner {
     return new PocketRunner({ textConditioner, flowLm, flowLmSlots, flowHead, decoder, sampleRateHz, decoderStateBytes: stateBytes(mimiDecoder.emptyState()), nativeOutputs });
   }
 
+  /** Each AR step makes one 80 ms frame. */
+  readonly framesPerStep = 1;
+
   get maxRequests(): number | undefined {
     return this.parts.decoder.maxStates;
   }
