@@ -6,14 +6,15 @@
  *
  * Aborts are queued when a request's signal fires (or its consumer stops reading) and applied at the start
  * of the next tick, so they never race a plan: the runner frees the request's state in the plan after.
- * Admission: `maxStreams` run at once and `maxQueue` wait; past both a submission is refused with a 429
+ * Admission: at most `maxStreams` run at once (fewer where the measured capacity says so, capacity.ts) and
+ * `maxQueue` wait; past both a submission is refused with a 429
  * (`EngineFullError`), or, for callers that asked to wait (batch items), waits for room.
  */
 import { ApiError } from "../api/errors.ts";
 import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, StepPlan, SynthesisJob } from "../models/contract.ts";
 import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
 import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
-import { RealTimeCapacity, type CapacityPrior } from "./capacity.ts";
+import { RealTimeCapacity } from "./capacity.ts";
 
 export type { FinishReason } from "../models/contract.ts";
 
@@ -39,7 +40,7 @@ export interface EngineOptions {
    * Admission by measured real-time capacity (capacity.ts), for runners whose steps make a frame each
    * (`ModelRunner.framesPerStep`): on by default; false admits up to `maxStreams` whatever the load.
    */
-  realTimeAdmission?: boolean | { prior?: CapacityPrior; target?: number };
+  realTimeAdmission?: boolean;
 }
 
 /**
@@ -154,10 +155,7 @@ export class Engine {
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
     this.#memory = options.memory;
     this.#onIdle = options.onIdle;
-    const admission = options.realTimeAdmission ?? true;
-    if (admission !== false && runner.framesPerStep === 1) {
-      this.capacity = new RealTimeCapacity({ framePeriodSeconds: 1 / model.framesPerSecond, ...(admission === true ? {} : admission) });
-    }
+    if ((options.realTimeAdmission ?? true) && runner.framesPerStep === 1) this.capacity = new RealTimeCapacity({ framePeriodSeconds: 1 / model.framesPerSecond });
     const capacity = this.capacity;
     this.#scheduler = new Scheduler(
       {

@@ -104,5 +104,4 @@ export class EngineRequest {
     if (this.firstTakenAtMs === undefined) return -Infinity;
     return this.takenSeconds - (nowMs - this.firstTakenAtMs) / 1000;
   }
-
 }

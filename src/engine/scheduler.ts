@@ -160,7 +160,7 @@ export class Scheduler {
       due.push({ request, frames });
     }
     due.sort((a, b) => a.request.slackSeconds(nowMs) - b.request.slackSeconds(nowMs) || a.request.arrivedAtMs - b.request.arrivedAtMs);
-    const decodes = due.map(({ request, frames }) => ({ requestId: request.id, frames}));
+    const decodes = due.map(({ request, frames }) => ({ requestId: request.id, frames }));
     return { newRequests: [], prefills: [], steps: [], decodes, finishedRequestIds: this.#takeFinished() };
   }
 
