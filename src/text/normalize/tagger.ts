@@ -1,6 +1,7 @@
 /** One pass over a text: ordered rules find semiotic spans; the text between them is kept byte for byte. */
 export interface Rule {
   class: string;
+  /** Global or not, it is scanned as global; the rule's own object is never advanced. */
   pattern: RegExp;
   /** The spoken form of a match, or null to let later rules try. */
   verbalize(match: RegExpExecArray, text: string): string | null;
@@ -14,27 +15,33 @@ export interface Span {
   spoken: string;
 }
 
+/** Each rule's pattern as a private global copy, so scanning never moves the lastIndex of a shared RegExp. */
+const scanners = new WeakMap<Rule, RegExp>();
+
+function scannerOf(rule: Rule): RegExp {
+  let scanner = scanners.get(rule);
+  if (!scanner) {
+    const { source, flags } = rule.pattern;
+    scanner = new RegExp(source, flags.includes("g") ? flags : `${flags}g`);
+    scanners.set(rule, scanner);
+  }
+  scanner.lastIndex = 0;
+  return scanner;
+}
+
 /** Spans of `text`, earlier rules first; a later rule never takes characters an earlier one took. */
 export function tag(text: string, rules: readonly Rule[]): Span[] {
   const taken = new Uint8Array(text.length);
   const spans: Span[] = [];
   for (const rule of rules) {
-    const pattern = new RegExp(rule.pattern.source, rule.pattern.flags.includes("g") ? rule.pattern.flags : rule.pattern.flags + "g");
+    const scanner = scannerOf(rule);
     let match: RegExpExecArray | null;
-    while ((match = pattern.exec(text))) {
+    while ((match = scanner.exec(text))) {
       const start = match.index;
       const end = start + match[0].length;
-      if (end === start) {
-        pattern.lastIndex = start + 1;
-        continue;
-      }
-      if (taken.subarray(start, end).some((flag) => flag === 1)) {
-        pattern.lastIndex = start + 1;
-        continue;
-      }
-      const spoken = rule.verbalize(match, text);
+      const spoken = end > start && taken.subarray(start, end).every((flag) => flag === 0) ? rule.verbalize(match, text) : null;
       if (spoken === null) {
-        pattern.lastIndex = start + 1;
+        scanner.lastIndex = start + 1;
         continue;
       }
       taken.fill(1, start, end);

@@ -1,6 +1,6 @@
 /** Regular-expression pieces the English rules share. */
+/** A written number without sign: "1,234,567", "3.14", ".5". */
 export const NUMBER = String.raw`(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+`;
-export const SIGNED = String.raw`(?:[-−])?(?:${NUMBER})`;
 export const AMPM = String.raw`(?:[AaPp]\.?\s?[Mm]\.?)(?![A-Za-z])`;
 export const TIME_ZONES = "EST|EDT|CST|CDT|MST|MDT|PST|PDT|UTC|GMT|CET|CEST|BST|JST|AEST|IST|ET|PT|CT|MT";
 export const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
@@ -17,7 +17,7 @@ export function spellLetters(letters: string): string {
   return [...letters.toLowerCase()].filter((c) => /\p{L}/u.test(c)).join(" ");
 }
 
-/** "a.m." → "a m", and whether a period that may also end the sentence was consumed. */
+/** "a.m.", "PM", "p m" → "a m" or "p m". */
 export function ampmWords(written: string): string {
   return written.toLowerCase().startsWith("a") ? "a m" : "p m";
 }
