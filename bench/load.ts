@@ -5,7 +5,9 @@
  * 200 ms jitter buffer would run dry. Per row: p50/p95 first audio, median RTF, audio seconds delivered per
  * wall second across all streams, starving streams, streams the server refused (HTTP 429 or the WebSocket
  * equivalent, when it runs with admission limits; they have no first-audio figure and count in no other
- * column), and the server's peak RSS (sampled from /proc every 50 ms). Then, per mode, the most streams at once
+ * column), the server's peak RSS (sampled from /proc every 50 ms) and its model state per running stream (the
+ * largest voxedge_engine_state_bytes over running requests seen while 2 or more ran, /metrics polled every 250 ms).
+ * Then, per mode, the most streams at once
  * that all stayed real time (every stream's RTF below 1) with no player running dry.
  *   bun bench/load.ts [--model <bundle>] [--concurrency 1,2,4,8,16] [--rounds 2] [--modes audio,ws]
  *                     [--server-dir <checkout>] [--label <text>] [--markdown] [-- extra server flags]
@@ -108,12 +110,35 @@ try {
   console.log(`engine: ${data[0]!.description}; ${BENCH_SENTENCE.split(/\s+/).length}-word sentence at ${SAMPLE_RATE_HZ} Hz${modelDir ? `, max_new_tokens ${values["max-new-tokens"]}, a ${BENCH_VOICE_SECONDS} s uploaded voice` : ""}; ${rounds} round(s) per row after 1 warm-up stream per mode; jitter buffer ${JITTER_BUFFER_MS} ms`);
   const labelled = values.label !== undefined;
   const printRow = tablePrinter(
-    [...(labelled ? ["label"] : []), "concurrency", "mode", "first audio ms p50 / p95", "per-stream RTF median", "aggregate audio s / wall s", "starving streams", "rejected", "peak RSS MiB"],
+    [...(labelled ? ["label"] : []), "concurrency", "mode", "first audio ms p50 / p95", "per-stream RTF median", "aggregate audio s / wall s", "starving streams", "rejected", "peak RSS MiB", "state MiB / running stream"],
     values.markdown!,
     labelled ? [values.label!.length] : [],
   );
   /** Per mode, the concurrencies at which every stream kept real time (median RTF < 1) and none ran dry. */
   const smooth = new Map<Mode, number[]>();
+  /**
+   * Polls /metrics until stopped: the largest model state per running request while two or more run (one
+   * stream alone holds the pools' minimum, which says nothing of how state scales).
+   */
+  const watchStatePerStream = () => {
+    let peakBytes = 0;
+    let polling = Promise.resolve();
+    const timer = setInterval(() => {
+      polling = polling.then(async () => {
+        const exposition = await (await fetch(`${server.base}/metrics`)).text();
+        const running = metricValue(exposition, "voxedge_engine_requests", `state="running"`) ?? 0;
+        const bytes = metricValue(exposition, "voxedge_engine_state_bytes") ?? 0;
+        if (running >= 2) peakBytes = Math.max(peakBytes, bytes / running);
+      });
+    }, 250);
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        await polling;
+        return peakBytes / 1024 ** 2;
+      },
+    };
+  };
   /** Per row, what the engine's tick histograms gained: where the time went, stage by stage. */
   const stageRows: (string | number)[][] = [];
   const engineTotals = async () => {
@@ -130,6 +155,7 @@ try {
     for (const mode of modes) {
       const before = await engineTotals();
       const rss = server.watchRss();
+      const state = watchStatePerStream();
       const results: StreamResult[] = [];
       let rejected = 0;
       let wallSeconds = 0;
@@ -143,6 +169,7 @@ try {
         }
       }
       const peakRssMiB = rss.stop();
+      const stateMiB = await state.stop();
       const firsts = results.map((result) => result.firstAudioMs);
       const audioSeconds = results.reduce((sum, result) => sum + result.audioSeconds, 0);
       const starving = results.filter((result) => result.starved).length;
@@ -157,6 +184,7 @@ try {
         `${starving} / ${results.length}`,
         `${rejected} / ${concurrency * rounds}`,
         peakRssMiB.toFixed(0),
+        stateMiB > 0 ? stateMiB.toFixed(1) : "-",
       ]);
       const rtfs = results.map((result) => result.rtf);
       if (served && starving === 0 && rejected === 0 && Math.max(...rtfs) < 1) smooth.set(mode, [...(smooth.get(mode) ?? []), concurrency]);

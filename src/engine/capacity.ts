@@ -37,14 +37,24 @@ export interface CapacityOptions {
  * soon outweigh it; a slower one at its first burst.
  */
 export const DEFAULT_CAPACITY_PRIOR: CapacityPrior = { fixedSeconds: 0.006, perStreamSeconds: 0.008 };
-/** A tick may take 85 % of a frame: at 12.5 Hz, 68 ms. */
-export const DEFAULT_REAL_TIME_TARGET = 0.85;
+/**
+ * A tick may take 55 % of a frame (44 ms at 12.5 Hz). Not more: a stream's first seconds are decoded in pieces of
+ * 1, 2, 4 and 8 frames, and beside the prefills of streams starting with it, its fourth piece comes back late
+ * unless ticks stay well under a frame. On the 2-core machine (docs/benchmarks.md, 2026-12-03) with the hold
+ * below, 8 streams arriving together ran dry 2 of 8 times at 85 % and 0 of 16 at 55 %.
+ */
+export const DEFAULT_REAL_TIME_TARGET = 0.55;
 const DEFAULT_HALF_LIFE_TICKS = 200;
 /** The prior weighs as much as this many ticks, at one and at eight streams. */
 const PRIOR_WEIGHT = 4;
-/** Above this predicted share of a frame a new stream's first audio is held (FIRST_AUDIO_HOLD_FRAMES). */
-export const HOLD_ABOVE_UTILIZATION = 0.6;
-export const FIRST_AUDIO_HOLD_FRAMES = 3;
+/**
+ * Above this predicted share of a frame a stream admitted beside others holds its first audio until
+ * FIRST_AUDIO_HOLD_FRAMES are queued (400 ms). Measured against the hold of 3 frames above 60 %: with 8 streams
+ * arriving together, 0 of 8 ran dry (twice) against 3 of 8, for a p50 first audio of 641–645 ms against 443.
+ * Smooth audio is worth the wait: a listener forgives a late start, not a stutter in the middle of a word.
+ */
+export const HOLD_ABOVE_UTILIZATION = 0.25;
+export const FIRST_AUDIO_HOLD_FRAMES = 5;
 /** Decodes over which the decoders' lateness is averaged (exponential). */
 const DECODE_SMOOTHING = 0.1;
 
@@ -123,10 +133,12 @@ export class RealTimeCapacity {
   }
 
   /**
-   * Audio a stream admitted beside others holds back before its first is taken: none while the predicted
-   * tick leaves room, else FIRST_AUDIO_HOLD_FRAMES, so the player's buffer starts with a lead the stream can keep.
+   * Audio a stream admitted beside others holds back before its first is taken: none when it runs alone (its
+   * first audio is never delayed) or while the predicted tick leaves room, else FIRST_AUDIO_HOLD_FRAMES, so the
+   * player's buffer starts with a lead the stream can keep.
    */
   firstAudioHoldSeconds(streams: number): number {
+    if (streams <= 1) return 0;
     return this.utilization(streams) > HOLD_ABOVE_UTILIZATION ? FIRST_AUDIO_HOLD_FRAMES * this.framePeriodSeconds : 0;
   }
 
