@@ -1,6 +1,6 @@
 /** Dates, years, decades and clock times. */
 import type { Rule } from "../tagger.ts";
-import { AMPM, MONTH, MONTHS, TIME_ZONES, WEEKDAY, WEEKDAYS, ampmWords, monthNumber, sentenceEndsAfter, spellLetters } from "./patterns.ts";
+import { AMPM, MONTH, MONTHS, TIME_ZONES, WEEKDAY, WEEKDAYS, ampmWords, monthNumber, sentenceEndsAfter, zoneWords } from "./patterns.ts";
 import { cardinalWords, ordinalWords, pluralOfWords, underHundred, yearWords } from "./numbers.ts";
 
 function weekdayName(written: string): string {
@@ -19,25 +19,35 @@ function monthDay(month: number, day: number, year?: string): string | null {
   return [MONTHS[month - 1], ordinalWords(String(day)), year ? shortYearWords(year) : ""].filter(Boolean).join(" ");
 }
 
+function dayOfMonth(day: number, month: number, year?: string): string | null {
+  if (month < 1 || month > 12 || day < 1 || day > 31) return null;
+  return ["the", ordinalWords(String(day)), "of", MONTHS[month - 1], year ? shortYearWords(year) : ""].filter(Boolean).join(" ");
+}
+
+function unitCount(value: number, unit: string): string {
+  return `${cardinalWords(String(value))} ${value === 1 ? unit : `${unit}s`}`;
+}
+
+/** "10:30" → "ten thirty", "01:00" → "one o'clock", "14:10:30" → "fourteen hours ten minutes thirty seconds". */
 export function clockWords(hour: number, minute: number, second: number | undefined, ampm: string | undefined): string | null {
   if (hour > 24 || minute > 59) return null;
   const suffix = ampm ? ` ${ampmWords(ampm)}` : "";
-  let words: string;
-  if (minute === 0) words = ampm ? cardinalWords(String(hour)) : hour > 12 || hour === 0 ? `${cardinalWords(String(hour))} hundred` : `${cardinalWords(String(hour))} o'clock`;
-  else words = `${cardinalWords(String(hour))} ${minute < 10 ? `oh ${cardinalWords(String(minute))}` : underHundred(minute)}`;
-  if (second !== undefined) words = `${words.replace(/ o'clock$/, "")} and ${cardinalWords(String(second))} ${second === 1 ? "second" : "seconds"}`;
-  return words + suffix;
+  if (second !== undefined) return `${unitCount(hour, "hour")} ${unitCount(minute, "minute")} and ${unitCount(second, "second")}${suffix}`;
+  const hourWords = cardinalWords(String(hour));
+  if (minute === 0) return ampm ? hourWords + suffix : `${hourWords} o'clock`;
+  return `${hourWords} ${minute < 10 ? `oh ${cardinalWords(String(minute))}` : underHundred(minute)}${suffix}`;
 }
 
 function withSentenceEnd(words: string, text: string, end: number, written: string): string {
   return sentenceEndsAfter(text, end, written) ? `${words}.` : words;
 }
 
-export const dateRules: Rule[] = [
+/** Dates written with digits and separators only; they go before ranges, which would read their hyphens as "to". */
+export const numericDateRules: Rule[] = [
   {
     class: "date",
-    pattern: /(?<![\w-])(\d{4})-(\d{2})-(\d{2})(?![\w-])/g,
-    verbalize: (m) => monthDay(Number(m[2]), Number(m[3]), m[1]),
+    pattern: /(?<![\w-])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?![\w-]|\.\d)/g,
+    verbalize: (m) => monthDay(Number(m[3]), Number(m[4]), m[1]),
   },
   {
     class: "date",
@@ -45,12 +55,17 @@ export const dateRules: Rule[] = [
     verbalize: (m) => {
       const first = Number(m[1]);
       const second = Number(m[3]);
-      return first > 12 ? monthDay(second, first, m[4]) : monthDay(first, second, m[4]);
+      // Month first unless the first number cannot be a month; a day first is read "the fifth of May".
+      return first > 12 ? dayOfMonth(first, second, m[4]) : monthDay(first, second, m[4]);
     },
   },
+];
+
+/** Dates with month names, eras and decades. */
+export const dateRules: Rule[] = [
   {
     class: "date",
-    pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?(?![\w:])`, "g"),
+    pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?(?:\s+|-)(\d{1,2})(?:st|nd|rd|th)?(?:(?:,?\s+|-)(\d{4}))?(?![\w:]|[.,]\d)`, "gi"),
     verbalize: (m) => {
       const date = monthDay(monthNumber(m[2]!), Number(m[3]), m[4]);
       return date && (m[1] ? `${weekdayName(m[1])} ${date}` : date);
@@ -58,7 +73,7 @@ export const dateRules: Rule[] = [
   },
   {
     class: "date",
-    pattern: new RegExp(String.raw`(?<![\w.,])(?:(the)\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:(of)\s+)?(${MONTH})\.?(?:,?\s+(\d{4}))?(?![\w])`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w.,])(?:(the)\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:(of)\s+)?(${MONTH})\.?(?:,?\s+(\d{4}))?(?![\w])`, "gi"),
     verbalize: (m) => {
       const day = Number(m[2]);
       if (day < 1 || day > 31) return null;
@@ -67,15 +82,15 @@ export const dateRules: Rule[] = [
   },
   {
     class: "date",
-    pattern: new RegExp(String.raw`\b(${MONTH})\.?,?\s+(\d{4})(?![\w])`, "g"),
+    pattern: new RegExp(String.raw`\b(${MONTH})\.?,?\s+(\d{4})(?![\w])`, "gi"),
     verbalize: (m) => `${MONTHS[monthNumber(m[1]!) - 1]} ${yearWords(Number(m[2]))}`,
   },
   {
     class: "date",
     pattern: /(?<![\w$])(\d{1,4})\s?(BCE|BC|AD|CE|B\.C\.E\.|B\.C\.|A\.D\.|C\.E\.)(?![\w])|(?<![\w])(AD|A\.D\.)\s?(\d{1,4})(?![\w])/g,
     verbalize: (m, text) => {
-      if (m[3]) return `a d ${m[4]!.length === 4 ? yearWords(Number(m[4])) : cardinalWords(m[4]!)}`;
-      const words = `${m[1]!.length === 4 ? yearWords(Number(m[1])) : cardinalWords(m[1]!)} ${spellLetters(m[2]!)}`;
+      if (m[3]) return `AD ${m[4]!.length === 4 ? yearWords(Number(m[4])) : cardinalWords(m[4]!)}`;
+      const words = `${m[1]!.length === 4 ? yearWords(Number(m[1])) : cardinalWords(m[1]!)} ${m[2]!.replace(/\./g, "")}`;
       return withSentenceEnd(words, text, m.index + m[0].length, m[0]);
     },
   },
@@ -91,25 +106,36 @@ export const dateRules: Rule[] = [
   },
 ];
 
+const ZONE = String.raw`(?:\s?(${TIME_ZONES})(?![\w]))?`;
+
 export const timeRules: Rule[] = [
   {
     class: "time",
-    pattern: new RegExp(String.raw`(?<![\w:.])(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(?:\s?(${AMPM}))?(?:\s(${TIME_ZONES})\b)?(?![\w:]|\.\d)`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w:.])(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(?:\s?(${AMPM}))?${ZONE}(?![\w:]|\.\d)`, "gi"),
     verbalize: (m, text) => {
       const words = clockWords(Number(m[1]), Number(m[2]), m[3] === undefined ? undefined : Number(m[3]), m[4]);
       if (!words) return null;
-      const zoned = m[5] ? `${words} ${spellLetters(m[5])}` : words;
-      return m[5] ? zoned : withSentenceEnd(zoned, text, m.index + m[0].length, m[0]);
+      return m[5] ? `${words} ${zoneWords(m[5])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
+    },
+  },
+  {
+    // "1.59 p.m.": a period between hour and minute is a time only when am or pm follows.
+    class: "time",
+    pattern: new RegExp(String.raw`(?<![\w:.])(\d{1,2})\.([0-5]\d)\s?(${AMPM})${ZONE}`, "gi"),
+    verbalize: (m, text) => {
+      const words = clockWords(Number(m[1]), Number(m[2]), undefined, m[3]);
+      if (!words) return null;
+      return m[4] ? `${words} ${zoneWords(m[4])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
     },
   },
   {
     class: "time",
-    pattern: new RegExp(String.raw`(?<![\w:.])(\d{1,2})\s?(${AMPM})(?:\s(${TIME_ZONES})\b)?`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w:.])(\d{1,2})\s?(${AMPM})${ZONE}`, "gi"),
     verbalize: (m, text) => {
       const hour = Number(m[1]);
       if (hour < 1 || hour > 12) return null;
       const words = `${cardinalWords(m[1]!)} ${ampmWords(m[2]!)}`;
-      return m[3] ? `${words} ${spellLetters(m[3])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
+      return m[3] ? `${words} ${zoneWords(m[3])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
     },
   },
 ];

@@ -1,0 +1,58 @@
+/** URLs, emails and file paths, spoken piece by piece: "john@example.com" → "john at example dot com". */
+import type { Rule } from "../tagger.ts";
+import { digitWords } from "./numbers.ts";
+
+const SYMBOL_WORDS: Record<string, string> = {
+  ".": "dot", "@": "at", "/": "slash", "\\": "backslash", ":": "colon", "-": "dash", _: "underscore", "~": "tilde", "?": "question mark",
+  "=": "equals", "&": "ampersand", "#": "hash", "%": "percent", "+": "plus", "*": "asterisk",
+};
+
+/** Pieces said as letters or as another word, whatever their case in the text. */
+const PIECE_WORDS: Record<string, string> = { www: "WWW", http: "HTTP", https: "HTTPS", ftp: "FTP", html: "HTML", htm: "HTM", jpg: "jpeg", pdf: "PDF", png: "PNG", csv: "CSV", json: "JSON", gif: "GIF", txt: "TXT", svg: "SVG" };
+
+/** Top-level domains read as words; others (two-letter country codes, unknown ones) are spelled. */
+const WORD_DOMAINS = new Set(["com", "org", "net", "edu", "gov", "info", "biz", "app", "dev", "mil"]);
+const DOMAINS = "com|org|net|edu|gov|info|biz|app|dev|mil|io|ai|co|uk|us|ca|de|fr|it|es|nl|eu|jp|cn|in|au|ru|br|ch|se|no|tv|me|ly";
+
+const PIECE = /[\p{L}]+|\d+|[^\p{L}\d]/gu;
+
+export function electronicWords(written: string): string {
+  const words: string[] = [];
+  const pieces = written.match(PIECE) ?? [];
+  pieces.forEach((piece, index) => {
+    const lower = piece.toLowerCase();
+    if (/^\d+$/.test(piece)) words.push(digitWords(piece));
+    else if (SYMBOL_WORDS[piece]) words.push(SYMBOL_WORDS[piece]!);
+    else if (PIECE_WORDS[lower]) words.push(PIECE_WORDS[lower]!);
+    else if (index === pieces.length - 1 && pieces[index - 1] === "." && !WORD_DOMAINS.has(lower) && piece.length <= 3) words.push(piece.toUpperCase());
+    else if (/\p{L}/u.test(piece)) words.push(piece);
+  });
+  return words.join(" ");
+}
+
+/** Trailing sentence punctuation belongs to the sentence, not the address. */
+const TRAILING = "(?<![.,;:!?)])";
+
+export const electronicRules: Rule[] = [
+  {
+    class: "electronic",
+    pattern: new RegExp(String.raw`\b(?:https?|ftp|file):\/\/[^\s<>"']*${TRAILING}`, "gi"),
+    verbalize: (m) => electronicWords(m[0]),
+  },
+  {
+    class: "electronic",
+    pattern: new RegExp(String.raw`(?<![\w.@-])[\w.+&-]+@[\w-]+(?:\.[\w-]+)+(?:\/[^\s<>"']*)?${TRAILING}`, "g"),
+    verbalize: (m) => electronicWords(m[0]),
+  },
+  {
+    class: "electronic",
+    pattern: new RegExp(String.raw`(?<![\w.@/-])(?:www\.[\w-]+(?:\.[\w-]+)*|[\w-]+(?:\.[\w-]+)*\.(?:${DOMAINS}))(?![\w@-]|\.\w)(?:\/[^\s<>"']*)?${TRAILING}`, "gi"),
+    verbalize: (m) => electronicWords(m[0]),
+  },
+  {
+    // Unix paths ("/usr/local/bin", "~/notes.txt") and Windows ones ("C:\Users\ana").
+    class: "electronic",
+    pattern: new RegExp(String.raw`(?<![\w/.])(?:~(?:\/[\w.-]+)+|\.{0,2}(?:\/[\w.-]+){2,})\/?${TRAILING}|(?<![\w])[A-Z]:\\(?:[\w.-]+\\?)+${TRAILING}`, "g"),
+    verbalize: (m) => electronicWords(m[0]),
+  },
+];

@@ -1,0 +1,41 @@
+/** Symbols said as words in context: "&", "#1", "@", "+", "=", "x" between numbers, "a/b". */
+import type { Rule } from "../tagger.ts";
+import { numberWords } from "./numbers.ts";
+import { NUMBER } from "./patterns.ts";
+
+const OPERATORS: Record<string, string> = { "+": "plus", "-": "minus", "−": "minus", "*": "times", "×": "times", "/": "divided by", "÷": "divided by", "=": "equals" };
+const OPERAND = String.raw`(?:${NUMBER}|[a-z])`;
+
+export const mathRule: Rule = {
+  // An equation: operands and operators around "=" ("1-2=5", "y=x +1"); without "=" a hyphen is a range or a dash.
+  class: "math",
+  pattern: new RegExp(String.raw`(?<![\w.])${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND})*\s?=\s?${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND})*(?![\w.])`, "g"),
+  verbalize: (m) => {
+    const tokens = m[0].match(new RegExp(String.raw`${NUMBER}|[a-z]|[-−+*×÷/=]`, "g")) ?? [];
+    return tokens.map((token) => OPERATORS[token] ?? numberWords(token) ?? token).join(" ");
+  },
+};
+
+export const symbolRules: Rule[] = [
+  {
+    class: "symbol",
+    pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?([x×])\s?(${NUMBER})(?![\w.])`, "g"),
+    verbalize: (m) => `${numberWords(m[1]!)} by ${numberWords(m[3]!)}`,
+  },
+  {
+    class: "symbol",
+    pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?\+\s?(${NUMBER})(?![\w.])`, "g"),
+    verbalize: (m) => `${numberWords(m[1]!)} plus ${numberWords(m[2]!)}`,
+  },
+  { class: "symbol", pattern: /(?<=\p{L})\+\+(?!\w)/gu, verbalize: () => "plus plus" },
+  { class: "symbol", pattern: /#(?=\d)/g, verbalize: () => "number" },
+  { class: "symbol", pattern: /(?<![\w#])#(?=\p{L})/gu, verbalize: () => "hashtag" },
+  { class: "symbol", pattern: /(?<=\s|^)&(?=\s)|(?<=\p{Lu})&(?=\p{Lu})/gu, verbalize: () => "and" },
+  { class: "symbol", pattern: /(?<=\s|^)@(?=[\w])|(?<=\d\s?)@(?=\s?\d)/gu, verbalize: () => "at" },
+  {
+    // "upgrade/update" reads with "slash"; "and/or" and "either/or" are said as they are.
+    class: "symbol",
+    pattern: /(?<![\p{L}\d\/.])(\p{L}{2,})\/(\p{L}{2,}(?:\/\p{L}{2,})*)(?![\p{L}\d\/])/gu,
+    verbalize: (m) => (/^(?:and\/or|either\/or|he\/she|his\/her|s?he\/him)$/i.test(m[0]) ? null : m[0].split("/").join(" slash ")),
+  },
+];
