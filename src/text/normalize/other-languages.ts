@@ -54,6 +54,10 @@ function parseAmount(written: string): number | null {
 /** Currency symbols to the ISO code of the locale that owns them. */
 const SYMBOL_CODES: Record<string, string> = { "€": "EUR", $: "USD", "£": "GBP", "¥": "JPY", "₹": "INR", "₽": "RUB", "₩": "KRW", "zł": "PLN" };
 const AMOUNT = String.raw`\d{1,3}(?:[.,  ]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?`;
+const MONEY = new RegExp(String.raw`([€$£¥₹₽₩])\s?(${AMOUNT})(?![\d])|(?<![\d.,])(${AMOUNT})\s?([€$£¥₹₽₩]|zł)`, "gu");
+/** "1.", "2e", "3º", "1er": the common ways other languages write ordinals. */
+const ORDINAL = /(?<![\p{L}\d.,])(\d{1,6})(?:\.(?=\s\p{L})|º|ª|er|re|e|ème|o|a)(?![\p{L}\d])/gu;
+const CARDINAL = new RegExp(String.raw`(?<![\p{L}\d.,])-?(?:${AMOUNT})(?![\d]|[.,]\d)`, "gu");
 
 export function otherLanguageRules(converter: ToWords): Rule[] {
   const localeCurrency = converter.getLocale().config.currency;
@@ -68,18 +72,17 @@ export function otherLanguageRules(converter: ToWords): Rule[] {
   return [
     {
       class: "money",
-      pattern: new RegExp(String.raw`([€$£¥₹₽₩])\s?(${AMOUNT})(?![\d])|(?<![\d.,])(${AMOUNT})\s?([€$£¥₹₽₩]|zł)`, "gu"),
+      pattern: MONEY,
       verbalize: (m) => (m[1] ? moneyWords(m[2]!, m[1]) : moneyWords(m[3]!, m[4]!)),
     },
     {
-      // "1.", "2e", "3º", "1st"-like suffixes differ per language; the common written forms are covered.
       class: "ordinal",
-      pattern: /(?<![\p{L}\d.,])(\d{1,6})(?:\.(?=\s\p{L})|º|ª|er|re|e|ème|o|a)(?![\p{L}\d])/gu,
+      pattern: ORDINAL,
       verbalize: (m) => spoken(converter.toOrdinal(Number(m[1]))),
     },
     {
       class: "cardinal",
-      pattern: new RegExp(String.raw`(?<![\p{L}\d.,])-?(?:${AMOUNT})(?![\d]|[.,]\d)`, "gu"),
+      pattern: CARDINAL,
       verbalize: (m) => {
         const negative = m[0].startsWith("-");
         const value = parseAmount(negative ? m[0].slice(1) : m[0]);

@@ -29,7 +29,7 @@ const UNITS: Record<string, Unit> = {
   "sq ft": unit("square foot", "square feet"), "sq mi": unit("square mile"), "sq m": unit("square meter"),
   "m²": unit("square meter"), m2: unit("square meter"), "km²": unit("square kilometer"), km2: unit("square kilometer"),
   "cm²": unit("square centimeter"), "ft²": unit("square foot", "square feet"), "m³": unit("cubic meter"), m3: unit("cubic meter"),
-  "km³": unit("cubic kilometer"), "cm³": unit("cubic centimeter"), x: unit("x", "x"),
+  "km³": unit("cubic kilometer"), "cm³": unit("cubic centimeter"),
 };
 
 /** Units that follow "per" or "/" ("$20/mo", "12kg/kg"), said in the singular. */

@@ -21,6 +21,12 @@ export const telephoneRules: Rule[] = [
     },
   },
   {
+    // International numbers in other countries' groupings: "+44 20 7946 0958", "+49-30-901820".
+    class: "telephone",
+    pattern: /(?<![\w+])\+(\d{1,3})((?:[\s.-]\d{1,5}){2,5})(?![\w]|[.-]\d)/g,
+    verbalize: (m) => `plus ${digitWords(m[1]!)}, ${groupWords(m[2]!.split(/[\s.-]/))}`,
+  },
+  {
     class: "telephone",
     pattern: /(?<![\w.-])(\d{3})-(\d{2})-(\d{4})(?![\w]|-\d)/g,
     verbalize: (m) => groupWords([m[1], m[2], m[3]]),
