@@ -32,27 +32,29 @@ export function electronicWords(written: string): string {
 
 /** Trailing sentence punctuation belongs to the sentence, not the address. */
 const TRAILING = "(?<![.,;:!?)])";
+/** Characters an address can hold; quotes, brackets and backticks around it belong to the text. */
+const ADDRESS_CHAR = String.raw`[^\s<>"'\x60()\[\]{}]`;
 
 export const electronicRules: Rule[] = [
   {
     class: "electronic",
-    pattern: new RegExp(String.raw`\b(?:https?|ftp|file):\/\/[^\s<>"']*${TRAILING}`, "gi"),
+    pattern: new RegExp(String.raw`\b(?:https?|ftp|file):\/\/${ADDRESS_CHAR}*${TRAILING}`, "gi"),
     verbalize: (m) => electronicWords(m[0]),
   },
   {
     class: "electronic",
-    pattern: new RegExp(String.raw`(?<![\w.@-])[\w.+&-]+@[\w-]+(?:\.[\w-]+)+(?:\/[^\s<>"']*)?${TRAILING}`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w.@-])[\w.+&-]+@[\w-]+(?:\.[\w-]+)+(?:\/${ADDRESS_CHAR}*)?${TRAILING}`, "g"),
     verbalize: (m) => electronicWords(m[0]),
   },
   {
     class: "electronic",
-    pattern: new RegExp(String.raw`(?<![\w.@/-])(?:www\.[\w-]+(?:\.[\w-]+)*|[\w-]+(?:\.[\w-]+)*\.(?:${DOMAINS}))(?![\w@-]|\.\w)(?:\/[^\s<>"']*)?${TRAILING}`, "gi"),
+    pattern: new RegExp(String.raw`(?<![\w.@/-])(?:www\.[\w-]+(?:\.[\w-]+)*|[\w-]+(?:\.[\w-]+)*\.(?:${DOMAINS}))(?![\w@-]|\.\w)(?:\/${ADDRESS_CHAR}*)?${TRAILING}`, "gi"),
     verbalize: (m) => electronicWords(m[0]),
   },
   {
-    // Unix paths ("/usr/local/bin", "~/notes.txt") and Windows ones ("C:\Users\ana").
+    // Unix paths ("/usr/local/bin", "~/notes.txt", "src/main.ts") and Windows ones ("C:\Users\ana").
     class: "electronic",
-    pattern: new RegExp(String.raw`(?<![\w/.])(?:~(?:\/[\w.-]+)+|\.{0,2}(?:\/[\w.-]+){2,})\/?${TRAILING}|(?<![\w])[A-Z]:\\(?:[\w.-]+\\?)+${TRAILING}`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w/.])(?:~(?:\/[\w.-]+)+|\.{0,2}(?:\/[\w.-]+){2,}|[\w-]+(?:\/[\w.-]+)*\/[\w-]+\.[a-z]{1,5})\/?${TRAILING}(?![\w\/])|(?<![\w])[A-Z]:\\(?:[\w.-]+\\?)+${TRAILING}`, "g"),
     verbalize: (m) => electronicWords(m[0]),
   },
 ];

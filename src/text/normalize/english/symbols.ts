@@ -30,13 +30,13 @@ export const symbolRules: Rule[] = [
   },
   { class: "symbol", pattern: /(?<=\p{L})\+\+(?!\w)/gu, verbalize: () => "plus plus" },
   { class: "symbol", pattern: /#(?=\d)/g, verbalize: () => "number" },
-  { class: "symbol", pattern: /(?<![\w#])#(?=\p{L})/gu, verbalize: () => "hashtag" },
+  { class: "symbol", pattern: /(?<=^|\s)#(?=\p{L})/gu, verbalize: () => "hashtag" },
   { class: "symbol", pattern: /(?<=\s|^)&(?=\s)|(?<=\p{Lu})&(?=\p{Lu})/gu, verbalize: () => "and" },
   { class: "symbol", pattern: /(?<=\s|^)@(?=[\w])|(?<=\d\s?)@(?=\s?\d)/gu, verbalize: () => "at" },
   {
     // "upgrade/update" reads with "slash"; "and/or" and "either/or" are said as they are.
     class: "symbol",
-    pattern: /(?<![\p{L}\d\/.])(\p{L}{2,})\/(\p{L}{2,}(?:\/\p{L}{2,})*)(?![\p{L}\d\/])/gu,
+    pattern: /(?<![\p{L}\d\/.])(\p{L}{2,})\/(\p{L}{2,}(?:\/\p{L}{2,})*)(?![\p{L}\d\/]|\.\p{L})/gu,
     verbalize: (m) => (/^(?:and\/or|either\/or|he\/she|his\/her|s?he\/him)$/i.test(m[0]) ? null : m[0].split("/").join(" slash ")),
   },
 ];
