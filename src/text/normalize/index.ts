@@ -14,6 +14,7 @@ import { romanRules } from "./english/roman.ts";
 import { abbreviationRules } from "./english/abbreviations.ts";
 import { mathRule, symbolRules } from "./english/symbols.ts";
 import { rangeRule } from "./english/ranges.ts";
+import { addressRule } from "./english/address.ts";
 import { converterFor, otherLanguageRules } from "./other-languages.ts";
 
 export interface NormalizeOptions {
@@ -33,6 +34,7 @@ function rangeEndWords(written: string): string | null {
  * Earlier rules win a span, so the order is the disambiguation:
  * - electronic, telephone and numeric dates first: their dots, hyphens and slashes would otherwise be read as
  *   decimals, ranges, minus signs or fractions ("555-123-4567", "03/04/2026", "a.b@c.com");
+ * - street addresses, whose house numbers and ZIP codes are read differently from other numbers;
  * - an equation before ranges, so "1-2=5" is a subtraction;
  * - ranges next, so "9am-5pm", "$250-$300" and "1960s-80s" read as one range ("to") rather than two pieces and a
  *   dash; dates with month names and decades follow them;
@@ -45,6 +47,7 @@ const ENGLISH_RULES: readonly Rule[] = [
   ...electronicRules,
   ...telephoneRules,
   ...numericDateRules,
+  addressRule,
   mathRule,
   rangeRule(rangeEndWords),
   ...dateRules,

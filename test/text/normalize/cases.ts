@@ -5,7 +5,7 @@
  */
 export const CLASSES = [
   "cardinal", "ordinal", "decimal", "fraction", "percent", "money", "date", "year", "time", "range", "measure",
-  "telephone", "electronic", "abbreviation", "roman", "symbol", "sentence",
+  "telephone", "electronic", "address", "abbreviation", "roman", "symbol", "sentence",
 ] as const;
 export type CaseClass = (typeof CLASSES)[number];
 
@@ -292,13 +292,26 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Visit www.bbc.co.uk.", "Visit WWW dot bbc dot co dot UK."],
     ["file:///tmp/report.pdf", "file colon slash slash slash tmp slash report dot PDF"],
   ],
+  address: [
+    ["42 Oak Ave", "forty two Oak Avenue"],
+    ["1211 E Arques Ave", "twelve eleven East Arques Avenue"],
+    ["350 5th Ave", "three fifty fifth Avenue"],
+    ["708 N 1st St, Dallas", "seven zero eight North first Street, Dallas"],
+    ["12 Elm St", "twelve Elm Street"],
+    ["9 Sunset Blvd, Los Angeles, CA 90028", "nine Sunset Boulevard, Los Angeles, California nine zero zero two eight"],
+    ["2400 Lakeshore Dr, Chicago, IL", "twenty four hundred Lakeshore Drive, Chicago, Illinois"],
+    ["55 Water St, New York, NY 10041", "fifty five Water Street, New York, New York one zero zero four one"],
+    ["15 Bay Rd", "fifteen Bay Road"],
+    ["Send it to 101 Pine Ln, Austin, TX 78701.", "Send it to one zero one Pine Lane, Austin, Texas seven eight seven zero one."],
+    ["He lived at 1428 Elm St. It was quiet.", "He lived at fourteen twenty eight Elm Street. It was quiet."],
+  ],
   abbreviation: [
     ["Dr. Smith", "doctor Smith"],
     ["Mr. Jones", "mister Jones"],
     ["Mrs. Norris", "misses Norris"],
     ["Prof. Lee", "professor Lee"],
     ["St. Louis", "saint Louis"],
-    ["221 Baker St.", "two hundred twenty one Baker street"],
+    ["221 Baker St.", "two twenty one Baker street"],
     ["Main St. is closed.", "Main street. is closed."],
     ["Lakers vs. Celtics", "Lakers versus Celtics"],
     ["fruit, e.g. apples", "fruit, for example apples"],
@@ -363,7 +376,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Your order #4521 ships Mon, May 6.", "Your order number four thousand five hundred twenty one ships monday may sixth."],
     ["Read Chapter IV, pages 45-60.", "Read Chapter four, pages forty five to sixty."],
     ["The 1990s saw 3.5% growth.", "The nineteen nineties saw three point five percent growth."],
-    ["Meet me at 221 Baker St. at 3 pm.", "Meet me at two hundred twenty one Baker street at three PM."],
+    ["Meet me at 221 Baker St. at 3 pm.", "Meet me at two twenty one Baker street at three PM."],
     ["Flight UA 924 departs 14:05 from Gate 22.", "Flight UA nine hundred twenty four departs fourteen oh five from Gate twenty two."],
     ["Visit www.example.org or call 1-800-555-0199.", "Visit WWW dot example dot org or call one, eight zero zero, five five five, zero one nine nine."],
     ["About 1,500 people, i.e. 15% of the town, came.", "About one thousand five hundred people, that is fifteen percent of the town, came."],
