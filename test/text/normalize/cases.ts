@@ -41,6 +41,9 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Only 3 of the 17 tests failed.", "Only three of the seventeen tests failed."],
     ["the 90s", "the nineties"],
     ["Windows 11", "Windows eleven"],
+    ["Python 3.12.1", "Python three point twelve point one"],
+    ["see section 4.2.1", "see section four point two point one"],
+    ["a 16:9 screen", "a sixteen to nine screen"],
   ],
   ordinal: [
     ["1st", "first"],
@@ -168,6 +171,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["The meeting moved to June 3rd.", "The meeting moved to june third."],
     ["Born on 7/4/1976.", "Born on july fourth nineteen seventy six."],
     ["Due 04/15/26", "Due april fifteenth twenty six"],
+    ["I will march 5 miles", "I will march five miles"],
+    ["you may 2 times", "you may two times"],
   ],
   year: [
     ["1984", "nineteen eighty four"],
@@ -198,6 +203,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["3:00 pm EST", "three PM EST"],
     ["11:59 p.m. PST", "eleven fifty nine PM PST"],
     ["6:30 UTC", "six thirty UTC"],
+    ["It landed at 20:17 UTC. Then", "It landed at twenty seventeen UTC. Then"],
     ["1:01:01", "one hour one minute and one second"],
     ["The train leaves at 6:45.", "The train leaves at six forty five."],
     ["Doors open at 7pm.", "Doors open at seven PM."],
@@ -343,6 +349,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["I think I can.", "I think I can."],
     ["an IV drip", "an IV drip"],
     ["Star Wars Episode IV", "Star Wars Episode four"],
+    ["For the most part I agree.", "For the most part I agree."],
   ],
   symbol: [
     ["AT&T", "AT and T"],

@@ -105,6 +105,18 @@ function codeRunWords(digits: string): string {
 
 export const cardinalRules: Rule[] = [
   {
+    // Version and section numbers ("3.12.1", "4.2.1") read part by part; an IP address was taken earlier.
+    class: "cardinal",
+    pattern: /(?<![\w.,])\d+(?:\.\d+){2,}(?![\w]|\.\d)/g,
+    verbalize: (m) => m[0].split(".").map(cardinalWords).join(" point "),
+  },
+  {
+    // A ratio or a score with a colon ("2:1", "16:9"); clock times, whose minutes have two digits, were taken earlier.
+    class: "cardinal",
+    pattern: /(?<![\w:.,])(\d+):(\d)(?![\d:]|[.,]\d)/g,
+    verbalize: (m) => `${cardinalWords(m[1]!)} to ${cardinalWords(m[2]!)}`,
+  },
+  {
     // A minus sign counts only where it cannot be a hyphen: at the start, after a space or an opening bracket.
     class: "cardinal",
     pattern: new RegExp(String.raw`(?<=^|[\s(\[])[-−](${NUMBER})(?![\d])`, "g"),

@@ -3,6 +3,10 @@ import type { Rule } from "../tagger.ts";
 import { AMPM, MONTH, MONTHS, TIME_ZONES, WEEKDAY, WEEKDAYS, ampmWords, monthNumber, sentenceEndsAfter, zoneWords } from "./patterns.ts";
 import { cardinalWords, ordinalWords, pluralOfWords, underHundred, yearWords } from "./numbers.ts";
 
+/** Month names that are also everyday words; written in lower case they are the words ("I will march 5 miles"). */
+const WORD_MONTHS = new Set(["may", "march", "mar"]);
+const isWordMonth = (written: string) => WORD_MONTHS.has(written);
+
 function weekdayName(written: string): string {
   const lower = written.toLowerCase();
   return WEEKDAYS[lower] ?? lower;
@@ -67,6 +71,7 @@ export const dateRules: Rule[] = [
     class: "date",
     pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?(?:\s+|-)(\d{1,2})(?:st|nd|rd|th)?(?:(?:,?\s+|-)(\d{4}))?(?![\w:]|[.,]\d)`, "gi"),
     verbalize: (m) => {
+      if (isWordMonth(m[2]!)) return null;
       const date = monthDay(monthNumber(m[2]!), Number(m[3]), m[4]);
       return date && (m[1] ? `${weekdayName(m[1])} ${date}` : date);
     },
@@ -76,14 +81,14 @@ export const dateRules: Rule[] = [
     pattern: new RegExp(String.raw`(?<![\w.,])(?:(the)\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:(of)\s+)?(${MONTH})\.?(?:,?\s+(\d{4}))?(?![\w])`, "gi"),
     verbalize: (m) => {
       const day = Number(m[2]);
-      if (day < 1 || day > 31) return null;
+      if (day < 1 || day > 31 || isWordMonth(m[4]!)) return null;
       return [m[1] ? m[1] : "the", ordinalWords(m[2]!), "of", MONTHS[monthNumber(m[4]!) - 1], m[5] ? yearWords(Number(m[5])) : ""].filter(Boolean).join(" ");
     },
   },
   {
     class: "date",
     pattern: new RegExp(String.raw`\b(${MONTH})\.?,?\s+(\d{4})(?![\w])`, "gi"),
-    verbalize: (m) => `${MONTHS[monthNumber(m[1]!) - 1]} ${yearWords(Number(m[2]))}`,
+    verbalize: (m) => (isWordMonth(m[1]!) ? null : `${MONTHS[monthNumber(m[1]!) - 1]} ${yearWords(Number(m[2]))}`),
   },
   {
     class: "date",
@@ -115,7 +120,7 @@ export const timeRules: Rule[] = [
     verbalize: (m, text) => {
       const words = clockWords(Number(m[1]), Number(m[2]), m[3] === undefined ? undefined : Number(m[3]), m[4]);
       if (!words) return null;
-      return m[5] ? `${words} ${zoneWords(m[5])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
+      return withSentenceEnd(m[5] ? `${words} ${zoneWords(m[5])}` : words, text, m.index + m[0].length, m[0]);
     },
   },
   {
@@ -125,7 +130,7 @@ export const timeRules: Rule[] = [
     verbalize: (m, text) => {
       const words = clockWords(Number(m[1]), Number(m[2]), undefined, m[3]);
       if (!words) return null;
-      return m[4] ? `${words} ${zoneWords(m[4])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
+      return withSentenceEnd(m[4] ? `${words} ${zoneWords(m[4])}` : words, text, m.index + m[0].length, m[0]);
     },
   },
   {
@@ -135,7 +140,7 @@ export const timeRules: Rule[] = [
       const hour = Number(m[1]);
       if (hour < 1 || hour > 12) return null;
       const words = `${cardinalWords(m[1]!)} ${ampmWords(m[2]!)}`;
-      return m[3] ? `${words} ${zoneWords(m[3])}` : withSentenceEnd(words, text, m.index + m[0].length, m[0]);
+      return withSentenceEnd(m[3] ? `${words} ${zoneWords(m[3])}` : words, text, m.index + m[0].length, m[0]);
     },
   },
 ];

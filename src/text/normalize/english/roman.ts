@@ -31,9 +31,13 @@ export const romanRules: Rule[] = [
   {
     class: "roman",
     pattern: new RegExp(String.raw`\b(${HEADINGS})\s+([IVXLCDM]+)(?![\p{L}\d'’-])`, "giu"),
-    verbalize: (m) => {
-      const value = romanValue(m[2]!);
-      return value === null || m[2] !== m[2]!.toUpperCase() ? null : `${m[1]} ${cardinalWords(String(value))}`;
+    verbalize: (m, text) => {
+      const [heading, numeral] = [m[1]!, m[2]!];
+      // "For the most part I agree": a lower-case heading, or "I" running on into a sentence, is the pronoun.
+      if (heading[0] !== heading[0]!.toUpperCase() || numeral !== numeral.toUpperCase()) return null;
+      if (numeral === "I" && /^\s+\p{Ll}/u.test(text.slice(m.index + m[0].length))) return null;
+      const value = romanValue(numeral);
+      return value === null ? null : `${heading} ${cardinalWords(String(value))}`;
     },
   },
   {
