@@ -34,6 +34,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["3000", "three thousand"],
     ["86400", "eighty six thousand four hundred"],
     ["007", "zero zero seven"],
+    ["1,2,3", "one, two, three"],
     ["The stadium holds 65,000 fans.", "The stadium holds sixty five thousand fans."],
     ["We shipped 12 boxes today.", "We shipped twelve boxes today."],
     ["Temperatures fell to -12 overnight.", "Temperatures fell to minus twelve overnight."],
@@ -101,6 +102,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["we're open 24/7", "we're open twenty four seven"],
     ["11/16", "eleven sixteenths"],
     ["1/3rd", "one third"],
+    ["rated 4.5/5", "rated four point five out of five"],
+    ["3/16 inch", "three sixteenths inch"],
   ],
   percent: [
     ["5%", "five percent"],
@@ -172,6 +175,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Born on 7/4/1976.", "Born on july fourth nineteen seventy six."],
     ["Due 04/15/26", "Due april fifteenth twenty six"],
     ["I will march 5 miles", "I will march five miles"],
+    ["Merry Christmas, see you 12/25!", "Merry Christmas, see you december twenty fifth!"],
     ["you may 2 times", "you may two times"],
   ],
   year: [

@@ -60,12 +60,22 @@ function ordinalSuffixFits(digits: string, suffix: string): boolean {
 
 export const fractionRules: Rule[] = [
   {
+    // A score or rating: "4.5/5", "100/100".
+    class: "fraction",
+    pattern: /(?<![\w\/.,-])(\d+\.\d+|\d+)\/(\d+)(?![\w\/]|[.,]\d)/g,
+    verbalize: (m) => {
+      const [numerator, denominator] = [m[1]!, m[2]!];
+      const rating = numerator.includes(".") || (Number(denominator) >= 10 && Number(numerator) >= Number(denominator));
+      return rating ? `${numberWords(numerator)} out of ${cardinalWords(denominator)}` : null;
+    },
+  },
+  {
     // "1/4th" and "1/3rd" are fractions too; the suffix only repeats the denominator.
     class: "fraction",
     pattern: new RegExp(String.raw`(?<![\w/.,-])(?:(\d+)\s)?(\d+)\/(\d+)(?:st|nd|rd|th)?(?![\w/]|[.,]\d)`, "gi"),
     verbalize: (m) => {
       const denominator = Number(m[3]);
-      // "24/7", "9/11" and page counts are not fractions a reader would voice; small denominators are.
+      // "24/7" and page counts ("p. 3/250") are not fractions a reader would voice; small denominators are.
       if (denominator < 2 || (denominator > 100 && !m[1])) return null;
       if (m[2] === "24" && m[3] === "7") return "twenty four seven";
       return fractionWords(m[1], m[2]!, m[3]!);
@@ -133,7 +143,8 @@ export const cardinalRules: Rule[] = [
   },
   {
     class: "cardinal",
-    pattern: new RegExp(String.raw`(?<![\d.,]|[.,]\d)(?:${NUMBER})(?![\d]|[.,]\d)`, "g"),
+    // Commas next to a number that are not thousands separators are a list: "1,2,3".
+    pattern: new RegExp(String.raw`(?<![\d.]|\.\d)(?:${NUMBER})(?![\d]|\.\d)`, "g"),
     verbalize: (m, text) => {
       const written = m[0];
       const before = text.charAt(m.index - 1);

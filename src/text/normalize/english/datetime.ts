@@ -46,6 +46,9 @@ function withSentenceEnd(words: string, text: string, end: number, written: stri
   return sentenceEndsAfter(text, end, written) ? `${words}.` : words;
 }
 
+/** Denominators of the fractions people write; "12/25", with another denominator and a month first, is a date. */
+const FRACTION_DENOMINATORS = new Set([2, 3, 4, 5, 6, 8, 10, 12, 16, 32, 64, 100]);
+
 /** Dates written with digits and separators only; they go before ranges, which would read their hyphens as "to". */
 export const numericDateRules: Rule[] = [
   {
@@ -61,6 +64,16 @@ export const numericDateRules: Rule[] = [
       const second = Number(m[3]);
       // Month first unless the first number cannot be a month; a day first is read "the fifth of May".
       return first > 12 ? dayOfMonth(first, second, m[4]) : monthDay(first, second, m[4]);
+    },
+  },
+  {
+    // A month and a day without a year: "12/25".
+    class: "date",
+    pattern: /(?<![\w\/.,-])(\d{1,2})\/(\d{1,2})(?![\w\/]|[.,]\d)/g,
+    verbalize: (m) => {
+      const [month, day] = [Number(m[1]), Number(m[2])];
+      if (FRACTION_DENOMINATORS.has(day) || month < 1 || month > 12 || day < 1 || day > 31) return null;
+      return monthDay(month, day);
     },
   },
 ];
