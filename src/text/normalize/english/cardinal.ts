@@ -150,7 +150,9 @@ export const cardinalRules: Rule[] = [
       const before = text.charAt(m.index - 1);
       // Digits glued to letters are part of a code ("B2A23C", "ab9453").
       if (/\p{L}/u.test(before) && /^\d+$/.test(written)) return codeRunWords(written);
-      return numberWords(written);
+      const words = numberWords(written);
+      // In a list written without spaces ("1,2,3") each item after a comma gets one, so the words stay apart.
+      return words && before === "," && /\d/.test(text.charAt(m.index - 2)) ? ` ${words}` : words;
     },
   },
 ];
