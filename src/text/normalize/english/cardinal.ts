@@ -7,7 +7,7 @@ const VULGAR_FRACTIONS: Record<string, [number, number]> = {
   "½": [1, 2], "⅓": [1, 3], "⅔": [2, 3], "¼": [1, 4], "¾": [3, 4], "⅕": [1, 5], "⅖": [2, 5], "⅗": [3, 5], "⅘": [4, 5],
   "⅙": [1, 6], "⅚": [5, 6], "⅛": [1, 8], "⅜": [3, 8], "⅝": [5, 8], "⅞": [7, 8],
 };
-export const VULGAR = Object.keys(VULGAR_FRACTIONS).join("");
+const VULGAR = Object.keys(VULGAR_FRACTIONS).join("");
 
 /** "1/2" → "one half", "3/4" → "three quarters", "31/32" → "thirty one thirty seconds". */
 function simpleFractionWords(numerator: string, denominator: string): string {
@@ -32,7 +32,7 @@ export function fractionWords(whole: string | undefined, numerator: string, deno
   return `${cardinalWords(whole)} and ${fraction}`;
 }
 
-export function vulgarWords(whole: string | undefined, glyph: string): string {
+function vulgarWords(whole: string | undefined, glyph: string): string {
   const [numerator, denominator] = VULGAR_FRACTIONS[glyph]!;
   return fractionWords(whole, String(numerator), String(denominator))!;
 }

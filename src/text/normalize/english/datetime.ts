@@ -33,7 +33,7 @@ function unitCount(value: number, unit: string): string {
 }
 
 /** "10:30" → "ten thirty", "01:00" → "one o'clock", "14:10:30" → "fourteen hours ten minutes thirty seconds". */
-export function clockWords(hour: number, minute: number, second: number | undefined, ampm: string | undefined): string | null {
+function clockWords(hour: number, minute: number, second: number | undefined, ampm: string | undefined): string | null {
   if (hour > 24 || minute > 59) return null;
   const suffix = ampm ? ` ${ampmWords(ampm)}` : "";
   if (second !== undefined) return `${unitCount(hour, "hour")} ${unitCount(minute, "minute")} and ${unitCount(second, "second")}${suffix}`;

@@ -16,7 +16,7 @@ const DOMAINS = "com|org|net|edu|gov|info|biz|app|dev|mil|io|ai|co|uk|us|ca|de|f
 
 const PIECE = /[\p{L}]+|\d+|[^\p{L}\d]/gu;
 
-export function electronicWords(written: string): string {
+function electronicWords(written: string): string {
   const words: string[] = [];
   const pieces = written.match(PIECE) ?? [];
   pieces.forEach((piece, index) => {
