@@ -54,7 +54,7 @@ export const electronicRules: Rule[] = [
   {
     // Unix paths ("/usr/local/bin", "~/notes.txt", "src/main.ts") and Windows ones ("C:\Users\ana").
     class: "electronic",
-    pattern: new RegExp(String.raw`(?<![\w/.])(?:~(?:\/[\w.-]+)+|\.{0,2}(?:\/[\w.-]+){2,}|[\w-]+(?:\/[\w.-]+)*\/[\w-]+\.[a-z]{1,5})\/?${TRAILING}(?![\w\/])|(?<![\w])[A-Z]:\\(?:[\w.-]+\\?)+${TRAILING}`, "g"),
+    pattern: new RegExp(String.raw`(?<![\w/.-])(?:~(?:\/[\w.-]+)+|\.{0,2}(?:\/[\w.-]+){2,}|[\w-]+(?:\/[\w.-]+)*\/[\w-]+\.[a-z]{1,5})\/?${TRAILING}(?![\w\/])|(?<![\w])[A-Z]:\\(?:[\w.-]+\\?)+${TRAILING}`, "g"),
     verbalize: (m) => electronicWords(m[0]),
   },
 ];

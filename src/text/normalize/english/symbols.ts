@@ -10,7 +10,7 @@ const MATH_TOKEN = new RegExp(String.raw`${NUMBER}|[a-z]|[-−+*×÷/=]`, "g");
 export const mathRule: Rule = {
   // An equation: operands and operators around "=" ("1-2=5", "y=x +1"); without "=" a hyphen is a range or a dash.
   class: "math",
-  pattern: new RegExp(String.raw`(?<![\w.])${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND})*\s?=\s?${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND})*(?![\w.])`, "g"),
+  pattern: new RegExp(String.raw`(?<![\w.])${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND}){0,8}\s?=\s?${OPERAND}(?:\s?[-−+*×÷/=]\s?${OPERAND}){0,8}(?![\w.])`, "g"),
   verbalize: (m) => {
     const tokens = m[0].match(MATH_TOKEN) ?? [];
     return tokens.map((token) => OPERATORS[token] ?? numberWords(token) ?? token).join(" ");
