@@ -371,6 +371,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["10 - 4 = 6", "ten minus four equals six"],
     ["upgrade/update", "upgrade slash update"],
     ["and/or", "and/or"],
+    ["upgrade / downgrade", "upgrade slash downgrade"],
+    ["the $ and the % keys", "the dollar and the percent keys"],
     ["R&D budget", "R and D budget"],
   ],
   sentence: [

@@ -114,4 +114,14 @@ describe("speed", () => {
     for (let run = 0; run < runs; run++) normalizeText(sentence);
     expect((performance.now() - start) / runs).toBeLessThan(1);
   });
+
+  test("long runs of digits, dashes and operators take time in proportion to their length", () => {
+    for (const unit of ["1-", "1+2-3*4/", "1,", "a.b@", "ab/"]) {
+      const text = unit.repeat(4000);
+      normalizeText(text);
+      const start = performance.now();
+      normalizeText(text);
+      expect(performance.now() - start).toBeLessThan(250);
+    }
+  });
 });

@@ -34,9 +34,15 @@ export const symbolRules: Rule[] = [
   { class: "symbol", pattern: /(?<=\s|^)&(?=\s)|(?<=\p{Lu})&(?=\p{Lu})/gu, verbalize: () => "and" },
   { class: "symbol", pattern: /(?<=\s|^)@(?=[\w])|(?<=\d\s?)@(?=\s?\d)/gu, verbalize: () => "at" },
   {
+    // A currency or percent sign standing alone is named: "$ and %".
+    class: "symbol",
+    pattern: /(?<=^|\s)[$%](?=\s|$)/g,
+    verbalize: (m) => (m[0] === "$" ? "dollar" : "percent"),
+  },
+  {
     // "upgrade/update" reads with "slash"; "and/or" and "either/or" are said as they are.
     class: "symbol",
-    pattern: /(?<![\p{L}\d\/.])(\p{L}{2,})\/(\p{L}{2,}(?:\/\p{L}{2,})*)(?![\p{L}\d\/]|\.\p{L})/gu,
-    verbalize: (m) => (/^(?:and\/or|either\/or|he\/she|his\/her|s?he\/him)$/i.test(m[0]) ? null : m[0].split("/").join(" slash ")),
+    pattern: /(?<![\p{L}\d\/.])(\p{L}{2,})(?:\/| \/ )(\p{L}{2,}(?:\/\p{L}{2,})*)(?![\p{L}\d\/]|\.\p{L})/gu,
+    verbalize: (m) => (/^(?:and|either|he|his|she)\s?\/\s?(?:or|she|her|him)$/i.test(m[0]) ? null : m[0].split(/\s?\/\s?/).join(" slash ")),
   },
 ];
