@@ -230,7 +230,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["1960s-80s", "nineteen sixties to eighties"],
     ["1960-80", "nineteen sixty to eighty"],
     ["Ages 3–7 welcome.", "Ages three to seven welcome."],
-    ["Open Mon–Fri, 8am–6pm.", "Open Mon–Fri, eight AM to six PM."],
+    ["Open Mon–Fri, 8am–6pm.", "Open monday to friday, eight AM to six PM."],
     ["It takes 3-4 weeks.", "It takes three to four weeks."],
     ["rooms 101-110", "rooms one hundred one to one hundred ten"],
   ],
@@ -378,7 +378,7 @@ const TABLE: Record<CaseClass, Row[]> = {
   sentence: [
     ["On 03/04/2026 at 10:30 pm, the bill came to $19.99.", "On march fourth twenty twenty six at ten thirty PM, the bill came to nineteen dollars ninety nine cents."],
     ["Henry VIII had 6 wives.", "Henry the eighth had six wives."],
-    ["The store is open 9am-5pm, Mon–Sat.", "The store is open nine AM to five PM, Mon–Sat."],
+    ["The store is open 9am-5pm, Mon–Sat.", "The store is open nine AM to five PM, monday to saturday."],
     ["Call (555) 123-4567 or email john@example.com.", "Call five five five, one two three, four five six seven or email john at example dot com."],
     ["Drive 5 km/h in the 2nd lane.", "Drive five kilometers per hour in the second lane."],
     ["Revenue grew 12% to $45 billion in 2023.", "Revenue grew twelve percent to forty five billion dollars in twenty twenty three."],

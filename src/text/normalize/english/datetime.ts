@@ -81,6 +81,12 @@ export const numericDateRules: Rule[] = [
 /** Dates with month names, eras and decades. */
 export const dateRules: Rule[] = [
   {
+    // "Mon–Fri" on opening hours.
+    class: "date",
+    pattern: new RegExp(String.raw`\b(${WEEKDAY})\.?\s?[-–]\s?(${WEEKDAY})\b\.?`, "g"),
+    verbalize: (m, text) => withSentenceEnd(`${weekdayName(m[1]!)} to ${weekdayName(m[2]!)}`, text, m.index + m[0].length, m[0]),
+  },
+  {
     class: "date",
     pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?(?:\s+|-)(\d{1,2})(?:st|nd|rd|th)?(?:(?:,?\s+|-)(\d{4}))?(?![\w:]|[.,]\d)`, "gi"),
     verbalize: (m) => {
