@@ -22,9 +22,10 @@ export interface NormalizeOptions {
   language?: string;
 }
 
-/** Everything that can be one end of a range, in the same order as the full list below. */
-const RANGE_END_RULES: readonly Rule[] = [...moneyRules, ...measureRules, ...timeRules, percentRule, ordinalRule, ...dateRules, yearRule, ...cardinalRules];
+/** The rules that can read one end of a range, in the order they have in the full list below. */
+const RANGE_END_RULES: readonly Rule[] = [...dateRules, ...moneyRules, ...measureRules, ...timeRules, percentRule, ordinalRule, yearRule, ...cardinalRules];
 
+/** An end that still has digits once read ("5x7") is not one these rules understand, so neither is the range. */
 function rangeEndWords(written: string): string | null {
   const words = applySpans(written, tag(written, RANGE_END_RULES));
   return /\d/.test(words) ? null : words;
