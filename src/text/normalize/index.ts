@@ -4,7 +4,7 @@
  * byte for byte, so text without written forms comes out unchanged.
  */
 import { applySpans, tag, type Rule } from "./tagger.ts";
-import { dateRules, numericDateRules, timeRules, yearRule } from "./english/datetime.ts";
+import { dateRules, decadeRule, numericDateRules, timeRules, yearRule } from "./english/datetime.ts";
 import { moneyRules } from "./english/money.ts";
 import { measureRules } from "./english/measures.ts";
 import { electronicRules } from "./english/electronic.ts";
@@ -23,7 +23,7 @@ export interface NormalizeOptions {
 }
 
 /** The rules that can read one end of a range, in the order they have in the full list below. */
-const RANGE_END_RULES: readonly Rule[] = [...dateRules, ...moneyRules, ...measureRules, ...timeRules, percentRule, ordinalRule, yearRule, ...cardinalRules];
+const RANGE_END_RULES: readonly Rule[] = [...dateRules, decadeRule, ...moneyRules, ...measureRules, ...timeRules, percentRule, ordinalRule, yearRule, ...cardinalRules];
 
 /** An end that still has digits once read ("5x7") is not one these rules understand, so neither is the range. */
 function rangeEndWords(written: string): string | null {
@@ -36,9 +36,10 @@ function rangeEndWords(written: string): string | null {
  * - electronic, telephone and numeric dates first: their dots, hyphens and slashes would otherwise be read as
  *   decimals, ranges, minus signs or fractions ("555-123-4567", "03/04/2026", "a.b@c.com");
  * - street addresses, whose house numbers and ZIP codes are read differently from other numbers;
+ * - dates with month names, which read their own day spans ("Oct 5-6" → "october fifth to sixth");
  * - an equation before ranges, so "1-2=5" is a subtraction;
  * - ranges next, so "9am-5pm", "$250-$300" and "1960s-80s" read as one range ("to") rather than two pieces and a
- *   dash; dates with month names and decades follow them;
+ *   dash; decades follow them;
  * - money, measures and times before plain numbers, since each needs the number together with its symbol or unit;
  * - fractions, percentages and ordinals before cardinals, which would otherwise take their digits;
  * - Roman numerals and abbreviations need no digits and only look at their own context;
@@ -49,9 +50,10 @@ const ENGLISH_RULES: readonly Rule[] = [
   ...telephoneRules,
   ...numericDateRules,
   addressRule,
+  ...dateRules,
   mathRule,
   rangeRule(rangeEndWords),
-  ...dateRules,
+  decadeRule,
   ...moneyRules,
   ...measureRules,
   ...timeRules,

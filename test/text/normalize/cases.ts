@@ -174,6 +174,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["The meeting moved to June 3rd.", "The meeting moved to june third."],
     ["Born on 7/4/1976.", "Born on july fourth nineteen seventy six."],
     ["Due 04/15/26", "Due april fifteenth twenty six"],
+    ["The fair runs Oct 5-6.", "The fair runs october fifth to sixth."],
     ["I will march 5 miles", "I will march five miles"],
     ["Merry Christmas, see you 12/25!", "Merry Christmas, see you december twenty fifth!"],
     ["you may 2 times", "you may two times"],
@@ -233,6 +234,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Open Mon–Fri, 8am–6pm.", "Open monday to friday, eight AM to six PM."],
     ["It takes 3-4 weeks.", "It takes three to four weeks."],
     ["rooms 101-110", "rooms one hundred one to one hundred ten"],
+    ["In 2023-24, sales rose.", "In twenty twenty three to twenty four, sales rose."],
   ],
   measure: [
     ["5 km", "five kilometers"],

@@ -88,11 +88,16 @@ export const dateRules: Rule[] = [
   },
   {
     class: "date",
-    pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?(?:\s+|-)(\d{1,2})(?:st|nd|rd|th)?(?:(?:,?\s+|-)(\d{4}))?(?![\w:]|[.,]\d)`, "gi"),
+    pattern: new RegExp(String.raw`(?:\b(${WEEKDAY})\.?,?\s+)?\b(${MONTH})\.?(?:\s+|-)(\d{1,2})(?:st|nd|rd|th)?(?:\s?[-–]\s?(\d{1,2})(?:st|nd|rd|th)?)?(?:(?:,?\s+|-)(\d{4}))?(?![\w:]|[.,]\d)`, "gi"),
     verbalize: (m) => {
       if (isWordMonth(m[2]!)) return null;
-      const date = monthDay(monthNumber(m[2]!), Number(m[3]), m[4]);
-      return date && (m[1] ? `${weekdayName(m[1])} ${date}` : date);
+      const date = monthDay(monthNumber(m[2]!), Number(m[3]), m[5]);
+      if (!date) return null;
+      // "Oct 5-6": the last day of the span follows the first.
+      const lastDay = m[4] === undefined ? "" : Number(m[4]) > Number(m[3]) && Number(m[4]) <= 31 ? m[4] : null;
+      if (lastDay === null) return null;
+      const span = lastDay ? date.replace(ordinalWords(m[3]!), `${ordinalWords(m[3]!)} to ${ordinalWords(lastDay)}`) : date;
+      return m[1] ? `${weekdayName(m[1])} ${span}` : span;
     },
   },
   {
@@ -116,16 +121,6 @@ export const dateRules: Rule[] = [
       if (m[3]) return `AD ${m[4]!.length === 4 ? yearWords(Number(m[4])) : cardinalWords(m[4]!)}`;
       const words = `${m[1]!.length === 4 ? yearWords(Number(m[1])) : cardinalWords(m[1]!)} ${m[2]!.replace(/\./g, "")}`;
       return withSentenceEnd(words, text, m.index + m[0].length, m[0]);
-    },
-  },
-  {
-    class: "date",
-    pattern: /(?<![\w$])(?:['’](\d0)|(\d{2}|\d{3}0)|(1\d{2}0|20\d0))['’]?s(?![\w])/g,
-    verbalize: (m) => {
-      const digits = m[1] ?? m[2] ?? m[3]!;
-      if (digits.length === 2) return digits === "00" ? null : pluralOfWords(underHundred(Number(digits)));
-      if (digits.length !== 4) return null;
-      return pluralOfWords(yearWords(Number(digits)));
     },
   },
 ];
@@ -163,6 +158,18 @@ export const timeRules: Rule[] = [
     },
   },
 ];
+
+/** Decades ("the 1980s", "'90s"); they come after ranges, so "1960s-80s" is one range. */
+export const decadeRule: Rule = {
+  class: "date",
+  pattern: /(?<![\w$])(?:['’](\d0)|(\d{2}|\d{3}0)|(1\d{2}0|20\d0))['’]?s(?![\w])/g,
+  verbalize: (m) => {
+    const digits = m[1] ?? m[2] ?? m[3]!;
+    if (digits.length === 2) return digits === "00" ? null : pluralOfWords(underHundred(Number(digits)));
+    if (digits.length !== 4) return null;
+    return pluralOfWords(yearWords(Number(digits)));
+  },
+};
 
 /** A bare four-digit number from 1100 to 2099 reads as a year, as the standard datasets do. */
 export const yearRule: Rule = {

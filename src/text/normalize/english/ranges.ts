@@ -2,7 +2,7 @@
 import type { Rule } from "../tagger.ts";
 
 /** One end of a range: a number with an optional currency before and an optional unit, am/pm or "s" after. */
-const END = String.raw`(?:[$£€¥₹]\s?)?\d[\d,]*(?:[.:]\d+)?(?:\s?[AaPp]\.?[Mm]\.?(?![\p{L}])|'?s|%|°[CF]?|\s?(?:thousand|million|billion)|[\p{L}]{1,5})?`;
+const END = String.raw`(?:[$£€¥₹]\s?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.:]\d+)?(?:\s?[AaPp]\.?[Mm]\.?(?![\p{L}])|'?s|%|°[CF]?|\s?(?:thousand|million|billion)|[\p{L}]{1,5})?`;
 
 /**
  * Earlier rules have already taken telephone numbers and dates, so a hyphen between numbers here is a range when the
@@ -11,7 +11,7 @@ const END = String.raw`(?:[$£€¥₹]\s?)?\d[\d,]*(?:[.:]\d+)?(?:\s?[AaPp]\.?[
 export function rangeRule(endWords: (written: string) => string | null): Rule {
   return {
     class: "range",
-    pattern: new RegExp(String.raw`(?<![\p{L}\d.,\/-])(${END})(\s?[-–—]\s?)(${END})(?![\p{L}\d]|[.,]\d)`, "gu"),
+    pattern: new RegExp(String.raw`(?<![\p{L}\d.,\/-])(${END})(\s?[-–—]\s?)(${END})(?![\p{L}\d-]|[.,]\d)`, "gu"),
     verbalize: (m) => {
       const [first, dash, second] = [m[1]!, m[2]!.trim(), m[3]!];
       const bare = /^[\d,.]+$/;
