@@ -42,6 +42,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Only 3 of the 17 tests failed.", "Only three of the seventeen tests failed."],
     ["the 90s", "the nineties"],
     ["Windows 11", "Windows eleven"],
+    ["cases hit 1.2M", "cases hit one point two million"],
+    ["a 70B model", "a seventy billion model"],
     ["Python 3.12.1", "Python three point twelve point one"],
     ["see section 4.2.1", "see section four point two point one"],
     ["a 16:9 screen", "a sixteen to nine screen"],
@@ -356,6 +358,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["an IV drip", "an IV drip"],
     ["Star Wars Episode IV", "Star Wars Episode four"],
     ["For the most part I agree.", "For the most part I agree."],
+    ["Elizabeth I and James I", "Elizabeth the first and James the first"],
+    ["When Peter I think it over", "When Peter I think it over"],
   ],
   symbol: [
     ["AT&T", "AT and T"],

@@ -113,7 +113,18 @@ function codeRunWords(digits: string): string {
   return digitWords(digits);
 }
 
+const SCALE_LETTERS: Record<string, string> = { K: "thousand", M: "million", B: "billion", bn: "billion", T: "trillion" };
+
 export const cardinalRules: Rule[] = [
+  {
+    // A scale letter glued to the number ("1.2M cases", "70B parameters"); "0.1 M" with a space stays a letter.
+    class: "cardinal",
+    pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${NUMBER})(K|M|B|bn|T)(?![\p{L}\d])`, "gu"),
+    verbalize: (m) => {
+      const words = numberWords(m[1]!);
+      return words && `${words} ${SCALE_LETTERS[m[2]!]}`;
+    },
+  },
   {
     // Version and section numbers ("3.12.1", "4.2.1") read part by part; an IP address was taken earlier.
     class: "cardinal",

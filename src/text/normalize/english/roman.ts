@@ -25,9 +25,17 @@ const HEADINGS = String.raw`Chapter|Part|Book|Volume|Vol\.|Act|Scene|Section|Art
  * made of I, V and X, so the pronoun "I", single letters ("Malcolm X") and words like "MIX" stay as written.
  */
 const REGNAL = /^(?:X{0,3})(?:IX|IV|V?I{0,3})$/;
+/** Monarchs and popes after whose name a lone "I" is "the first", unless a verb shows it is the pronoun. */
+const FIRST_OF = /\b(?:Elizabeth|James|Charles|Henry|Edward|George|William|Richard|Louis|Francis|Peter|Catherine|Napoleon|Alexander|Nicholas|Philip|Frederick|Leopold|Mary|Anne|Victoria|Ferdinand|Isabella|Leo|Pius|Gregory|Benedict|Clement|Innocent|John Paul)\s+I(?![\p{L}\d'’-])(?!\s+(?:am|was|had|have|think|thought|know|knew|will|would|can|could|did|do|don't|mean|guess|said|say|saw|see|went|want|love|like|need|feel|hope|believe|told|got|get)\b)/gu;
+
 const NOT_NAMES = new Set(["The", "A", "An", "In", "On", "At", "Of", "For", "And", "But", "Or", "To", "By", "With", "From", "As", "If", "So", "When", "Then", "This", "That", "Is", "Was"]);
 
 export const romanRules: Rule[] = [
+  {
+    class: "roman",
+    pattern: FIRST_OF,
+    verbalize: (m) => `${m[0].slice(0, -1).trimEnd()} the first`,
+  },
   {
     class: "roman",
     pattern: new RegExp(String.raw`\b(${HEADINGS})\s+([IVXLCDM]+)(?![\p{L}\d'’-])`, "giu"),
