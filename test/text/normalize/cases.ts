@@ -285,6 +285,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["192.168.0.1", "one nine two dot one six eight dot zero dot one"],
     ["Ping 10.0.0.255 first.", "Ping one zero dot zero dot zero dot two five five first."],
     ["(555)555-5555", "five five five, five five five, five five five five"],
+    ["Call 1-800-FLOWERS today", "Call one, eight hundred, FLOWERS today"],
     ["Text 415-555-0123 for help", "Text four one five, five five five, zero one two three for help"],
   ],
   electronic: [

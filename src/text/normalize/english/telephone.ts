@@ -1,6 +1,6 @@
 /** Telephone numbers, social security numbers and IP addresses: digit groups said digit by digit. */
 import type { Rule } from "../tagger.ts";
-import { digitWords } from "./numbers.ts";
+import { cardinalWords, digitWords } from "./numbers.ts";
 
 /** Groups said one digit at a time, with a pause (a comma) between groups. */
 function groupWords(groups: (string | undefined)[]): string {
@@ -18,6 +18,15 @@ export const telephoneRules: Rule[] = [
       if (m[6] === " " && !m[1] && !m[3]) return null;
       const local = groupWords([m[3] ?? m[4], m[5], m[7], m[8]]);
       return international ? `${m[1] ? "plus " : ""}${digitWords(international)}, ${local}` : local;
+    },
+  },
+  {
+    // Toll-free numbers spelled with letters: "1-800-FLOWERS", "1-800-GO-U-HAUL".
+    class: "telephone",
+    pattern: /(?<![\w+.-])(?:(1)-)?(8[0-8]{2})-((?:[A-Z0-9]+-)*[A-Z]{2,}(?:-[A-Z0-9]+)*)(?![\w-])/g,
+    verbalize: (m) => {
+      const letters = m[3]!.split("-").map((group) => (/^\d+$/.test(group) ? digitWords(group) : group)).join(" ");
+      return `${m[1] ? "one, " : ""}${cardinalWords(m[2]!)}, ${letters}`;
     },
   },
   {
