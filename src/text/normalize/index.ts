@@ -4,7 +4,7 @@
  * byte for byte, so text without written forms comes out unchanged.
  */
 import { applySpans, tag, type Rule } from "./tagger.ts";
-import { dateRules, decadeRule, numericDateRules, timeRules, yearRule } from "./english/datetime.ts";
+import { dateRules, decadeRule, numericDateRules, quarterRule, timeRules, yearRule } from "./english/datetime.ts";
 import { moneyRules } from "./english/money.ts";
 import { measureRules } from "./english/measures.ts";
 import { electronicRules } from "./english/electronic.ts";
@@ -51,6 +51,7 @@ const ENGLISH_RULES: readonly Rule[] = [
   ...numericDateRules,
   addressRule,
   ...dateRules,
+  quarterRule,
   mathRule,
   rangeRule(rangeEndWords),
   decadeRule,

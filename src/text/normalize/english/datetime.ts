@@ -105,7 +105,8 @@ export const dateRules: Rule[] = [
     pattern: new RegExp(String.raw`(?<![\w.,])(?:(the)\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:(of)\s+)?(${MONTH})\.?(?:,?\s+(\d{4}))?(?![\w])`, "gi"),
     verbalize: (m) => {
       const day = Number(m[2]);
-      if (day < 1 || day > 31 || isWordMonth(m[4]!)) return null;
+      // "17 may 2010": a year after a lower-case "may" shows it is the month.
+      if (day < 1 || day > 31 || (isWordMonth(m[4]!) && !m[5])) return null;
       return [m[1] ? m[1] : "the", ordinalWords(m[2]!), "of", MONTHS[monthNumber(m[4]!) - 1], m[5] ? yearWords(Number(m[5])) : ""].filter(Boolean).join(" ");
     },
   },
@@ -158,6 +159,13 @@ export const timeRules: Rule[] = [
     },
   },
 ];
+
+/** Quarters of a year: "Q3 2024", "2Q22". */
+export const quarterRule: Rule = {
+  class: "date",
+  pattern: /\bQ([1-4])\s(\d{4})(?![\w])|(?<![\w.])([1-4])Q(\d{2}|\d{4})(?![\w])/g,
+  verbalize: (m) => `the ${ordinalWords(m[1] ?? m[3]!)} quarter of ${shortYearWords(m[2] ?? m[4]!)}`,
+};
 
 /** Decades ("the 1980s", "'90s"); they come after ranges, so "1960s-80s" is one range. */
 export const decadeRule: Rule = {
