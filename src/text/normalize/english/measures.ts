@@ -61,6 +61,16 @@ function unitWords(quantity: string, scale: string | undefined, symbol: string, 
 
 export const measureRules: Rule[] = [
   {
+    // Dimensions: "2x4", "1920 x 1080", "25 x 7 m"; the unit after the last number covers them all.
+    class: "measure",
+    pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${QUANTITY})\s?[x×]\s?(${QUANTITY})(?:\s?(${UNIT}))?(?![\p{L}\d])`, "gu"),
+    verbalize: (m) => {
+      const first = quantityWords(m[1]!);
+      const second = m[3] ? unitWords(m[2]!, undefined, m[3], false) : quantityWords(m[2]!);
+      return first && second && `${first} by ${second}`;
+    },
+  },
+  {
     class: "measure",
     pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${QUANTITY})${SCALE}(\s?|-)(${UNIT})${PER}(?![\p{L}\d])`, "gu"),
     verbalize: (m) => {

@@ -1,4 +1,4 @@
-/** Symbols said as words in context: "&", "#1", "@", "+", "=", "x" between numbers, "a/b". */
+/** Symbols said as words in context: "&", "#1", "@", "+", "*", "=", "a/b". */
 import type { Rule } from "../tagger.ts";
 import { numberWords } from "./numbers.ts";
 import { NUMBER } from "./patterns.ts";
@@ -20,8 +20,8 @@ export const mathRule: Rule = {
 export const symbolRules: Rule[] = [
   {
     class: "symbol",
-    pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?([x×])\s?(${NUMBER})(?![\w.])`, "g"),
-    verbalize: (m) => `${numberWords(m[1]!)} by ${numberWords(m[3]!)}`,
+    pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?\*\s?(${NUMBER})(?![\w.])`, "g"),
+    verbalize: (m) => `${numberWords(m[1]!)} times ${numberWords(m[2]!)}`,
   },
   {
     class: "symbol",
