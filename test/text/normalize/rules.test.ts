@@ -100,6 +100,11 @@ describe("other languages through to-words", () => {
     expect(normalizeText("99 $", { language: "zz-QQ" })).toBe("99 $");
   });
 
+  test("text without digits or currency signs is unchanged in other languages too", () => {
+    const text = "« Bonjour ! » dit-elle. Ça va ? L'été, c'est déjà fini…\nÜber Straße — 東京 🙂";
+    for (const language of ["fr", "de-DE", "es", "ja", "xx"]) expect(normalizeText(text, { language })).toBe(text);
+  });
+
   test("English variants use the English rules", () => {
     expect(normalizeText("I have 5 dogs", { language: "en-GB" })).toBe("I have five dogs");
   });
