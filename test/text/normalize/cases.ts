@@ -44,6 +44,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["Windows 11", "Windows eleven"],
     ["cases hit 1.2M", "cases hit one point two million"],
     ["a 70B model", "a seventy billion model"],
+    ["a 4K video", "a four K video"],
+    ["H2O and CO2", "H two O and CO two"],
     ["Python 3.12.1", "Python three point twelve point one"],
     ["see section 4.2.1", "see section four point two point one"],
     ["a 16:9 screen", "a sixteen to nine screen"],

@@ -121,6 +121,8 @@ export const cardinalRules: Rule[] = [
     class: "cardinal",
     pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${NUMBER})(K|M|B|bn|T)(?![\p{L}\d])`, "gu"),
     verbalize: (m) => {
+      // "4K" and "8K" are screen resolutions, said as letters.
+      if (m[2] === "K" && (m[1] === "4" || m[1] === "8")) return null;
       const words = numberWords(m[1]!);
       return words && `${words} ${SCALE_LETTERS[m[2]!]}`;
     },
