@@ -21,6 +21,12 @@ export function rangeRule(endWords: (written: string) => string | null): Rule {
         const shortYear = first.length === 4 && second.length === 2;
         if (!(high > low) && !shortYear) return null;
       }
+      // "$10-20" is ten to twenty dollars: the currency written once covers both ends.
+      const currency = /^[$£€¥₹]\s?/.exec(first)?.[0];
+      if (currency && /^[\d,.]+(?:\s?(?:thousand|million|billion))?$/.test(second)) {
+        const [low, high] = [endWords(first.slice(currency.length)), endWords(currency + second)];
+        return low && high && `${low} to ${high}`;
+      }
       const firstWords = endWords(first);
       const secondWords = endWords(second);
       if (!firstWords || !secondWords) return null;
