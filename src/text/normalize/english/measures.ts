@@ -1,6 +1,7 @@
 /** Measures: a quantity and a unit ("5 km/h", "12kg", "2°C", "4 1/2 lbs", "41,459.00 km³"). */
 import type { Rule } from "../tagger.ts";
 import { QUANTITY, quantityWords } from "./cardinal.ts";
+import { sentenceEndsAfter } from "./patterns.ts";
 
 interface Unit { one: string; many: string }
 const unit = (one: string, many = `${one}s`): Unit => ({ one, many });
@@ -60,6 +61,23 @@ function unitWords(quantity: string, scale: string | undefined, symbol: string, 
 }
 
 export const measureRules: Rule[] = [
+  {
+    // Heights: 5'11" and 6′2″.
+    class: "measure",
+    pattern: /(?<![\p{L}\d.,])(\d)['′](\d{1,2})(?:"|″|'')(?![\p{L}\d])/gu,
+    verbalize: (m) => (Number(m[2]) < 12 ? `${quantityWords(m[1]!)} ${m[1] === "1" ? "foot" : "feet"} ${quantityWords(m[2]!)}` : null),
+  },
+  {
+    // "in" is an inch only where it cannot be the preposition: glued to the number ("27in") or hyphenated ("12-in").
+    class: "measure",
+    pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${QUANTITY})(-?)in\.?(?![\p{L}\d])`, "gu"),
+    verbalize: (m, text) => {
+      const words = quantityWords(m[1]!);
+      if (!words) return null;
+      const inches = `${words} ${m[2] || /^1$/.test(m[1]!) ? "inch" : "inches"}`;
+      return sentenceEndsAfter(text, m.index + m[0].length, m[0]) ? `${inches}.` : inches;
+    },
+  },
   {
     // Dimensions: "2x4", "1920 x 1080", "25 x 7 m"; the unit after the last number covers them all.
     class: "measure",
