@@ -1,4 +1,4 @@
-/** Money: "$19.99", "€10.50", "$45 billion", "$5k", "100 USD", "25¢". */
+/** Money: "$19.99", "€10.50", "$45 billion", "$5k", "100 USD", "25¢", "$20/mo". */
 import type { Rule } from "../tagger.ts";
 import { cardinalWords, numberWords } from "./numbers.ts";
 import { NUMBER } from "./patterns.ts";

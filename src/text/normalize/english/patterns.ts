@@ -14,8 +14,6 @@ export function monthNumber(name: string): number {
   return MONTHS.findIndex((month) => month.startsWith(lower.slice(0, 3))) + 1;
 }
 
-
-/** "a.m.", "PM", "p m" → "a m" or "p m". */
 /** "a.m.", "PM", "p m" → "AM" or "PM"; capitals so that a phonemizer spells them rather than reading "am". */
 export function ampmWords(written: string): string {
   return written.toLowerCase().startsWith("a") ? "AM" : "PM";
