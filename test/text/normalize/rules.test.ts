@@ -40,6 +40,7 @@ describe("plain text is kept byte for byte", () => {
     "I think I can, and I will. MIX, CIVIL, DID, LID, VIVID and MIMIC are words. Malcolm X spoke.",
     "Tabs\tand\r\nWindows line ends, trailing spaces   \nand a last line without a period",
     "Mr Smith and Ms Brown met at the inn in May; it was a may-be, a will-do.",
+    "A missing space after a period.It happens.In chats.Me too.",
     "",
   ];
   for (const text of paragraphs) {

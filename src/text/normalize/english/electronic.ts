@@ -10,7 +10,10 @@ const SYMBOL_WORDS: Record<string, string> = {
 /** Pieces said as letters or as another word, whatever their case in the text. */
 const PIECE_WORDS: Record<string, string> = { www: "WWW", http: "HTTP", https: "HTTPS", ftp: "FTP", html: "HTML", htm: "HTM", jpg: "jpeg", pdf: "PDF", png: "PNG", csv: "CSV", json: "JSON", gif: "GIF", txt: "TXT", svg: "SVG" };
 
-/** Top-level domains read as words; others (two-letter country codes, unknown ones) are spelled. */
+/**
+ * Top-level domains read as words; others (two-letter country codes, unknown ones) are spelled. A bare domain is
+ * recognized in lower case only, so a missing space after a period ("done.It was") is not taken for one.
+ */
 const WORD_DOMAINS = new Set(["com", "org", "net", "edu", "gov", "info", "biz", "app", "dev", "mil"]);
 const DOMAINS = "com|org|net|edu|gov|info|biz|app|dev|mil|io|ai|co|uk|us|ca|de|fr|it|es|nl|eu|jp|cn|in|au|ru|br|ch|se|no|tv|me|ly";
 
@@ -48,7 +51,7 @@ export const electronicRules: Rule[] = [
   },
   {
     class: "electronic",
-    pattern: new RegExp(String.raw`(?<![\w.@/-])(?:www\.[\w-]+(?:\.[\w-]+)*|[\w-]+(?:\.[\w-]+)*\.(?:${DOMAINS}))(?![\w@-]|\.\w)(?:\/${ADDRESS_CHAR}*)?${TRAILING}`, "gi"),
+    pattern: new RegExp(String.raw`(?<![\w.@/-])(?:www\.[\w-]+(?:\.[\w-]+)*|[\w-]+(?:\.[\w-]+)*\.(?:${DOMAINS}))(?![\w@-]|\.\w)(?:\/${ADDRESS_CHAR}*)?${TRAILING}`, "g"),
     verbalize: (m) => electronicWords(m[0]),
   },
   {
