@@ -38,7 +38,7 @@ export function cardinalWords(digits: string): string {
 
 const ORDINAL_LAST: Record<string, string> = { one: "first", two: "second", three: "third", five: "fifth", eight: "eighth", nine: "ninth", twelve: "twelfth" };
 
-export function ordinalOfWords(words: string): string {
+function ordinalOfWords(words: string): string {
   const parts = words.split(" ");
   const last = parts.pop()!;
   const ordinal = ORDINAL_LAST[last] ?? (last.endsWith("y") ? `${last.slice(0, -1)}ieth` : `${last}th`);
@@ -78,11 +78,4 @@ export function yearWords(n: number): string {
   if (low === 0) return `${underHundred(high)} hundred`;
   if (low < 10) return `${underHundred(high)} oh ${ONES[low]}`;
   return `${underHundred(high)} ${underHundred(low)}`;
-}
-
-/** Digits in a code or model name: short ones as numbers, four in pairs, others one by one. */
-export function codeDigitWords(digits: string): string {
-  if (digits.length <= 2) return cardinalWords(digits);
-  if (digits.length === 4 && !digits.startsWith("0")) return yearWords(Number(digits));
-  return digitWords(digits);
 }

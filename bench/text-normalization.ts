@@ -1,0 +1,31 @@
+/**
+ * Text normalization: how many cases of the table in test/text/normalize/cases.ts pass under the lenient comparison,
+ * per class, and how long normalization takes per 1,000 characters (median of several runs over the whole table).
+ * Run: bun bench/text-normalization.ts
+ */
+import { normalizeText } from "../src/text/normalize/index.ts";
+import { CASES, CLASSES } from "../test/text/normalize/cases.ts";
+import { lenientEqual } from "../test/text/normalize/lenient.ts";
+
+const rows = CLASSES.map((caseClass) => {
+  const cases = CASES.filter((row) => row.class === caseClass);
+  const passed = cases.filter((row) => lenientEqual(normalizeText(row.written), row.spoken)).length;
+  return { class: caseClass, cases: cases.length, passed, percent: ((100 * passed) / cases.length).toFixed(1) };
+});
+const passed = rows.reduce((sum, row) => sum + row.passed, 0);
+rows.push({ class: "all" as (typeof CLASSES)[number], cases: CASES.length, passed, percent: ((100 * passed) / CASES.length).toFixed(1) });
+console.table(rows);
+
+const characters = CASES.reduce((sum, row) => sum + row.written.length, 0);
+const RUNS = 15;
+const REPEATS = 20;
+for (let warm = 0; warm < 5; warm++) for (const row of CASES) normalizeText(row.written);
+const perThousand: number[] = [];
+for (let run = 0; run < RUNS; run++) {
+  const start = performance.now();
+  for (let repeat = 0; repeat < REPEATS; repeat++) for (const row of CASES) normalizeText(row.written);
+  perThousand.push(((performance.now() - start) / (REPEATS * characters)) * 1000);
+}
+perThousand.sort((a, b) => a - b);
+const median = perThousand[Math.floor(RUNS / 2)]!;
+console.log(`normalization: ${median.toFixed(3)} ms per 1,000 characters (median of ${RUNS} runs over ${characters} characters, ${CASES.length} cases)`);
