@@ -15,7 +15,8 @@ import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStoreFolderError } from "./voices/store.ts";
 import { createProgressRenderer } from "./cli/progress.ts";
-import { normalizeLines } from "./cli/normalize.ts";
+import { filterLines } from "./cli/line-filter.ts";
+import { normalizeText } from "./text/normalize/index.ts";
 import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
 
@@ -122,7 +123,7 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
 }
 
 async function runNormalize(language = "en"): Promise<number> {
-  await normalizeLines(process.stdin, process.stdout, language);
+  await filterLines(process.stdin, process.stdout, (line) => normalizeText(line, { language }));
   return 0;
 }
 

@@ -1,4 +1,4 @@
-/** `voxedge normalize` as a user runs it: a child process, lines on stdin, lines on stdout. */
+/** `voxedge normalize` as a user runs it (src/main.ts over src/cli/line-filter.ts): a child process, lines on stdin, lines on stdout. */
 import { expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
