@@ -156,6 +156,7 @@ describe("WebSocket /v1/audio/speech/stream", () => {
   const splits: ReadonlyArray<{ granularity: string; pieces: string[]; sentences: string[] }> = [
     { granularity: "clause", pieces: ["The total is $1,2", "34.50 today, ", "which we paid on time. "], sentences: ["The total is $1,234.50 today,", "which we paid on time."] },
     { granularity: "sentence", pieces: ["It was $19.", "99 today. ", "Thanks."], sentences: ["It was $19.99 today.", "Thanks."] },
+    { granularity: "clause", pieces: ["We all met on May 5, ", "2026 at noon, ", "then we ate. "], sentences: ["We all met on May 5, 2026 at noon,", "then we ate."] },
     { granularity: "sentence", pieces: ["We met on 03/04/", "2026 ", "at 10:", "30 pm. ", "It rained."], sentences: ["We met on 03/04/2026 at 10:30 pm.", "It rained."] },
   ];
   for (const { granularity, pieces, sentences } of splits) {
