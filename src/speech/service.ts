@@ -261,7 +261,9 @@ export class SpeechService {
         voice,
         language: request.language ?? "Auto",
         seed: request.seed,
-        maxNewTokens: Math.min(request.max_new_tokens ?? Infinity, maxFramesForInput(modelText.length, capabilities.framesPerSecond)),
+        // From the text as sent: its allowance of a second per character already covers written forms read out
+        // in full, and normalized text cannot then make a file longer than the same input did before.
+        maxNewTokens: Math.min(request.max_new_tokens ?? Infinity, maxFramesForInput(text.length, capabilities.framesPerSecond)),
         voicePrompt,
         instructions: capabilities.supportsInstructions ? instructions : undefined,
         extraParams,
