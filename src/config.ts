@@ -325,7 +325,7 @@ const COMMAND_OPTIONS = {
   format: { flag: "format", commands: ["say"], description: "wav, pcm, mp3, flac, opus or aac" },
   speed: { flag: "speed", commands: ["say"], description: "speaking rate, 0.25 to 4, pitch kept" },
   seed: { flag: "seed", commands: ["say"], description: "int64 seed: the same seed and text give the same bytes" },
-  language: { flag: "language", commands: ["models pull"], description: "the bundle's language (else the catalog entry's default, english)" },
+  language: { flag: "language", commands: ["models pull", "normalize"], description: "models pull: the bundle's language (else the catalog entry's default, english); normalize: the text's language as a BCP 47 tag (else en)" },
   precision: { flag: "precision", commands: ["models pull"], description: "int8 or fp32 graphs (else the catalog entry's default, int8)" },
   decoder: { flag: "decoder", commands: ["conformance"], description: "onnx (default) or wgsl: the Mimi decoder the golden cases run through" },
   batch: { flag: "batch", commands: ["conformance"], description: "1 to 256: each golden stream runs inside model calls of that many streams" },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-/** voxedge CLI: `serve` (default) and `say "text" -o out.wav`. */
+/** voxedge CLI: `serve` (default), `say "text" -o out.wav`, `normalize`, `models pull` and `conformance`. */
 import process from "node:process";
 import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
@@ -15,12 +15,16 @@ import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { ApiError, fromZodError } from "./api/errors.ts";
 import { VoiceStoreFolderError } from "./voices/store.ts";
 import { createProgressRenderer } from "./cli/progress.ts";
+import { filterLines } from "./cli/line-filter.ts";
+import { normalizeText } from "./text/normalize/index.ts";
 import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
 
 const USAGE = `Usage:
   voxedge [serve] [options]                         serve the speech API
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
+  voxedge normalize [--language en]                 read lines on stdin, print each with its written forms
+                                                    ("$19.99", "03/04/2026") as they are said
   voxedge models pull [name] [--language L] [--precision int8|fp32]
                                                     download a Pocket TTS bundle into the model cache
   voxedge conformance <fixture-dir> [--decoder onnx|wgsl] [--batch N] [--provider auto|onnxruntime-node|onnxruntime-web|webgpu]
@@ -63,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
+  if (command === "normalize") return runNormalize(values.language);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
   if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider ?? (config.device === "gpu" ? "webgpu" : "auto"));
@@ -115,6 +120,11 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   } finally {
     await host.close();
   }
+}
+
+async function runNormalize(language = "en"): Promise<number> {
+  await filterLines(process.stdin, process.stdout, (line) => normalizeText(line, { language }));
+  return 0;
 }
 
 const CONFORMANCE_PROVIDERS = ["auto", "onnxruntime-node", "onnxruntime-web", "webgpu"] as const;

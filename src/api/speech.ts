@@ -15,6 +15,14 @@ export const MAX_VOICE_NAME_CHARS = 128;
 /** A transcript of at most 30 s of reference audio is a few hundred characters; OpenAI's input cap is ample. */
 export const MAX_REF_TEXT_CHARS = DEFAULT_MAX_INPUT_CHARS;
 
+/**
+ * apply_text_normalization (ElevenLabs' name): whether written forms ("$19.99", "03/04/2026") are rewritten as
+ * they are said before the model reads them. "auto" (the default, when absent) leaves it to the served model
+ * (src/speech/text-normalization.ts says what each does).
+ */
+export const TEXT_NORMALIZATION_MODES = ["auto", "on", "off"] as const;
+export type TextNormalizationMode = (typeof TEXT_NORMALIZATION_MODES)[number];
+
 /** vLLM-Omni's Qwen3-TTS tasks. */
 export const TASK_TYPES = ["CustomVoice", "VoiceDesign", "Base"] as const;
 /** vLLM-Omni's bound on a speaker embedding's length (its largest model's is 2048). */
@@ -111,6 +119,7 @@ export const speechFieldShape = {
   max_new_tokens: optional(z.number({ error: "max_new_tokens must be an integer" }).int("max_new_tokens must be an integer").min(1, "max_new_tokens must be ≥ 1")),
   extra_params: optional(z.record(z.string(), z.unknown(), { error: "extra_params must be a JSON object" })),
   word_timestamps: optional(z.boolean()),
+  apply_text_normalization: optional(z.enum(TEXT_NORMALIZATION_MODES, { error: `apply_text_normalization must be one of ${TEXT_NORMALIZATION_MODES.join(", ")}` })),
   // vLLM-Omni's fields for the models it serves (Qwen3-TTS, MOSS-TTSD, MOSS-SoundEffect), with its types: a
   // client written for it sends them, and a model here that cannot use one ignores it (X-Ignored-Fields).
   speaker: optional(voiceField),

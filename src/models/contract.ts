@@ -27,6 +27,8 @@ export interface ModelCapabilities {
   framesPerSecond: number;
   /** Embedding sizes accepted for direct speaker-embedding uploads; empty = none. */
   speakerEmbeddingDims: readonly number[];
+  /** The language the model speaks, as a BCP 47 tag ("en"); absent when unknown. Text normalization follows it. */
+  language?: string;
 }
 
 export interface SynthesisJob {

@@ -28,6 +28,7 @@ import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
 import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
+import { spokenText } from "./text-normalization.ts";
 
 /** The output rates a request may ask for, whatever the model's own rate: the service resamples. */
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
@@ -251,13 +252,17 @@ export class SpeechService {
         .map((key) => `extra_params.${headerSafeFieldName(key)}`),
     ].slice(0, MAX_IGNORED_FIELDS);
 
+    // Limits above are on the text as sent; the model reads, and usage counts, its normalized form.
+    const modelText = spokenText(text, request.apply_text_normalization, capabilities);
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
     return {
       job: {
-        text,
+        text: modelText,
         voice,
         language: request.language ?? "Auto",
         seed: request.seed,
+        // From the text as sent: its allowance of a second per character already covers written forms read out
+        // in full, and normalized text cannot then make a file longer than the same input did before.
         maxNewTokens: Math.min(request.max_new_tokens ?? Infinity, maxFramesForInput(text.length, capabilities.framesPerSecond)),
         voicePrompt,
         instructions: capabilities.supportsInstructions ? instructions : undefined,
@@ -268,7 +273,7 @@ export class SpeechService {
       speed,
       delivery,
       streamed,
-      inputTextTokens: adapter.countInputTokens(text),
+      inputTextTokens: adapter.countInputTokens(modelText),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
       ignoredFields,
     };

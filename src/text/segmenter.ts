@@ -35,6 +35,12 @@ const CLOSERS = `"'”’)\\]»」』）】》〉`;
  */
 const ABBREVIATIONS = new Set(["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "a.m", "p.m"]);
 
+/**
+ * Months written short, lower-case and without their ".": followed by a number ("Jan. 5") the "." ends no
+ * sentence, so a date reaches text normalization whole. Followed by anything else it may ("I met Jan. He …").
+ */
+const MONTH_ABBREVIATIONS = new Set(["jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"]);
+
 /** Capital initials: "J" of "J. R. R. Tolkien", "J.R.R" of "J.R.R. Tolkien". */
 const INITIALS = /^(?:\p{Lu}\.)*\p{Lu}$/u;
 const NUMBER = /^\p{N}+$/u;
@@ -45,6 +51,7 @@ const WORD = /[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu;
 const SPEAKABLE = /[\p{L}\p{N}]/u;
 const WHITESPACE = /\s/u;
 const LOWER_CASE = /^\p{Ll}/u;
+const STARTS_WITH_NUMBER = /^\p{N}/u;
 
 /**
  * Places where a segment may end. `stop`: Latin sentence punctuation (runs such as "?!" or "..."), which needs
@@ -141,7 +148,15 @@ export class TextSegmenter {
     if (matchEnd === this.#buffer.length) return atEnd ? "ends" : "undecided";
     if (cjkStop !== undefined) return "ends";
     if (!WHITESPACE.test(this.#buffer[matchEnd]!)) return "continues"; // "3.5", "e.g.x", "1,000", "10:30"
-    if (pause !== undefined) return countWords(this.#buffer.slice(0, match.index)) >= MIN_CLAUSE_WORDS ? "ends" : "continues";
+    if (pause !== undefined) {
+      // "May 5, 2026", "1, 2, 3": a comma between two numbers keeps them in one clause, so a date is normalized whole.
+      if (pause === "," && match[0] === "," && STARTS_WITH_NUMBER.test(this.#buffer.slice(match.index - 1, match.index))) {
+        const next = this.#nextWordStart(matchEnd, atEnd);
+        if (next === undefined) return "undecided";
+        if (STARTS_WITH_NUMBER.test(next)) return "continues";
+      }
+      return countWords(this.#buffer.slice(0, match.index)) >= MIN_CLAUSE_WORDS ? "ends" : "continues";
+    }
     return stop === "." ? this.#judgeFullStop(match.index, matchEnd, atEnd) : "ends";
   }
 
@@ -151,17 +166,31 @@ export class TextSegmenter {
     while (wordStart > 0 && !WHITESPACE.test(this.#buffer[wordStart - 1]!)) wordStart--;
     const word = this.#buffer.slice(wordStart, stopIndex).replace(LEADING_OPENERS, "");
     if (ABBREVIATIONS.has(word.toLowerCase()) || INITIALS.test(word)) return "continues";
+    if (MONTH_ABBREVIATIONS.has(word.toLowerCase())) {
+      const next = this.#nextWordStart(afterStop, atEnd);
+      return next === undefined ? "undecided" : STARTS_WITH_NUMBER.test(next) ? "continues" : "ends";
+    }
     if (!NUMBER.test(word)) return "ends";
     // "1. Open the file" at the start of a line is a list marker, not a sentence of its own.
     if (wordStart === 0 || this.#buffer[wordStart - 1] === "\n") return "continues";
     // "version 2. and": a number's "." ends the sentence only if the next word doesn't start lower-case.
-    // The whitespace after the "." is compacted to one character, or to "\n\n" whose second "\n" then ends the sentence.
-    const nextCharacter = this.#buffer.slice(afterStop + 1, afterStop + 3);
-    // Still unknown: no next word yet, or only the first half of a surrogate pair (𝑥 may be lower-case).
+    const next = this.#nextWordStart(afterStop, atEnd);
+    if (next === undefined) return "undecided";
+    return LOWER_CASE.test(next) ? "continues" : "ends";
+  }
+
+  /**
+   * The first character of the word after the whitespace at `whitespaceStart` (a whole code point), "" when no
+   * more text will come, or undefined while it is still unknown: no next word yet, or only the first half of a
+   * surrogate pair (𝑥 may be lower-case). The whitespace is compacted to one character, or to "\n\n", whose
+   * second "\n" is then the answer.
+   */
+  #nextWordStart(whitespaceStart: number, atEnd: boolean): string | undefined {
+    const nextCharacter = this.#buffer.slice(whitespaceStart + 1, whitespaceStart + 3);
     if (nextCharacter.length === 0 || (nextCharacter.length === 1 && isHighSurrogate(nextCharacter.charCodeAt(0)))) {
-      return atEnd ? "ends" : "undecided";
+      return atEnd ? nextCharacter : undefined;
     }
-    return LOWER_CASE.test(nextCharacter) ? "continues" : "ends";
+    return nextCharacter;
   }
 
   /** The end of a segment that has no boundary within the cap: the last whitespace, or a hard cut in one giant word. */

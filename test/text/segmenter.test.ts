@@ -146,6 +146,24 @@ describe("sentence", () => {
 });
 
 describe("clause", () => {
+  test("a month written short is no sentence end before a number, and waits for the next word to know", () => {
+    const segmenter = new TextSegmenter("sentence");
+    expect(segmenter.push("It rained on Jan. ")).toEqual([]);
+    expect(segmenter.push("5 and Sept. 30. I met Jan. ")).toEqual(["It rained on Jan. 5 and Sept. 30."]);
+    expect(segmenter.push("He left.")).toEqual(["I met Jan."]);
+    expect(segmenter.flush()).toEqual(["He left."]);
+    expect(segmentAll("sentence", "The last one was in Dec.")).toEqual(["The last one was in Dec."]);
+  });
+
+  test("a comma between two numbers ends no clause, so a date stays whole, and waits for the next word to know", () => {
+    const segmenter = new TextSegmenter("clause");
+    expect(segmenter.push("We all met on May 5, ")).toEqual([]);
+    expect(segmenter.push("2026 at noon, then we ate.")).toEqual(["We all met on May 5, 2026 at noon,"]);
+    expect(segmenter.flush()).toEqual(["then we ate."]);
+    expect(segmentAll("clause", "Prices rose from $1,000 to $2,000, then fell.")).toEqual(["Prices rose from $1,000 to $2,000,", "then fell."]);
+    expect(segmentAll("clause", "Count them all: 1, 2, 3, and then stop.")).toEqual(["Count them all: 1, 2, 3,", "and then stop."]);
+  });
+
   test("also splits after , ; : and dashes once the clause has at least 4 words", () => {
     const text =
       "Well, I think so, but we should check first; maybe later. Note: this is it: the rule works. " +
@@ -238,6 +256,7 @@ describe("piece-size invariance", () => {
     "Hello there.",
     "Mr. Smith met Dr. Jones at 9 a.m. today.",
     "It costs 3.5 euros, e.g. on sale!",
+    "We all met on May 5, 2026 at noon, in Jan. 3 rain; I met Jan. Then left.",
     "Version 2. and version 3. Both shipped.",
     '"Really?!" she asked.',
     "(This is quoted.)",

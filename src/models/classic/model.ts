@@ -43,6 +43,7 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
   supportsWordTimestamps: false,
   framesPerSecond: FRAMES_PER_SECOND,
   speakerEmbeddingDims: Object.freeze([]) as readonly number[],
+  language: "en",
 });
 
 /**

@@ -16,7 +16,7 @@ import { badRequest } from "../../api/errors.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ModelCapabilities, ReferenceAudio, SpeechModel, VoicePrompt } from "../contract.ts";
 import { loadPocketBundle } from "./bundle/load.ts";
-import type { PocketBundle } from "./bundle/pocket-bundle.ts";
+import { bundleLanguageTag, type PocketBundle } from "./bundle/pocket-bundle.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "./sessions.ts";
 import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions } from "../../onnx/runtime.ts";
 import { createPocketStages, type PocketStages } from "./pipeline.ts";
@@ -156,6 +156,7 @@ export class PocketModel implements SpeechModel {
       supportsWordTimestamps: false,
       framesPerSecond: bundle.dims.frameRateHz,
       speakerEmbeddingDims: [],
+      language: bundleLanguageTag(bundle.language),
     };
     const runnerDecoder: RunnerDecoder =
       decoder.kind === "in-process" ? stages.mimiDecoder : decoder.kind === "worker" ? withInProcessFallback(decoder.decoder, () => this.#openInProcessDecoder(), logger) : wgslRunnerDecoder(decoder.decoder, stages.mimiDecoder.config);

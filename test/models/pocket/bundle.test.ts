@@ -3,7 +3,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
-import { BundleError } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
+import { BundleError, bundleLanguageTag } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
 import { parseStateManifest } from "../../../src/models/pocket/bundle/state-manifest.ts";
 import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
 import { parseNpyFloat32 } from "../../../src/formats/npy.ts";
@@ -267,3 +267,15 @@ function fakeFlowLmMain(layers: number): Uint8Array {
   const graph = [...lengthField(2, "main_graph"), ...initializer, ...inputs.flat()];
   return Uint8Array.from([...varintField(1, 8), ...lengthField(7, graph), ...lengthField(8, [...lengthField(1, ""), ...varintField(2, 14)])]);
 }
+
+describe("bundleLanguageTag", () => {
+  test("catalog language names, with or without a size suffix, and tags already given", () => {
+    const names = ["english", "french_24l", "german", "German_24l", "italian", "portuguese", "spanish_24l", "en", "pt-br"];
+    expect(names.map(bundleLanguageTag)).toEqual(["en", "fr", "de", "de", "it", "pt", "es", "en", "pt-br"]);
+  });
+
+  test("a name it does not know is unknown, not a guess", () => {
+    expect(bundleLanguageTag("klingon")).toBeUndefined();
+    expect(bundleLanguageTag("")).toBeUndefined();
+  });
+});

@@ -90,6 +90,15 @@ export interface PocketBundle {
   voicesDirectory: string | null;
 }
 
+/** The bundles' language names (the catalog's, without a size suffix such as "_24l") as BCP 47 tags. */
+const BUNDLE_LANGUAGE_TAGS: Readonly<Record<string, string>> = { english: "en", french: "fr", german: "de", italian: "it", portuguese: "pt", spanish: "es" };
+
+/** A bundle's language ("english", "german_24l", or already a tag such as "en") as a BCP 47 tag; undefined when unknown. */
+export function bundleLanguageTag(language: string): string | undefined {
+  const name = language.trim().toLowerCase().split("_")[0]!;
+  return BUNDLE_LANGUAGE_TAGS[name] ?? (/^[a-z]{2,3}(?:-[a-z0-9]+)*$/.test(name) ? name : undefined);
+}
+
 export interface LoadBundleOptions {
   /** Preferred graph precision; a graph that exists only in the other precision is used as is. Default fp32. */
   precision?: GraphPrecision;
