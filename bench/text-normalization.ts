@@ -29,3 +29,18 @@ for (let run = 0; run < RUNS; run++) {
 perThousand.sort((a, b) => a - b);
 const median = perThousand[Math.floor(RUNS / 2)]!;
 console.log(`normalization: ${median.toFixed(3)} ms per 1,000 characters (median of ${RUNS} runs over ${characters} characters, ${CASES.length} cases)`);
+
+// The worst inputs found: long runs of digits and separators, which some rules retry at every position. Read in
+// pieces (MAX_PIECE_CHARS), their time grows with their length; the longest speech input is 100,000 characters.
+const WORST_UNITS = ["1/", "1-", "1,", "1:", "1 ", "$1.5k-", "(1) ", "www.a"];
+const worst = WORST_UNITS.map((unit) => {
+  const times = [4_000, 100_000].map((length) => {
+    const text = unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+    normalizeText(text);
+    const start = performance.now();
+    normalizeText(text);
+    return (performance.now() - start).toFixed(1);
+  });
+  return { run: JSON.stringify(unit), "ms at 4,000 chars": times[0], "ms at 100,000 chars": times[1] };
+});
+console.table(worst);
