@@ -83,6 +83,12 @@ export const DEFAULT_MAX_QUEUE = 32;
 const OPTIONS = {
   host: { flag: "host", env: "VOXEDGE_HOST", schema: z.string().min(1).default("0.0.0.0"), description: "address to listen on" },
   port: { flag: "port", env: "VOXEDGE_PORT", schema: z.coerce.number().int().min(0).max(65535).default(8000), description: "TCP port (0 = any free port)" },
+  wyomingPort: {
+    flag: "wyoming-port",
+    env: "VOXEDGE_WYOMING_PORT",
+    schema: z.coerce.number().int().min(0).max(65535).optional(),
+    description: "also serve the Wyoming protocol (Home Assistant's Assist) on this TCP port of --host; 10200 is the customary one (unset = off; no authentication: a trusted network only)",
+  },
   engine: {
     flag: "engine",
     env: "VOXEDGE_ENGINE",

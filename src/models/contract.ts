@@ -13,6 +13,11 @@ export interface ModelCapabilities {
   description: string;
   /** Built-in voice names, lower-case. */
   voices: readonly string[];
+  /**
+   * Languages the model speaks, as BCP 47 tags (`en-US`, `fr`), every voice alike (an uploaded voice speaks
+   * the model's languages): what the Wyoming server lists for Home Assistant to pick voices by.
+   */
+  languages: readonly string[];
   /** Voice used for `"default"` or when the request names none. */
   defaultVoice: string;
   /** Rate of the PCM the model yields; the speech service resamples it to the rate a request asks for. */

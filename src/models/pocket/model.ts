@@ -149,6 +149,7 @@ export class PocketModel implements SpeechModel {
       kind: "neural",
       description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${stages.flowLmSlots ? "FlowLM steps batched across streams" : "FlowLM one stream per call"}, ${describePlacement(decoder)}`,
       voices,
+      languages: [languageTagOf(bundle.language)],
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
       supportsCloning: bundle.graphs.voiceEncoder !== null,
@@ -306,4 +307,13 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
     if (file.endsWith(".safetensors")) files.set(file.slice(0, -".safetensors".length).toLowerCase(), join(bundle.voicesDirectory, file));
   }
   return files;
+}
+
+/** The catalog's language names (src/weights/catalog.ts), a 24-layer variant's `_24l` aside. */
+const BUNDLE_LANGUAGE_TAGS: Readonly<Record<string, string>> = { english: "en", french: "fr", german: "de", italian: "it", portuguese: "pt", spanish: "es" };
+
+/** A bundle's language as a BCP 47 tag; a name outside the catalog is kept as the bundle gives it. */
+export function languageTagOf(bundleLanguage: string): string {
+  const name = bundleLanguage.toLowerCase().replace(/_24l$/, "");
+  return BUNDLE_LANGUAGE_TAGS[name] ?? name;
 }
