@@ -11,6 +11,7 @@ import type { Logger } from "./log/logger.ts";
 import type { RuntimeSupport } from "./runtime/serve.ts";
 import { VoiceStore } from "./voices/store.ts";
 import { startWyomingServer } from "./wyoming/server.ts";
+import { announceWyoming } from "./wyoming/zeroconf.ts";
 import packageJson from "../package.json" with { type: "json" };
 
 /** After the grace, how long the streams the engine then ends get to send their last bytes. */
@@ -41,6 +42,8 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
       ? undefined
       : await startWyomingServer({ host: config.host, port: config.wyomingPort, service, voices, logger, lifecycle, version: packageJson.version, stallTimeoutMs: config.streamStallTimeoutSeconds * 1000 });
   if (wyoming) logger.info("wyoming listening", { host: config.host, port: wyoming.port });
+  // Probing takes a second or so: the server does not wait for it.
+  const announcement = wyoming && config.wyomingZeroconf ? announceWyoming(wyoming.port, config.host, logger) : undefined;
   void host.loaded.then(() => {
     const capabilities = host.model?.capabilities;
     if (!capabilities) {
@@ -67,7 +70,7 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
     // A voice upload accepted before draining has finished writing by now (it is an active request), but a
     // write the store queued is waited for all the same: no temp file is left behind.
     await voices.settled();
-    await Promise.all([stopListening(), wyoming?.close()]);
+    await Promise.all([stopListening(), wyoming?.close(), announcement?.then((announced) => announced.stop())]);
     logger.info("stopped");
   };
   return {
