@@ -8,6 +8,11 @@ import { testApp } from "../support/server.ts";
 import { ToneAdapter, TONE_REQUEST_STATE_BYTES } from "../support/tone-adapter.ts";
 import { eventBytes, WyomingTestClient, type ClientEvent } from "../support/wyoming-client.ts";
 import type { SpeechModel } from "../../src/models/contract.ts";
+import { PocketModel } from "../../src/models/pocket/model.ts";
+import { silentLogger } from "../../src/log/logger.ts";
+import { encodeWav } from "../../src/audio/wav.ts";
+import { fixtureBundle } from "../models/pocket/bundle-fixture.ts";
+import { multipartBody, sine } from "../support/uploads.ts";
 
 interface Served {
   app: Awaited<ReturnType<typeof testApp>>;
@@ -237,4 +242,32 @@ describe("with a slow engine", () => {
       await stop(served);
     }
   });
+});
+
+describe("with Pocket TTS (the tiny random-weight fixture, which clones)", () => {
+  test("an uploaded voice is listed in info with the model's languages, and a synthesize names it", async () => {
+    const engine = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
+    const served = await serve(engine);
+    try {
+      const audio = new File([encodeWav(sine(2, 220, 24000), 24000) as Uint8Array<ArrayBuffer>], "grandma.wav", { type: "audio/wav" });
+      const { body, contentType } = await multipartBody({ name: "Grandma", consent: "c", audio_sample: audio });
+      expect((await served.app.app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": contentType }, body: body as Uint8Array<ArrayBuffer> })).status).toBe(200);
+
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      client.send("describe");
+      const [info] = await client.readUntil(isType("info"));
+      const voices = (info!.data.tts as { voices: Record<string, unknown>[] }[])[0]!.voices;
+      expect(voices.find((voice) => voice.name === "Grandma")).toMatchObject({ languages: [...engine.capabilities.languages], description: "Grandma (uploaded)", attribution: { name: "Kyutai" } });
+      expect(voices.length).toBe(engine.capabilities.voices.length + 1);
+
+      const seen = client.events.length;
+      client.send("synthesize", { text: "Hi.", voice: { name: "Grandma" } });
+      const group = await client.readUntil(isType("audio-stop"), seen);
+      expect(audioOfGroup(group, 24000).byteLength).toBeGreaterThan(0);
+      client.close();
+    } finally {
+      // Closing the host closes its model.
+      await stop(served);
+    }
+  }, 60_000);
 });

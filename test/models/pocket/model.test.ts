@@ -1,6 +1,6 @@
 /** Pocket TTS served end to end on the tiny golden fixture (random weights: structured noise, not speech). */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { PocketModel } from "../../../src/models/pocket/model.ts";
+import { languageTagOf, PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
 import { fixtureBundle } from "./bundle-fixture.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
@@ -214,4 +214,10 @@ describe("the voice encoder's worker thread", () => {
     expect(first.status).toBe(200);
     expect(Buffer.from(await first.arrayBuffer()).equals(Buffer.from(await second.arrayBuffer()))).toBe(true);
   });
+});
+
+test("a bundle's language is reported as a BCP 47 tag; a name outside the catalog as it is", () => {
+  expect(["english", "french_24l", "German", "italian_24l", "portuguese", "spanish"].map(languageTagOf)).toEqual(["en", "fr", "de", "it", "pt", "es"]);
+  expect(languageTagOf("pocket-tiny")).toBe("pocket-tiny");
+  expect(engine.capabilities.languages).toEqual(["pocket-tiny"]);
 });
