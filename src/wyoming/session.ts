@@ -71,6 +71,8 @@ interface StreamingRun {
   voice: WyomingVoiceSelection | undefined;
   segmenter: TextSegmenter;
   log: WyomingRequestLog;
+  /** Its voice was refused at synthesize-start (one error event said so): its text is taken and not spoken. */
+  refused: boolean;
 }
 
 export class WyomingSession {
@@ -182,11 +184,25 @@ export class WyomingSession {
     this.#activeLog = undefined;
   }
 
-  #startRun(event: WyomingEvent): void {
+  /**
+   * Opens a run. Its voice is checked now, as a request would be, so a voice that cannot speak is one error
+   * event, not one per sentence; the run still opens, so the client's chunks and its synthesize-stop get
+   * the synthesize-stopped it waits for.
+   */
+  async #startRun(event: WyomingEvent): Promise<void> {
     const parsed = synthesizeStartDataSchema.safeParse(event.data);
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
     if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
-    this.#run = { voice: parsed.data.voice ?? undefined, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start") };
+    const voice = parsed.data.voice ?? undefined;
+    const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false };
+    this.#run = run;
+    try {
+      await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
+    } catch (error) {
+      if (this.#closed) return;
+      run.refused = true;
+      this.#sendFailure(error, run.log);
+    }
   }
 
   async #continueRun(event: WyomingEvent): Promise<void> {
@@ -195,6 +211,7 @@ export class WyomingSession {
     const parsed = synthesizeChunkDataSchema.safeParse(event.data);
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error), run.log);
     run.log.noteText(parsed.data.text.length);
+    if (run.refused) return;
     for (const sentence of run.segmenter.push(parsed.data.text)) {
       await this.#speak(sentence, run.voice, run.log);
       if (this.#closed) return;
@@ -204,7 +221,7 @@ export class WyomingSession {
   async #stopRun(): Promise<void> {
     const run = this.#run;
     if (!run) return this.#sendError("synthesize-stop outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
-    for (const sentence of run.segmenter.flush()) {
+    for (const sentence of run.refused ? [] : run.segmenter.flush()) {
       await this.#speak(sentence, run.voice, run.log);
       if (this.#closed) return;
     }

@@ -163,6 +163,20 @@ describe("with the offline engine", () => {
     client.close();
   });
 
+  test("a streaming run with an unknown voice: one error at synthesize-start, no audio, and still synthesize-stopped", async () => {
+    const client = await WyomingTestClient.connect(served.wyoming.port);
+    client.send("synthesize-start", { voice: { name: "no-such-voice" } });
+    for (const text of ["One sentence. ", "Another sentence. ", "A third."]) client.send("synthesize-chunk", { text });
+    client.send("synthesize", { text: "One sentence. Another sentence. A third.", voice: { name: "no-such-voice" } });
+    client.send("synthesize-stop");
+    const events = await client.readUntil(isType("synthesize-stopped"));
+    expect(events.map((event) => event.type)).toEqual(["error", "synthesize-stopped"]);
+    expect(events[0]!.data).toMatchObject({ code: "unknown_voice" });
+    client.close();
+    const line = await eventually("the run's log line", () => served.logLines.find((fields) => fields.route === "synthesize-start" && fields.status === 400));
+    expect(line).toBeDefined();
+  });
+
   test("events written one byte at a time are read whole", async () => {
     const client = await WyomingTestClient.connect(served.wyoming.port);
     const bytes = Buffer.concat([eventBytes("describe"), eventBytes("synthesize", { text: "Byte by byte, ünïcödé too." }, new Uint8Array([1, 2, 3, 4]))]);
