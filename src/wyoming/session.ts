@@ -122,8 +122,9 @@ export class WyomingSession {
     this.#closed = true;
     clearTimeout(this.#idleTimer);
     this.#abort.abort();
+    // A one-shot synthesize is never answered while a run is open: at most one of the two is under way.
     this.#activeLog?.end(true);
-    if (this.#run && this.#run.log !== this.#activeLog) this.#run.log.end(true);
+    this.#run?.log.end(true);
     this.#run = undefined;
   }
 

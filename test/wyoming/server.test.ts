@@ -20,11 +20,11 @@ interface Served {
   logLines: Record<string, unknown>[];
 }
 
-async function serve(adapter: SpeechModel, flags: Record<string, string> = {}): Promise<Served> {
+async function serve(adapter: SpeechModel, flags: Record<string, string> = {}, idleTimeoutMs?: number): Promise<Served> {
   const logLines: Record<string, unknown>[] = [];
   const logger = createLogger("info", (line) => logLines.push(JSON.parse(line)));
   const app = await testApp(adapter, { flags, logger });
-  const wyoming = await startWyomingServer({ host: "127.0.0.1", port: 0, service: app.service, voices: app.voices, logger, lifecycle: app.lifecycle, version: "9.9.9", stallTimeoutMs: 5000 });
+  const wyoming = await startWyomingServer({ host: "127.0.0.1", port: 0, service: app.service, voices: app.voices, logger, lifecycle: app.lifecycle, version: "9.9.9", stallTimeoutMs: 5000, idleTimeoutMs });
   return { app, wyoming, logLines };
 }
 
@@ -231,6 +231,22 @@ describe("with a slow engine", () => {
       expect(adapter.framesProduced).toBeLessThan(framesAtClose + 20);
       const line = await eventually("the run's log line", () => served.logLines.find((fields) => fields.route === "synthesize-start"));
       expect(line).toMatchObject({ end: "client_closed" });
+    } finally {
+      await stop(served);
+    }
+  });
+
+  test("an idle connection is closed, one whose audio takes longer than the idle timeout is not", async () => {
+    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 1 }), {}, 300);
+    try {
+      const idle = await WyomingTestClient.connect(served.wyoming.port);
+      const busy = await WyomingTestClient.connect(served.wyoming.port);
+      // About 60 frames of 20 ms: well past the idle timeout.
+      busy.send("synthesize", { text: "Sixty characters or so, spoken slowly by the tone engine." });
+      await idle.closedByServer(5000);
+      await busy.readUntil(isType("audio-stop"));
+      expect(busy.closed).toBe(false);
+      await busy.closedByServer(5000);
     } finally {
       await stop(served);
     }
