@@ -12,8 +12,11 @@
  * cannot make the server hold more than one event's worth of bytes.
  */
 
-/** The protocol version our events carry: the one whose tts events (synthesize-start and the rest) we speak. */
-export const WYOMING_PROTOCOL_VERSION = "1.5.3";
+/**
+ * The version our event headers carry: a release of the reference library that has the streaming tts events
+ * (synthesize-start and the rest). Readers take only type and the lengths from a header, so it is informative.
+ */
+export const WYOMING_PROTOCOL_VERSION = "1.8.0";
 
 export interface WyomingEvent {
   type: string;

@@ -14,7 +14,7 @@ export interface ClientEvent {
 /** One event's bytes as wyoming's async_write_event makes them: data after the header, never inside it. */
 export function eventBytes(type: string, data?: Record<string, unknown>, payload?: Uint8Array): Uint8Array {
   const dataBytes = data ? Buffer.from(JSON.stringify(data), "utf-8") : undefined;
-  const header: Record<string, unknown> = { type, version: "1.5.3" };
+  const header: Record<string, unknown> = { type, version: "1.8.0" };
   if (dataBytes) header.data_length = dataBytes.byteLength;
   if (payload) header.payload_length = payload.byteLength;
   return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`, "utf-8"), ...(dataBytes ? [dataBytes] : []), ...(payload ? [Buffer.from(payload)] : [])]);
