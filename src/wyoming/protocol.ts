@@ -14,7 +14,7 @@
 
 /**
  * The version our event headers carry: a release of the reference library that has the streaming tts events
- * (synthesize-start and the rest). Readers take only type and the lengths from a header, so it is informative.
+ * (synthesize-start and the rest). Readers take a header's type, data and lengths, never its version: it informs.
  */
 export const WYOMING_PROTOCOL_VERSION = "1.8.0";
 

@@ -45,6 +45,13 @@ const DRAIN_POLL_MS = 10;
  */
 export const MAX_INBOX_BYTES = 8 * 1024 * 1024;
 const EVENT_OVERHEAD_BYTES = 256;
+/**
+ * How long a connection whose last answer was an error waits for its next event. Home Assistant's one-shot
+ * reader skips error events and waits for an audio-stop that will not come, so it learns of the failure when
+ * the connection closes; a client that reads errors sends its next event (a describe, another synthesize)
+ * long before this.
+ */
+export const IDLE_AFTER_ERROR_MS = 2000;
 
 export interface WyomingSink {
   send(event: WyomingEvent): void;
@@ -86,6 +93,8 @@ export class WyomingSession {
   /** The server is shutting down: finish what was asked, then close. */
   #draining = false;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** An error event was the last thing sent, with no event from the client since. */
+  #answeredWithError = false;
 
   constructor(
     private readonly sink: WyomingSink,
@@ -98,6 +107,7 @@ export class WyomingSession {
   receive(event: WyomingEvent): void {
     if (this.#closed) return;
     clearTimeout(this.#idleTimer);
+    this.#answeredWithError = false;
     const cost = eventBytes(event);
     this.#inboxBytes += cost;
     if (this.#inboxBytes > MAX_INBOX_BYTES) {
@@ -310,9 +320,10 @@ export class WyomingSession {
 
   #armIdle(): void {
     clearTimeout(this.#idleTimer);
+    const delayMs = this.#answeredWithError && !this.#run ? Math.min(IDLE_AFTER_ERROR_MS, this.options.idleTimeoutMs) : this.options.idleTimeoutMs;
     this.#idleTimer = setTimeout(() => {
       if (this.#inbox.pendingCount === 0) this.#close();
-    }, this.options.idleTimeoutMs);
+    }, delayMs);
   }
 
   #close(): void {
@@ -329,7 +340,9 @@ export class WyomingSession {
   }
 
   #sendError(text: string, code: string): void {
-    if (!this.#closed) this.sink.send({ type: "error", data: { text, code } });
+    if (this.#closed) return;
+    this.sink.send({ type: "error", data: { text, code } });
+    this.#answeredWithError = true;
   }
 }
 

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createClassicModel } from "../../src/models/classic/model.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { startWyomingServer, type WyomingServer } from "../../src/wyoming/server.ts";
+import { IDLE_AFTER_ERROR_MS } from "../../src/wyoming/session.ts";
 import { eventually } from "../support/eventually.ts";
 import { sampleValue } from "../support/metrics.ts";
 import { testApp } from "../support/server.ts";
@@ -161,6 +162,15 @@ describe("with the offline engine", () => {
     client.send("synthesize", { text: "Hello there." });
     audioOfGroup(await client.readUntil(isType("audio-stop"), seen), 16000);
     client.close();
+  });
+
+  test("a connection left silent after an error closes within seconds, so a reader waiting for audio-stop learns of the failure", async () => {
+    const client = await WyomingTestClient.connect(served.wyoming.port);
+    const sentAt = performance.now();
+    client.send("synthesize", { text: "Hello there.", voice: { name: "no-such-voice" } });
+    await client.readUntil(isType("error"));
+    await client.closedByServer(IDLE_AFTER_ERROR_MS + 3000);
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(IDLE_AFTER_ERROR_MS - 50);
   });
 
   test("a streaming run with an unknown voice: one error at synthesize-start, no audio, and still synthesize-stopped", async () => {
