@@ -1,5 +1,5 @@
 /**
- * Which of src/'s folders may import which: http → speech → engine → models → {onnx, gpu, text, formats}, with
+ * Which of src/'s folders may import which: {http, wyoming} → speech → engine → models → {onnx, gpu, text, formats}, with
  * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
@@ -21,7 +21,7 @@ const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const compositionRoot = "^src/(main|app|server|deploy)\\.ts$";
-const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance"];
+const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });
 
@@ -155,6 +155,14 @@ module.exports = {
       severity: "error",
       from: { path: "^src/http/" },
       to: onlyTo("^src/(http|speech|engine|voices|audio|runtime)/"),
+    },
+    {
+      name: "wyoming-beside-http",
+      comment:
+        "The Wyoming server is a transport like the HTTP routes, beside them: it calls the speech service and lists the voice store and the model's voices (the contract), segments streamed text, and never reaches into a model or the routes.",
+      severity: "error",
+      from: { path: "^src/wyoming/" },
+      to: onlyTo("^src/(wyoming|speech|engine|voices|text|audio|runtime)/", "^src/models/contract\\.ts$"),
     },
     {
       name: "conformance-beside-models",

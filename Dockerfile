@@ -1,5 +1,7 @@
 # voxedge on Bun, the main runtime. Build: docker build -t voxedge .
 # Run:   docker run -p 8000:8000 -v voxedge-models:/data/models -v voxedge-speakers:/data/speakers voxedge
+# Home Assistant (Wyoming, docs/home-assistant.md): add -p 10200:10200 -e VOXEDGE_WYOMING_PORT=10200; discovery
+# (-e VOXEDGE_WYOMING_ZEROCONF=true) needs multicast, so --network host instead of -p.
 #
 # Production dependencies exactly as locked (npm ci --omit=dev), installed in a Node stage because the Bun
 # image has no npm; --ignore-scripts skips the postinstall, which only installs Mesa's software GPU drivers
@@ -24,7 +26,8 @@ ENV VOXEDGE_HOST=0.0.0.0 \
 RUN mkdir -p /data/models /data/speakers && chown -R bun:bun /data
 USER bun
 VOLUME ["/data/models", "/data/speakers"]
-EXPOSE 8000
+# 8000: HTTP; 10200: Wyoming, the customary port, served only when VOXEDGE_WYOMING_PORT is set.
+EXPOSE 8000 10200
 # Liveness: 503 while the model loads (hence the start period) or after it failed; --protect-health needs
 # the key here too. Load balancers should use /health/ready instead.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \

@@ -83,6 +83,19 @@ export const DEFAULT_MAX_QUEUE = 32;
 const OPTIONS = {
   host: { flag: "host", env: "VOXEDGE_HOST", schema: z.string().min(1).default("0.0.0.0"), description: "address to listen on" },
   port: { flag: "port", env: "VOXEDGE_PORT", schema: z.coerce.number().int().min(0).max(65535).default(8000), description: "TCP port (0 = any free port)" },
+  wyomingPort: {
+    flag: "wyoming-port",
+    env: "VOXEDGE_WYOMING_PORT",
+    schema: z.coerce.number().int().min(0).max(65535).optional(),
+    description: "also serve the Wyoming protocol (Home Assistant's Assist) on this TCP port of --host; 10200 is the customary one (unset = off; no authentication: a trusted network only)",
+  },
+  wyomingZeroconf: {
+    flag: "wyoming-zeroconf",
+    env: "VOXEDGE_WYOMING_ZEROCONF",
+    schema: booleanText.default(false),
+    description: "announce the Wyoming listener over zeroconf (mDNS, _wyoming._tcp) so Home Assistant discovers it; where multicast is unavailable a warning is logged and serving goes on",
+    switch: true,
+  },
   engine: {
     flag: "engine",
     env: "VOXEDGE_ENGINE",
@@ -278,6 +291,9 @@ export function loadConfig(flags: Record<string, string | string[] | boolean | u
   }
   const config = resolved as Config;
   if (config.apiKeyFile !== undefined) config.apiKeys = [...new Set([...config.apiKeys, ...readApiKeyFile(config.apiKeyFile, flags["api-key-file"] !== undefined ? "--api-key-file" : "VOXEDGE_API_KEY_FILE")])];
+  if (config.wyomingZeroconf && config.wyomingPort === undefined) {
+    throw new ConfigError("invalid --wyoming-zeroconf: it announces the Wyoming listener, which --wyoming-port (VOXEDGE_WYOMING_PORT) turns on; set it too");
+  }
   if (config.wsMaxQueuedChars < config.maxInputChars) {
     throw new ConfigError(`invalid --ws-max-queued-chars: ${config.wsMaxQueuedChars} is less than --max-input-chars (${config.maxInputChars}); a WebSocket session must be able to hold one full input`);
   }

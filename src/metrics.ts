@@ -9,9 +9,9 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 export type StreamOutcome = "completed" | "aborted" | "failed";
 /**
  * How a request's audio reaches its client: one file, a raw stream of the file's bytes, SSE deltas, WebSocket
- * sentences, or batch results. The one vocabulary, for the routes (PreparedSpeech.delivery) and the labels here.
+ * sentences, batch results, or Wyoming audio-chunk events. The one vocabulary, for the routes (PreparedSpeech.delivery) and the labels here.
  */
-export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batch";
+export type DeliveryMode = "file" | "audio_stream" | "sse" | "websocket" | "batch" | "wyoming";
 
 /** What the engine gauges read at each scrape (src/engine/core.ts's Engine has this shape). */
 export interface EngineGaugeSource {

@@ -1,7 +1,7 @@
 /**
  * The serving process, whichever entry starts it (`voxedge serve` in main.ts, `deno serve src/deploy.ts`):
- * the voice store, the model (loading in the background: readiness is 503 until it is ready), the app, and
- * the graceful shutdown both entries run on SIGTERM/SIGINT.
+ * the voice store, the model (loading in the background: readiness is 503 until it is ready), the app, the
+ * Wyoming listener when --wyoming-port asks for it, and the graceful shutdown both entries run on SIGTERM/SIGINT.
  */
 import type { Config } from "./config.ts";
 import { createApp } from "./app.ts";
@@ -10,6 +10,9 @@ import { loadModel } from "./models/registry.ts";
 import type { Logger } from "./log/logger.ts";
 import type { RuntimeSupport } from "./runtime/serve.ts";
 import { VoiceStore } from "./voices/store.ts";
+import { startWyomingServer } from "./wyoming/server.ts";
+import { announceWyoming } from "./wyoming/zeroconf.ts";
+import packageJson from "../package.json" with { type: "json" };
 
 /** After the grace, how long the streams the engine then ends get to send their last bytes. */
 const FINAL_FLUSH_MS = 5000;
@@ -33,7 +36,14 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
-  const { app, lifecycle } = createApp({ config, host, logger, voices, runtime });
+  const { app, lifecycle, service } = createApp({ config, host, logger, voices, runtime });
+  const wyoming =
+    config.wyomingPort === undefined
+      ? undefined
+      : await startWyomingServer({ host: config.host, port: config.wyomingPort, service, voices, logger, lifecycle, version: packageJson.version, stallTimeoutMs: config.streamStallTimeoutSeconds * 1000 });
+  if (wyoming) logger.info("wyoming listening", { host: config.host, port: wyoming.port });
+  // Probing takes a second or so: the server does not wait for it.
+  const announcement = wyoming && config.wyomingZeroconf ? announceWyoming(wyoming.port, config.host, logger) : undefined;
   void host.loaded.then(() => {
     const capabilities = host.model?.capabilities;
     if (!capabilities) {
@@ -60,7 +70,7 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
     // A voice upload accepted before draining has finished writing by now (it is an active request), but a
     // write the store queued is waited for all the same: no temp file is left behind.
     await voices.settled();
-    await stopListening();
+    await Promise.all([stopListening(), wyoming?.close(), announcement?.then((announced) => announced.stop())]);
     logger.info("stopped");
   };
   return {

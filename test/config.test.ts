@@ -57,6 +57,16 @@ test("API keys: --api-key repeated, a comma list in VOXEDGE_API_KEY, and --api-k
   expect(() => loadConfig({}, { VOXEDGE_API_KEY_FILE: file })).toThrow("VOXEDGE_API_KEY_FILE");
 });
 
+test("Wyoming: off by default; --wyoming-port or its variable turns it on; --wyoming-zeroconf needs the port", () => {
+  const parse = (argv: string[], env: Record<string, string> = {}) => loadConfig(parseCommandLine(argv).values, env);
+  expect(parse([])).toMatchObject({ wyomingPort: undefined, wyomingZeroconf: false });
+  expect(parse(["--wyoming-port", "10200", "--wyoming-zeroconf"])).toMatchObject({ wyomingPort: 10200, wyomingZeroconf: true });
+  expect(parse([], { VOXEDGE_WYOMING_PORT: "10300", VOXEDGE_WYOMING_ZEROCONF: "true" })).toMatchObject({ wyomingPort: 10300, wyomingZeroconf: true });
+  expect(() => parse(["--wyoming-port", "70000"])).toThrow("--wyoming-port");
+  expect(() => parse(["--wyoming-zeroconf"])).toThrow(ConfigError);
+  expect(() => parse(["--wyoming-zeroconf"])).toThrow("--wyoming-port");
+});
+
 test("switches: --public-listings alone is true, followed by false it is off; --cors false still reads its value", () => {
   const parse = (argv: string[]) => loadConfig(parseCommandLine(argv).values, {});
   expect(parse([]).publicListings).toBe(false);

@@ -13,6 +13,12 @@ export interface ModelCapabilities {
   description: string;
   /** Built-in voice names, lower-case. */
   voices: readonly string[];
+  /**
+   * Languages the model speaks, as BCP 47 tags (`en-US`, `fr`), every voice alike (an uploaded voice speaks
+   * the model's languages): what the Wyoming server lists for Home Assistant to pick voices by. Text
+   * normalization reads in the first.
+   */
+  languages: readonly string[];
   /** Voice used for `"default"` or when the request names none. */
   defaultVoice: string;
   /** Rate of the PCM the model yields; the speech service resamples it to the rate a request asks for. */
@@ -27,8 +33,6 @@ export interface ModelCapabilities {
   framesPerSecond: number;
   /** Embedding sizes accepted for direct speaker-embedding uploads; empty = none. */
   speakerEmbeddingDims: readonly number[];
-  /** The language the model speaks, as a BCP 47 tag ("en"); absent when unknown. Text normalization follows it. */
-  language?: string;
 }
 
 export interface SynthesisJob {

@@ -64,10 +64,10 @@ const LISTED_VOICE_NAMES = 10;
 
 /**
  * What a request arrived through, which decides what it may ask for and how its audio leaves: the speech
- * route (a file, a raw stream or SSE, as the request asks), a batch item, or a WebSocket sentence sent whole
- * (one binary message) or streamed (stream_audio).
+ * route (a file, a raw stream or SSE, as the request asks), a batch item, a WebSocket sentence sent whole
+ * (one binary message) or streamed (stream_audio), or a Wyoming synthesis (raw pcm16 streamed as it is made).
  */
-export type Transport = "http" | "batch" | "websocket_whole" | "websocket_streamed";
+export type Transport = "http" | "batch" | "websocket_whole" | "websocket_streamed" | "wyoming";
 
 export interface PreparedSpeech {
   job: Omit<SynthesisJob, "signal">;
@@ -221,7 +221,7 @@ export class SpeechService {
     const streaming = streamingMode(request);
     if (transport !== "http" && streaming !== null) throw badRequest("stream and stream_format are not accepted here", request.stream_format !== undefined ? "stream_format" : "stream");
     const delivery = deliveryOf(transport, streaming);
-    const streamed = streaming !== null || transport === "websocket_streamed";
+    const streamed = streaming !== null || transport === "websocket_streamed" || transport === "wyoming";
     const speed = request.speed ?? 1;
     if (streamed) checkStreamable(speed, transport === "http" ? "stream" : "stream_audio");
     // A file (or a batch result) holds the whole utterance in memory until it is encoded: past the default
@@ -587,13 +587,14 @@ type StreamingMode = "sse" | "audio" | null;
 
 function deliveryOf(transport: Transport, streaming: StreamingMode): DeliveryMode {
   if (transport === "batch") return "batch";
+  if (transport === "wyoming") return "wyoming";
   if (transport !== "http") return "websocket";
   return streaming === "sse" ? "sse" : streaming === "audio" ? "audio_stream" : "file";
 }
 
 /**
  * Streamed audio leaves as it is made: no time-stretch, which needs the whole utterance. `option` names what
- * asked for streaming (HTTP's stream, the WebSocket's stream_audio).
+ * asked for streaming (HTTP's stream, the WebSocket's stream_audio; a Wyoming request has no speed to ask for).
  */
 function checkStreamable(speed: number, option: "stream" | "stream_audio"): void {
   const streaming = option === "stream" ? "streaming" : "stream_audio";

@@ -27,5 +27,5 @@ export function normalizesText(mode: TextNormalizationMode | undefined, capabili
 
 /** The text the model reads: `text` normalized in the served model's language when the request's mode says so. */
 export function spokenText(text: string, mode: TextNormalizationMode | undefined, capabilities: ModelCapabilities): string {
-  return normalizesText(mode, capabilities) ? normalizeText(text, { language: capabilities.language ?? DEFAULT_LANGUAGE }) : text;
+  return normalizesText(mode, capabilities) ? normalizeText(text, { language: capabilities.languages[0] ?? DEFAULT_LANGUAGE }) : text;
 }

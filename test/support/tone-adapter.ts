@@ -56,6 +56,7 @@ export class ToneAdapter implements SpeechModel {
       supportsWordTimestamps: false,
       framesPerSecond: 12.5,
       speakerEmbeddingDims: options.speakerEmbeddingDims ?? [],
+      languages: ["en"],
     };
     this.paramsSchema = options.paramsSchema ?? z.record(z.string(), z.unknown());
     if (options.cloning) {

@@ -36,6 +36,8 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
   kind: "classic-fallback",
   description: "CMU Flite 2.3 (WASI), offline classic fallback: no neural weights, English only",
   voices: Object.freeze([...FLITE_VOICES]),
+  // Flite's voices are English read with US rules, awb's Scottish accent included.
+  languages: Object.freeze(["en-US"]),
   defaultVoice: DEFAULT_VOICE,
   nativeSampleRateHz: NATIVE_RATE_HZ,
   supportsCloning: false,
@@ -43,7 +45,6 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
   supportsWordTimestamps: false,
   framesPerSecond: FRAMES_PER_SECOND,
   speakerEmbeddingDims: Object.freeze([]) as readonly number[],
-  language: "en",
 });
 
 /**

@@ -149,6 +149,9 @@ export class PocketModel implements SpeechModel {
       kind: "neural",
       description: `Kyutai Pocket TTS (${bundle.name}, ${bundle.language}, ${bundle.layout} layout, ${bundle.graphs.flowLmMain.precision}) on ${sessions.provider} (${sessions.executionProvider === "webgpu" ? "WebGPU" : "CPU"}), ${stages.flowLmSlots ? "FlowLM steps batched across streams" : "FlowLM one stream per call"}, ${describePlacement(decoder)}`,
       voices,
+      // A bundle whose language is neither a catalog name nor a tag (a test fixture's "pocket-tiny") is taken
+      // for English, the language the v2 layout assumes when bundle.json names none.
+      languages: [bundleLanguageTag(bundle.language) ?? "en"],
       defaultVoice: voices[0] ?? "",
       nativeSampleRateHz: bundle.dims.sampleRateHz,
       supportsCloning: bundle.graphs.voiceEncoder !== null,
@@ -156,7 +159,6 @@ export class PocketModel implements SpeechModel {
       supportsWordTimestamps: false,
       framesPerSecond: bundle.dims.frameRateHz,
       speakerEmbeddingDims: [],
-      language: bundleLanguageTag(bundle.language),
     };
     const runnerDecoder: RunnerDecoder =
       decoder.kind === "in-process" ? stages.mimiDecoder : decoder.kind === "worker" ? withInProcessFallback(decoder.decoder, () => this.#openInProcessDecoder(), logger) : wgslRunnerDecoder(decoder.decoder, stages.mimiDecoder.config);
@@ -308,3 +310,4 @@ async function findVoiceFiles(bundle: PocketBundle): Promise<Map<string, string>
   }
   return files;
 }
+

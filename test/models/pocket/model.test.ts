@@ -215,3 +215,7 @@ describe("the voice encoder's worker thread", () => {
     expect(Buffer.from(await first.arrayBuffer()).equals(Buffer.from(await second.arrayBuffer()))).toBe(true);
   });
 });
+
+test("a bundle whose language is neither a catalog name nor a tag speaks English", () => {
+  expect(engine.capabilities.languages).toEqual(["en"]);
+});

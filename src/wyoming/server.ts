@@ -1,0 +1,123 @@
+/**
+ * The Wyoming listener (`--wyoming-port`): TCP, one WyomingSession per connection. node:net, which Bun and
+ * Deno both provide. Bytes become events through the framing parser; bytes that are not Wyoming events get
+ * an error event and the connection ends, and nothing a client sends stops the listener.
+ *
+ * The protocol has no authentication: the port is for Home Assistant on a trusted network, not for the
+ * internet (docs/home-assistant.md).
+ */
+import { createServer, type Socket } from "node:net";
+import type { Logger } from "../log/logger.ts";
+import type { SpeechService } from "../speech/service.ts";
+import type { VoiceStore } from "../voices/store.ts";
+import { encodeEvent, EventParser, WyomingProtocolError, type EventLimits } from "./protocol.ts";
+import { WyomingSession } from "./session.ts";
+
+/**
+ * A header line is a few hundred bytes; data holds at most one text, and Home Assistant's whole-text
+ * `synthesize` after a streamed answer may be long; a TTS server takes no audio, so payloads stay small.
+ */
+export const WYOMING_EVENT_LIMITS: EventLimits = { maxHeaderBytes: 64 * 1024, maxDataBytes: 4 * 1024 * 1024, maxPayloadBytes: 1024 * 1024 };
+/** How long a close may wait for a client to take what was sent before the connection is dropped. */
+const CLOSE_FLUSH_MS = 5000;
+/** Seconds a connection may sit without events and with nothing to do: Home Assistant opens one per request. */
+export const WYOMING_IDLE_TIMEOUT_MS = 30_000;
+
+/** The part of the server's lifecycle (src/http/lifecycle.ts) a connection takes part in: draining and the shutdown's count. */
+export interface SessionTracker {
+  readonly draining: boolean;
+  trackSession(session: { drain(): void; goAway(): void }): () => void;
+}
+
+export interface WyomingServerOptions {
+  host: string;
+  port: number;
+  service: SpeechService;
+  voices: VoiceStore;
+  logger: Logger;
+  lifecycle: SessionTracker;
+  version: string;
+  stallTimeoutMs: number;
+  idleTimeoutMs?: number;
+}
+
+export interface WyomingServer {
+  /** The port listened on (the real one when 0 was asked for). */
+  port: number;
+  /** Stops listening and drops the connections still open. */
+  close(): Promise<void>;
+}
+
+export function startWyomingServer(options: WyomingServerOptions): Promise<WyomingServer> {
+  const { logger, lifecycle } = options;
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    // A connection arriving while draining would start work the shutdown does not wait for.
+    if (lifecycle.draining) return void socket.destroy();
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    openSession(socket, options, () => sockets.delete(socket));
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      server.on("error", (error) => logger.error("wyoming listener failed", { error: String(error) }));
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : options.port;
+      resolve({
+        port,
+        close: () =>
+          new Promise<void>((closed) => {
+            server.close(() => closed());
+            for (const socket of sockets) socket.destroy();
+          }),
+      });
+    });
+  });
+}
+
+function openSession(socket: Socket, options: WyomingServerOptions, forget: () => void): void {
+  const { logger } = options;
+  let ending = false;
+  const endConnection = () => {
+    if (ending) return;
+    ending = true;
+    socket.end();
+    // A client that reads nothing never takes the bytes ahead of the FIN.
+    setTimeout(() => socket.destroy(), CLOSE_FLUSH_MS).unref?.();
+  };
+  const session = new WyomingSession(
+    {
+      send: (event) => {
+        if (!ending && !socket.destroyed) socket.write(encodeEvent(event));
+      },
+      bufferedBytes: () => socket.writableLength,
+      close: endConnection,
+    },
+    { service: options.service, voices: options.voices, logger, version: options.version, stallTimeoutMs: options.stallTimeoutMs, idleTimeoutMs: options.idleTimeoutMs ?? WYOMING_IDLE_TIMEOUT_MS },
+  );
+  const untrack = options.lifecycle.trackSession(session);
+  const parser = new EventParser(WYOMING_EVENT_LIMITS);
+  socket.on("data", (bytes: Buffer) => {
+    if (ending) return;
+    try {
+      for (const event of parser.push(bytes)) session.receive(event);
+    } catch (error) {
+      if (!(error instanceof WyomingProtocolError)) throw error;
+      logger.warn("wyoming client sent bytes that are not events; closing", { reason: error.message });
+      socket.write(encodeEvent({ type: "error", data: { text: error.message, code: "protocol_error" } }));
+      session.closed();
+      endConnection();
+    }
+  });
+  // The client is gone once it stops sending (Home Assistant closes its connection whole): its generation stops now.
+  socket.on("end", () => session.closed());
+  // A reset by the peer (ECONNRESET, EPIPE) is a client leaving, not a server fault.
+  socket.on("error", (error) => logger.debug("wyoming connection error", { error: String(error) }));
+  socket.on("close", () => {
+    session.closed();
+    untrack();
+    forget();
+  });
+}

@@ -1,0 +1,375 @@
+/**
+ * One Wyoming connection, as a text-to-speech server answers it (rhasspy/wyoming-piper is the reference):
+ *
+ * - `describe` → `info` (info.ts).
+ * - `synthesize` → `audio-start`, `audio-chunk`s as the engine makes them, `audio-stop`: one audio group,
+ *   since Home Assistant's one-shot reader stops at the first `audio-stop`.
+ * - `synthesize-start`, `synthesize-chunk`…, `synthesize-stop` → one audio group per sentence as each
+ *   sentence completes (text/segmenter.ts), then `synthesize-stopped`. Home Assistant's streaming reader
+ *   writes one WAV header at the first `audio-start` and takes every `audio-chunk` until
+ *   `synthesize-stopped`, so a group per sentence plays as one stream there, and a reader that stops at each
+ *   `audio-stop` (wyoming-piper's streaming groups are the same) still gets whole sentences.
+ * - A `synthesize` while a streaming run is open is ignored: Home Assistant sends the whole text that way
+ *   before `synthesize-stop`, for servers that cannot stream, and it must be spoken once.
+ *
+ * A request that fails or is refused (an unknown voice, the engine at capacity) gets an `error` event
+ * (`text`, `code`) and the connection goes on. Events are handled one at a time, in order; every
+ * synthesis goes through SpeechService.start, so admission, fairness, metrics and cancellation are the
+ * HTTP routes' own. Transport-free: the server hands events in and gives a sink to send through.
+ */
+import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
+import type { SpeechRequest } from "../api/speech.ts";
+import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
+import { SerialQueue } from "../async/serial-queue.ts";
+import { EngineFullError } from "../engine/core.ts";
+import type { Logger } from "../log/logger.ts";
+import { OPENAI_PCM_SAMPLE_RATE_HZ, OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
+import { TextSegmenter } from "../text/segmenter.ts";
+import type { VoiceStore } from "../voices/store.ts";
+import { infoEvent } from "./info.ts";
+import type { WyomingEvent } from "./protocol.ts";
+import { WyomingRequestLog } from "./request-log.ts";
+
+/** pcm16 mono: what every audio event says. */
+const SAMPLE_WIDTH_BYTES = 2;
+const CHANNELS = 1;
+/** Samples per audio-chunk at most: wyoming-piper's default (--samples-per-chunk), 64 ms at 16 kHz. */
+export const SAMPLES_PER_CHUNK = 1024;
+/** Above this many bytes queued on the socket, generation waits for the client to read. */
+export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
+const DRAIN_POLL_MS = 10;
+/**
+ * Bytes of events waiting to be handled (events queue while a sentence is spoken): enough for Home
+ * Assistant's whole-text `synthesize` of a long streamed answer and the chunks behind it. Each event also
+ * counts EVENT_OVERHEAD_BYTES, so a flood of tiny ones is bounded too.
+ */
+export const MAX_INBOX_BYTES = 8 * 1024 * 1024;
+const EVENT_OVERHEAD_BYTES = 256;
+/**
+ * How long a connection whose last answer was an error waits for its next event. Home Assistant's one-shot
+ * reader skips error events and waits for an audio-stop that will not come, so it learns of the failure when
+ * the connection closes; a client that reads errors sends its next event (a describe, another synthesize)
+ * long before this.
+ */
+export const IDLE_AFTER_ERROR_MS = 2000;
+
+export interface WyomingSink {
+  send(event: WyomingEvent): void;
+  /** Bytes written and not yet handed to the network: the flow-control signal. */
+  bufferedBytes(): number;
+  /** Ends the connection once what was sent has been flushed. */
+  close(): void;
+}
+
+export interface WyomingSessionOptions {
+  service: SpeechService;
+  voices: VoiceStore;
+  logger: Logger;
+  /** voxedge's version, for `info`. */
+  version: string;
+  /** How long a client may read nothing while audio waits for it before the connection is dropped. */
+  stallTimeoutMs: number;
+  /** How long a connection may stay without events and with nothing to do before it is closed. */
+  idleTimeoutMs: number;
+}
+
+/** The streaming run between synthesize-start and synthesize-stop. */
+interface StreamingRun {
+  voice: WyomingVoiceSelection | undefined;
+  segmenter: TextSegmenter;
+  log: WyomingRequestLog;
+  /** Its voice was refused at synthesize-start (one error event said so): its text is taken and not spoken. */
+  refused: boolean;
+}
+
+export class WyomingSession {
+  readonly #inbox = new SerialQueue();
+  #inboxBytes = 0;
+  #run: StreamingRun | undefined;
+  /** The request being answered, whose log line a disconnect ends as the client leaving. */
+  #activeLog: WyomingRequestLog | undefined;
+  readonly #abort = new AbortController();
+  #closed = false;
+  /** The server is shutting down: finish what was asked, then close. */
+  #draining = false;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** An error event was the last thing sent, with no event from the client since. */
+  #answeredWithError = false;
+
+  constructor(
+    private readonly sink: WyomingSink,
+    private readonly options: WyomingSessionOptions,
+  ) {
+    this.#armIdle();
+  }
+
+  /** An event from the client, in arrival order. */
+  receive(event: WyomingEvent): void {
+    if (this.#closed) return;
+    clearTimeout(this.#idleTimer);
+    this.#answeredWithError = false;
+    const cost = eventBytes(event);
+    this.#inboxBytes += cost;
+    if (this.#inboxBytes > MAX_INBOX_BYTES) {
+      this.#sendError(`more than ${MAX_INBOX_BYTES} bytes of events are waiting to be handled; wait for the audio before sending more`, "too_much_waiting");
+      return this.#close();
+    }
+    void this.#inbox
+      .run(() => this.#handle(event))
+      .catch((error) => {
+        this.options.logger.error("wyoming event handling failed", { event_type: event.type.slice(0, 64), error: String(error) });
+        this.#sendError("internal error", "internal_error");
+      })
+      .finally(() => {
+        this.#inboxBytes -= cost;
+        this.#afterWork();
+      });
+  }
+
+  /** The connection closed (either side): stop generation, free everything. */
+  closed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    this.#abort.abort();
+    // A one-shot synthesize is never answered while a run is open: at most one of the two is under way.
+    this.#activeLog?.end(true);
+    this.#run?.log.end(true);
+    this.#run = undefined;
+  }
+
+  /** The server is shutting down: what was asked is finished (a streaming run up to its synthesize-stop), then the connection closes. */
+  drain(): void {
+    this.#draining = true;
+    this.#afterWork();
+  }
+
+  /** The shutdown grace is over: close now, stopping any generation. */
+  goAway(): void {
+    this.#close();
+  }
+
+  async #handle(event: WyomingEvent): Promise<void> {
+    if (this.#closed) return;
+    switch (event.type) {
+      case "describe":
+        return this.#describe();
+      case "synthesize":
+        return this.#synthesize(event);
+      case "synthesize-start":
+        return this.#startRun(event);
+      case "synthesize-chunk":
+        return this.#continueRun(event);
+      case "synthesize-stop":
+        return this.#stopRun();
+      default:
+        // Events of other services (wake, asr, satellites) are not ours to answer, as wyoming-piper ignores them.
+        this.options.logger.debug("wyoming event ignored", { event_type: event.type.slice(0, 64) });
+    }
+  }
+
+  async #describe(): Promise<void> {
+    try {
+      const capabilities = this.options.service.model().capabilities;
+      // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
+      await this.options.voices.rescan();
+      this.sink.send(infoEvent({ capabilities, uploaded: this.options.voices.list(), version: this.options.version }));
+    } catch (error) {
+      this.#sendFailure(error);
+    }
+  }
+
+  async #synthesize(event: WyomingEvent): Promise<void> {
+    // Home Assistant's copy of the streamed text, for servers that cannot stream: already being spoken.
+    if (this.#run) return;
+    const log = new WyomingRequestLog(this.options.logger, "synthesize");
+    this.#activeLog = log;
+    const parsed = synthesizeDataSchema.safeParse(event.data);
+    if (!parsed.success) {
+      this.#sendFailure(fromZodError(parsed.error), log);
+    } else {
+      log.noteText(parsed.data.text.length);
+      await this.#speak(parsed.data.text, parsed.data.voice ?? undefined, log);
+    }
+    if (!this.#closed) log.end(false);
+    this.#activeLog = undefined;
+  }
+
+  /**
+   * Opens a run. Its voice is checked now, as a request would be, so a voice that cannot speak is one error
+   * event, not one per sentence; the run still opens, so the client's chunks and its synthesize-stop get
+   * the synthesize-stopped it waits for.
+   */
+  async #startRun(event: WyomingEvent): Promise<void> {
+    const parsed = synthesizeStartDataSchema.safeParse(event.data);
+    if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
+    if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
+    const voice = parsed.data.voice ?? undefined;
+    const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false };
+    this.#run = run;
+    try {
+      await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
+    } catch (error) {
+      if (this.#closed) return;
+      run.refused = true;
+      this.#sendFailure(error, run.log);
+    }
+  }
+
+  async #continueRun(event: WyomingEvent): Promise<void> {
+    const run = this.#run;
+    if (!run) return this.#sendError("synthesize-chunk outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
+    const parsed = synthesizeChunkDataSchema.safeParse(event.data);
+    if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error), run.log);
+    run.log.noteText(parsed.data.text.length);
+    if (run.refused) return;
+    for (const sentence of run.segmenter.push(parsed.data.text)) {
+      await this.#speak(sentence, run.voice, run.log);
+      if (this.#closed) return;
+    }
+  }
+
+  async #stopRun(): Promise<void> {
+    const run = this.#run;
+    if (!run) return this.#sendError("synthesize-stop outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
+    for (const sentence of run.refused ? [] : run.segmenter.flush()) {
+      await this.#speak(sentence, run.voice, run.log);
+      if (this.#closed) return;
+    }
+    this.sink.send({ type: "synthesize-stopped", data: {} });
+    this.#run = undefined;
+    run.log.end(false);
+  }
+
+  /**
+   * One audio group: audio-start, the pcm16 as it is made, audio-stop. A refusal before any audio is an
+   * error event alone; a failure after audio-start is an error event, then audio-stop, so a reader waiting
+   * for the end of the group is not left waiting.
+   */
+  async #speak(text: string, voice: WyomingVoiceSelection | undefined, log: WyomingRequestLog): Promise<void> {
+    const signal = this.#abort.signal;
+    let groupOpen = false;
+    try {
+      const speech = await this.options.service.start(this.#speechRequest(text, voice), "wyoming", signal);
+      const rateHz = speech.prepared.outputSampleRateHz;
+      const format = { rate: rateHz, width: SAMPLE_WIDTH_BYTES, channels: CHANNELS };
+      this.sink.send({ type: "audio-start", data: { ...format, timestamp: 0 } });
+      groupOpen = true;
+      let samplesSent = 0;
+      for await (const bytes of speech.audio) {
+        for (const piece of chunksOf(bytes, SAMPLES_PER_CHUNK * SAMPLE_WIDTH_BYTES)) {
+          await this.#waitForDrain();
+          if (this.#closed) return;
+          this.sink.send({ type: "audio-chunk", data: { ...format, timestamp: Math.round((samplesSent / rateHz) * 1000) }, payload: piece });
+          const samples = piece.byteLength / SAMPLE_WIDTH_BYTES;
+          samplesSent += samples;
+          log.noteAudio(samples / rateHz);
+        }
+      }
+      if (this.#closed) return;
+      await speech.done;
+      this.sink.send({ type: "audio-stop", data: { timestamp: Math.round((samplesSent / rateHz) * 1000) } });
+    } catch (error) {
+      if (this.#closed || signal.aborted) return;
+      this.#sendFailure(error, log);
+      if (groupOpen) this.sink.send({ type: "audio-stop", data: {} });
+    }
+  }
+
+  /** The speech request of one text: pcm16 at the model's own rate (no resampling), with the voice asked for. */
+  #speechRequest(text: string, voice: WyomingVoiceSelection | undefined): SpeechRequest {
+    const capabilities = this.options.service.model().capabilities;
+    const sampleRateHz = OUTPUT_SAMPLE_RATES_HZ.includes(capabilities.nativeSampleRateHz) ? capabilities.nativeSampleRateHz : OPENAI_PCM_SAMPLE_RATE_HZ;
+    return { input: text, voice: this.#voiceName(voice, capabilities.languages), response_format: "pcm", sample_rate: sampleRateHz };
+  }
+
+  /** A name wins over a language (wyoming/tts.py); a language picks the default voice when the model speaks it. */
+  #voiceName(voice: WyomingVoiceSelection | undefined, languages: readonly string[]): string | undefined {
+    if (voice?.name) return voice.name;
+    if (!voice?.language) return undefined;
+    if (languages.some((language) => sameLanguage(language, voice.language!))) return undefined;
+    throw badRequest(`no voice speaks '${voice.language.slice(0, 64)}'; languages: ${languages.join(", ")}`, "voice");
+  }
+
+  /**
+   * Flow control: a client that reads slowly pauses its own generation instead of growing our buffers; one
+   * that reads nothing for stallTimeoutMs is dropped, which frees its engine state.
+   */
+  async #waitForDrain(): Promise<void> {
+    let lastBufferedBytes = this.sink.bufferedBytes();
+    let lastReadAt = performance.now();
+    while (!this.#closed) {
+      const bufferedBytes = this.sink.bufferedBytes();
+      if (bufferedBytes <= SEND_HIGH_WATER_BYTES) return;
+      if (bufferedBytes < lastBufferedBytes) lastReadAt = performance.now();
+      lastBufferedBytes = bufferedBytes;
+      if (performance.now() - lastReadAt > this.options.stallTimeoutMs) {
+        this.options.logger.warn("wyoming client stopped reading; closing", { stall_timeout_ms: this.options.stallTimeoutMs });
+        return this.#close();
+      }
+      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+    }
+  }
+
+  /** Once nothing is waiting: a draining session closes (unless a streaming run is still open), any other waits for its next event. */
+  #afterWork(): void {
+    if (this.#closed || this.#inbox.pendingCount > 0) return;
+    if (this.#draining && !this.#run) return this.#close();
+    this.#armIdle();
+  }
+
+  #armIdle(): void {
+    clearTimeout(this.#idleTimer);
+    const delayMs = this.#answeredWithError && !this.#run ? Math.min(IDLE_AFTER_ERROR_MS, this.options.idleTimeoutMs) : this.options.idleTimeoutMs;
+    this.#idleTimer = setTimeout(() => {
+      if (this.#inbox.pendingCount === 0) this.#close();
+    }, delayMs);
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.sink.close();
+    this.closed();
+  }
+
+  #sendFailure(error: unknown, log?: WyomingRequestLog): void {
+    const { text, code, status } = describeFailure(error);
+    if (status >= 500 && !(error instanceof ApiError)) this.options.logger.error("wyoming synthesis failed", { error: String(error) });
+    log?.noteFailure(status);
+    this.#sendError(text, code);
+  }
+
+  #sendError(text: string, code: string): void {
+    if (this.#closed) return;
+    this.sink.send({ type: "error", data: { text, code } });
+    this.#answeredWithError = true;
+  }
+}
+
+/**
+ * An error as the error event says it: the message, a code a program can branch on, and the HTTP status
+ * the access log shows.
+ */
+function describeFailure(error: unknown): { text: string; code: string; status: number } {
+  if (error instanceof EngineFullError) return { text: error.message, code: "at_capacity", status: 429 };
+  if (!(error instanceof ApiError)) return { text: "speech generation failed", code: "synthesis_failed", status: 500 };
+  const code = error.status === 429 ? "at_capacity" : error.status === 503 ? "unavailable" : error.param === "voice" ? "unknown_voice" : error.status < 500 ? "invalid_request" : "synthesis_failed";
+  return { text: error.message, code, status: error.status };
+}
+
+/** `en_US`, `en-us` and `en` speak the same language as `en-US`. */
+function sameLanguage(served: string, asked: string): boolean {
+  const normalize = (tag: string) => tag.replace(/_/g, "-").toLowerCase();
+  const [servedTag, askedTag] = [normalize(served), normalize(asked)];
+  return servedTag === askedTag || servedTag.split("-")[0] === askedTag.split("-")[0];
+}
+
+/** Whole samples, at most `maxBytes` at a time. */
+function* chunksOf(bytes: Uint8Array, maxBytes: number): Generator<Uint8Array> {
+  for (let offset = 0; offset < bytes.byteLength; offset += maxBytes) yield bytes.subarray(offset, Math.min(bytes.byteLength, offset + maxBytes));
+}
+
+function eventBytes(event: WyomingEvent): number {
+  const text = typeof event.data.text === "string" ? event.data.text.length : 0;
+  return text + (event.payload?.byteLength ?? 0) + EVENT_OVERHEAD_BYTES;
+}
