@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { dropPassThroughStates } from "../../src/onnx/pass-through-states.ts";
 import { resizeRingCaches } from "../../src/onnx/ring-caches.ts";
+import { operatorsOf } from "../../src/onnx/proto.ts";
 import { loadOnnxRuntime } from "../../src/onnx/runtime.ts";
 import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import type { StateEntry } from "../../src/models/pocket/bundle/pocket-bundle.ts";
@@ -30,6 +31,9 @@ describe("resizeRingCaches", () => {
     expect(resizeRingCaches(decoder.model, caches, resize)).not.toBeNull();
     // The flow head takes nothing modulo a ring.
     expect(resizeRingCaches(new Uint8Array(readFileSync(join(POCKET_TINY_FIXTURE, "flow_lm_flow.onnx"))), caches, resize)).toBeNull();
+    // The fp32 decoder quantizes nothing at run time, so its resize is held to the fp32 tolerance.
+    expect(operatorsOf(decoder.model).has("Mod")).toBe(true);
+    expect(operatorsOf(decoder.model).has("DynamicQuantizeLinear")).toBe(false);
     // A capacity the graph does not have is not found.
     expect(resizeRingCaches(decoder.model, caches, { ...resize, exportedPositions: 999 })).toBeNull();
   });
