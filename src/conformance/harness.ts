@@ -217,9 +217,10 @@ class Fixture {
     if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
     const config = this.golden.model_config;
     if (!config) throw new Error("golden.json has no model_config");
-    const { session, manifest } = await openMimiDecoderSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), await this.mimiManifest());
+    const decoderConfig = { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate };
+    const { session, manifest } = await openMimiDecoderSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), await this.mimiManifest(), decoderConfig);
     this.extraSessions.push(Promise.resolve(session));
-    return new MimiDecoder(session, manifest, { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate });
+    return new MimiDecoder(session, manifest, decoderConfig);
   }
 
   /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */
@@ -592,7 +593,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
     const audio = await fixture.decode(decoder, latents, Array<number>(latents.length / decoder.config.latentDim).fill(1));
     return [
       exactCase("mimi_decoder_long.total_samples", "decoder", [audio.length], [spec.total_samples]),
-      tensorCase("mimi_decoder_long.audio_tail", "decoder", audio.subarray(spec.audio_tail_first_sample), fixture.float(spec.outputs.audio_tail!), "one latent per call; the 1000-slot ring wraps during latent 62"),
+      tensorCase("mimi_decoder_long.audio_tail", "decoder", audio.subarray(spec.audio_tail_first_sample), fixture.float(spec.outputs.audio_tail!), "one latent per call; every KV ring a decoder uses wraps (the export's 1000 slots during latent 62, a resized 384 during latent 24, the WGSL decoder's 250 during latent 16)"),
     ];
   }),
 

@@ -161,7 +161,7 @@ export function applyScatterND(data: Float32Array, dataDims: readonly number[], 
 }
 
 /** A tensor ValueInfoProto; without `dims` the shape is left unknown; a "?" dimension stays unknown. */
-function valueInfo(name: string, elementType: number, dims?: readonly (number | string)[]): Uint8Array {
+export function valueInfo(name: string, elementType: number, dims?: readonly (number | string)[]): Uint8Array {
   const encoder = new TextEncoder();
   const parts = [varintField(TENSOR_TYPE_ELEMENT_FIELD, elementType)];
   if (dims) {

@@ -231,6 +231,16 @@ export function onnxGraphWeights(bytes: Uint8Array, source: string): OnnxGraphWe
   }
 }
 
+/** The operator types a model's main graph uses. */
+export function operatorsOf(model: Uint8Array): Set<string> {
+  const operators = new Set<string>();
+  for (const field of protobufFields(model)) {
+    if (field.number !== MODEL_GRAPH_FIELD || field.wireType !== WIRE_LENGTH_DELIMITED) continue;
+    for (const graphField of protobufFields(field.payload)) if (graphField.number === GRAPH_NODE_FIELD) operators.add(parseNode(graphField.payload).opType);
+  }
+  return operators;
+}
+
 /** A NodeProto: names, operator, domain, string attributes, and a Constant's value still encoded. */
 export function parseNode(bytes: Uint8Array): OnnxNode {
   const text = new TextDecoder();

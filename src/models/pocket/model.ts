@@ -260,7 +260,7 @@ export class PocketModel implements SpeechModel {
   async #openInProcessDecoder(): Promise<LatentDecoder<MimiState>> {
     const graph = this.bundle.graphs.mimiDecoder;
     const runtime = await loadOnnxRuntime({ provider: this.sessions.provider });
-    const { session, manifest } = await openMimiDecoderSession(runtime, graph.path, this.bundle.mimiStateManifest);
+    const { session, manifest } = await openMimiDecoderSession(runtime, graph.path, this.bundle.mimiStateManifest, this.stages.mimiDecoder.config);
     this.sessions.mimiDecoder = session;
     return new MimiDecoder(session, manifest, this.stages.mimiDecoder.config);
   }

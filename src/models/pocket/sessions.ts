@@ -10,7 +10,7 @@ import { GraphCache, type PreparedGraph } from "../../onnx/graph-cache.ts";
 import { buildBatchedFlowLmStep } from "./batched/flow-lm-graph.ts";
 import { flowLmWeightsFromGraph } from "./batched/flow-lm-weights.ts";
 import type { BatchedStepSession, FlowLmSlotsConfig } from "./stages/flow-lm-slots.ts";
-import { openMimiDecoderSession } from "./stages/mimi-decoder.ts";
+import { openMimiDecoderSession, type MimiRing } from "./stages/mimi-decoder.ts";
 
 import { FLOW_LM_POSITIONS_AXIS } from "./stages/state.ts";
 
@@ -40,8 +40,10 @@ export interface PocketSessions {
   flowLmFlowRows: OnnxSession;
   /** Null once released: the Pocket model's decoder workers hold their own (model.ts). */
   mimiDecoder: OnnxSession | null;
-  /** The Mimi decoder states the session keeps: the bundle's, less those it only hands back. */
+  /** The Mimi decoder states the session keeps: the bundle's, less those it only hands back, its KV rings resized. */
   mimiDecoderStates: StateEntry[];
+  /** The Mimi decoder's KV ring (stages/mimi-decoder.ts): resized, or the export's and why. */
+  mimiDecoderRing: MimiRing;
 }
 
 export async function openPocketSessions(bundle: PocketBundle, options: OnnxProviderOptions = {}, graphCache = new GraphCache(undefined)): Promise<PocketSessions> {
@@ -66,7 +68,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
   const voiceEncoder = graphs.voiceEncoder ? await runtime.createSession(graphs.voiceEncoder.path) : null;
   // Not the cache-write rewrite for the Mimi decoder: its ring writes replace a whole K/V plane per call, so
   // fetching the writes instead of the caches would save nothing.
-  const mimi = await openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest);
+  const mimi = await openMimiDecoderSession(runtime, graphs.mimiDecoder.path, bundle.mimiStateManifest, { latentDim: bundle.dims.latentDim, samplesPerFrame: bundle.dims.samplesPerFrame });
   collectGarbage();
   return {
     provider: runtime.provider,
@@ -81,6 +83,7 @@ export async function openPocketSessions(bundle: PocketBundle, options: OnnxProv
     flowLmFlowRows,
     mimiDecoder: mimi.session,
     mimiDecoderStates: mimi.manifest,
+    mimiDecoderRing: mimi.ring,
   };
 }
 

@@ -52,7 +52,7 @@ async function open(message: Extract<DecoderWorkerRequest, { kind: "open" }>): P
     // working set instead. Real-size int8, 2 cores (bench/one-stream-ab.ts, 12–16 alternating streams): RTF
     // 0.192 → 0.173, level with the code before the footprint work (0.161 vs 0.163); the 8-stream peak in
     // 1 GiB (one worker, bench/memory-limit.ts) 762 → 794 MiB.
-    const { session, manifest } = await openMimiDecoderSession(runtime, message.path, message.manifest, { memoryArena: true });
+    const { session, manifest } = await openMimiDecoderSession(runtime, message.path, message.manifest, message.config, { memoryArena: true });
     decoder = new MimiDecoder(session, manifest, message.config);
     reply({ kind: "ready" });
   } catch (error) {
