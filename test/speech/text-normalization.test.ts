@@ -4,7 +4,7 @@ import type { ModelCapabilities } from "../../src/models/contract.ts";
 import { normalizeText } from "../../src/text/normalize/index.ts";
 
 function capabilitiesOf(kind: ModelCapabilities["kind"], language?: string): ModelCapabilities {
-  return { modelId: "m", kind, description: "", voices: [], defaultVoice: "", nativeSampleRateHz: 24000, supportsCloning: false, supportsInstructions: false, supportsWordTimestamps: false, framesPerSecond: 12.5, speakerEmbeddingDims: [], language };
+  return { modelId: "m", kind, description: "", voices: [], defaultVoice: "", nativeSampleRateHz: 24000, supportsCloning: false, supportsInstructions: false, supportsWordTimestamps: false, framesPerSecond: 12.5, speakerEmbeddingDims: [], languages: language ? [language] : [] };
 }
 
 describe("normalizesText", () => {
