@@ -18,6 +18,7 @@ import { batchItemSchema, speechFieldShape, speechRequestSchema, streamClientMes
 import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_EMBEDDING_LENGTH, MAX_SPEAKER_DESCRIPTION_CHARS } from "../api/voices.ts";
 import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { PLAYGROUND_MODULES } from "./info.ts";
+import { CONTENT_TYPES } from "../audio/encoders.ts";
 
 export const OPENAPI_PATH = "/openapi.json";
 export const DOCS_PATH = "/docs";
@@ -42,7 +43,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   507: "the speaker folder could not take the change (store or delete the voice)",
 };
 
-const AUDIO_MEDIA_TYPES = ["audio/wav", "audio/pcm", "audio/mpeg", "audio/flac", "audio/ogg", "audio/aac"];
+const AUDIO_MEDIA_TYPES = [...new Set(Object.values(CONTENT_TYPES))];
 const binary = { type: "string", format: "binary" } as const;
 
 /** A batch as documented: its items are speech items (the route parses each on its own, so one bad item fails alone). */
