@@ -1,11 +1,12 @@
 /**
- * API keys. A request proves it holds one with `Authorization: Bearer <key>` (what OpenAI clients send) or
- * `X-API-Key: <key>` (what gateways and curl users often send); a WebSocket upgrade may also carry it as
+ * API keys. A request proves it holds one with `Authorization: Bearer <key>` (what OpenAI clients send),
+ * `X-API-Key: <key>` (what gateways and curl users often send) or `xi-api-key: <key>` (what ElevenLabs clients
+ * send); a WebSocket upgrade may also carry it as
  * `?api_key=`, since a browser's WebSocket cannot set headers. The query form is taken on the upgrade only:
  * elsewhere a key in a URL ends up in proxy logs for no gain.
  *
  * Which routes ask for a key:
- * - everything under /v1, except the three listings with --public-listings, which then also answer callers
+ * - everything under /v1 and /elevenlabs, except the three listings with --public-listings, which then also answer callers
  *   that send no key (Open WebUI fills its settings from them without its key); a caller that sends a
  *   wrong key is refused even there, so a misconfigured client finds out;
  * - /health, /health/ready with --protect-health, /metrics with --protect-metrics (open by default: probes
@@ -15,6 +16,7 @@
 import type { Context, Hono } from "hono";
 import { timingSafeEqual, createHash } from "node:crypto";
 import { ApiError } from "../api/errors.ts";
+import { ELEVENLABS_PREFIX } from "../api/elevenlabs.ts";
 
 export const PUBLIC_LISTINGS = new Set(["/v1/models", "/v1/audio/models", "/v1/audio/voices"]);
 export const HEALTH_PATHS = new Set(["/health", "/health/ready"]);
@@ -59,7 +61,7 @@ export class ApiKeyCheck {
     const path = c.req.path;
     if (HEALTH_PATHS.has(path)) return !this.options.protectHealth;
     if (path === METRICS_PATH) return !this.options.protectMetrics;
-    return !path.startsWith("/v1/") && path !== "/v1";
+    return !path.startsWith("/v1/") && path !== "/v1" && !path.startsWith(`${ELEVENLABS_PREFIX}/`);
   }
 
   /** Listings open to callers without a key (they see no consent ids); a wrong key is still refused. */
@@ -97,7 +99,7 @@ function presentedKey(c: Context): string | undefined {
     // The scheme name is case-insensitive (RFC 7235 §2.1): "bearer", "BEARER" and "Bearer" are one scheme.
     return /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization)?.[1] ?? "";
   }
-  const headerKey = c.req.header("x-api-key");
+  const headerKey = c.req.header("x-api-key") ?? c.req.header("xi-api-key");
   if (headerKey !== undefined) return headerKey.trim();
   if (c.req.path === WEBSOCKET_PATH && c.req.header("upgrade")?.toLowerCase() === "websocket") return c.req.query("api_key");
   return undefined;
