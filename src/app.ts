@@ -23,6 +23,7 @@ import { registerDrainGate, ServerLifecycle } from "./http/lifecycle.ts";
 import { registerHealthRoutes } from "./http/health.ts";
 import { registerOpenApiRoutes } from "./http/openapi.ts";
 import { registerElevenLabsRoutes } from "./http/elevenlabs.ts";
+import { registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
 import { ELEVENLABS_PREFIX, elevenLabsErrorBody } from "./api/elevenlabs.ts";
 
 export interface AppServices {
@@ -85,5 +86,6 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerSpeechRoute(app, { service, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
   registerElevenLabsRoutes(app, { service, voices, logger, body, stallTimeoutMs });
+  registerElevenLabsSocketRoutes(app, { service, voices, logger, config, runtime, lifecycle });
   return { app, service, metrics, refAudio: resolver, lifecycle };
 }

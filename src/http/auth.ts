@@ -1,8 +1,8 @@
 /**
  * API keys. A request proves it holds one with `Authorization: Bearer <key>` (what OpenAI clients send),
  * `X-API-Key: <key>` (what gateways and curl users often send) or `xi-api-key: <key>` (what ElevenLabs clients
- * send); a WebSocket upgrade may also carry it as
- * `?api_key=`, since a browser's WebSocket cannot set headers. The query form is taken on the upgrade only:
+ * send); a WebSocket upgrade may also carry it as `?api_key=` (`?xi_api_key=` on ElevenLabs' sockets), since a
+ * browser's WebSocket cannot set headers. The query form is taken on the upgrade only:
  * elsewhere a key in a URL ends up in proxy logs for no gain.
  *
  * Which routes ask for a key:
@@ -23,6 +23,8 @@ export const HEALTH_PATHS = new Set(["/health", "/health/ready"]);
 export const METRICS_PATH = "/metrics";
 /** The WebSocket route, where `?api_key=` is also read. */
 export const WEBSOCKET_PATH = "/v1/audio/speech/stream";
+/** ElevenLabs' WebSocket routes, where `?xi_api_key=` is read on the upgrade. */
+const ELEVENLABS_WEBSOCKET_PATH = /^\/elevenlabs\/v1\/text-to-speech\/[^/]+\/(?:multi-)?stream-input$/;
 
 export interface AuthOptions {
   apiKeys: readonly string[];
@@ -101,7 +103,10 @@ function presentedKey(c: Context): string | undefined {
   }
   const headerKey = c.req.header("x-api-key") ?? c.req.header("xi-api-key");
   if (headerKey !== undefined) return headerKey.trim();
-  if (c.req.path === WEBSOCKET_PATH && c.req.header("upgrade")?.toLowerCase() === "websocket") return c.req.query("api_key");
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") return undefined;
+  if (c.req.path === WEBSOCKET_PATH) return c.req.query("api_key");
+  // ElevenLabs' sockets: the same, under ElevenLabs' name for the key.
+  if (ELEVENLABS_WEBSOCKET_PATH.test(c.req.path)) return c.req.query("xi_api_key");
   return undefined;
 }
 

@@ -223,7 +223,7 @@ function modelIds(service: SpeechService): string[] {
   return [...new Set([service.model().capabilities.modelId, ...ELEVENLABS_MODEL_IDS, ...service.servedModelIds()])];
 }
 
-function checkModelId(service: SpeechService, modelId: string | undefined): void {
+export function checkModelId(service: SpeechService, modelId: string | undefined): void {
   if (modelId === undefined || modelIds(service).includes(modelId)) return;
   throw new ElevenLabsError(400, "model_not_found", `A model with model_id '${echoed(modelId)}' was not found. Served: ${modelIds(service).join(", ")}`, "model_id");
 }
@@ -233,7 +233,7 @@ function voiceNotFound(voiceId: string): ElevenLabsError {
 }
 
 /** The voice a voice_id names (a built-in voice or an upload, case-insensitive), or 404. */
-async function voiceNamed(service: SpeechService, voices: VoiceStore, voiceId: string): Promise<string> {
+export async function voiceNamed(service: SpeechService, voices: VoiceStore, voiceId: string): Promise<string> {
   const name = voiceId.trim().toLowerCase();
   // Replicas share the speaker folder: the upload as the folder holds it now.
   await voices.refreshName(name);

@@ -105,6 +105,7 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   registry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer", description: "any key given with --api-key / --api-key-file" });
   registry.registerComponent("securitySchemes", "apiKeyHeader", { type: "apiKey", in: "header", name: "X-API-Key" });
   registry.registerComponent("securitySchemes", "xiApiKey", { type: "apiKey", in: "header", name: "xi-api-key", description: "ElevenLabs' header; accepted on every route that takes a key" });
+  registry.registerComponent("securitySchemes", "xiApiKeyQuery", { type: "apiKey", in: "query", name: "xi_api_key", description: "ElevenLabs' WebSocket upgrades only" });
   registry.registerComponent("securitySchemes", "apiKeyQuery", { type: "apiKey", in: "query", name: "api_key", description: "WebSocket upgrade only (browsers cannot set headers on a WebSocket)" });
 
   const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
@@ -376,6 +377,25 @@ function registerElevenLabsPaths(registry: OpenAPIRegistry): void {
     },
     responses: { 200: { description: "the new voice", ...json(z.object({ voice_id: z.string(), requires_verification: z.literal(false) })) }, ...elevenLabsErrorResponses(400, 401, 408, 415, 422, 503, 507) },
   });
+  const socketQuery = z.object({
+    model_id: z.string().optional(),
+    output_format: outputFormat.optional(),
+    inactivity_timeout: z.number().int().min(1).max(180).optional().describe("seconds without a message before a stream closes (default 20)"),
+    xi_api_key: z.string().optional().describe("the API key, for clients that cannot set headers"),
+  });
+  for (const [path, summary] of [
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/stream-input", 'ElevenLabs WebSocket: {"text": " "} opens, text (flush) in, {"text": ""} ends; {audio, isFinal, alignment, normalizedAlignment} out'],
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input", "ElevenLabs WebSocket: several streams by context_id, flush, close_context, close_socket; audio messages carry contextId"],
+  ] as const) {
+    registry.registerPath({
+      method: "get",
+      path,
+      summary,
+      security: [...elevenLabsSecurity, { xiApiKeyQuery: [] }],
+      request: { params: voiceIdParams, query: socketQuery },
+      responses: { 101: { description: "switched to the WebSocket protocol" }, ...elevenLabsErrorResponses(400, 401, 404, 422, 503) },
+    });
+  }
   registry.registerPath({
     method: "get",
     path: "/elevenlabs/v1/models",
