@@ -72,7 +72,8 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     metrics.httpRequests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
   if (config.cors) app.use("*", cors({ exposeHeaders: [...SPEECH_RESPONSE_HEADERS, "X-Request-Id"] }));
-  const { isAnonymous } = registerApiKeyCheck(app, new ApiKeyCheck(config));
+  const apiKeys = new ApiKeyCheck(config);
+  const { isAnonymous, awaitsSocketKey } = registerApiKeyCheck(app, apiKeys);
   registerDrainGate(app, lifecycle);
 
   registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
@@ -86,6 +87,6 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerSpeechRoute(app, { service, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
   registerElevenLabsRoutes(app, { service, voices, logger, body, stallTimeoutMs });
-  registerElevenLabsSocketRoutes(app, { service, voices, logger, config, runtime, lifecycle });
+  registerElevenLabsSocketRoutes(app, { service, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
   return { app, service, metrics, refAudio: resolver, lifecycle };
 }

@@ -6,7 +6,8 @@
  * elsewhere a key in a URL ends up in proxy logs for no gain.
  *
  * Which routes ask for a key:
- * - everything under /v1 and /elevenlabs, except the three listings with --public-listings, which then also answer callers
+ * - everything under /v1 and /elevenlabs (an ElevenLabs socket may carry it in its first message instead),
+ *   except the three listings with --public-listings, which then also answer callers
  *   that send no key (Open WebUI fills its settings from them without its key); a caller that sends a
  *   wrong key is refused even there, so a misconfigured client finds out;
  * - /health, /health/ready with --protect-health, /metrics with --protect-metrics (open by default: probes
@@ -51,11 +52,16 @@ export class ApiKeyCheck {
   credentialsOf(c: Context): Credentials {
     const key = presentedKey(c);
     if (key === undefined) return "none";
+    return this.holds(key) ? "valid" : "wrong";
+  }
+
+  /** Whether `key` is one of the server's keys. */
+  holds(key: string): boolean {
     const given = digest(key);
     // Every key is compared, so which one matched (or whether any did) does not show in the timing either.
     let matched = false;
     for (const expected of this.#digests) matched = timingSafeEqual(given, expected) || matched;
-    return matched ? "valid" : "wrong";
+    return matched;
   }
 
   /** Whether this request may go on without a valid key. */
@@ -75,13 +81,20 @@ export class ApiKeyCheck {
 /**
  * Installs the check before every route. `isAnonymous` tells a route whether the caller sent no valid key
  * (only possible on an open route), so the voice listing can leave the uploaders' data out.
+ * `awaitsSocketKey` tells ElevenLabs' socket routes that an upgrade came without any key: ElevenLabs' protocol
+ * lets the first message carry it (`xi_api_key`), so such a socket opens and must check that message.
  */
-export function registerApiKeyCheck(app: Hono, check: ApiKeyCheck): { isAnonymous: (c: Context) => boolean } {
+export function registerApiKeyCheck(app: Hono, check: ApiKeyCheck): { isAnonymous: (c: Context) => boolean; awaitsSocketKey: (c: Context) => boolean } {
   const anonymous = new WeakSet<Request>();
+  const keyInFirstMessage = new WeakSet<Request>();
   if (check.enabled) {
     app.use("*", async (c, next) => {
       const credentials = check.credentialsOf(c);
       if (credentials === "valid") return next();
+      if (credentials === "none" && isElevenLabsSocketUpgrade(c)) {
+        keyInFirstMessage.add(c.req.raw);
+        return next();
+      }
       if (credentials === "none" && (check.isOpen(c) || check.isPublicListing(c))) {
         anonymous.add(c.req.raw);
         return next();
@@ -91,7 +104,7 @@ export function registerApiKeyCheck(app: Hono, check: ApiKeyCheck): { isAnonymou
       throw new ApiError(401, credentials === "none" ? "Missing API key (send Authorization: Bearer <key> or X-API-Key: <key>)" : "Wrong API key");
     });
   }
-  return { isAnonymous: (c) => check.enabled && anonymous.has(c.req.raw) };
+  return { isAnonymous: (c) => check.enabled && anonymous.has(c.req.raw), awaitsSocketKey: (c) => keyInFirstMessage.has(c.req.raw) };
 }
 
 /** The key a request carries; a malformed Authorization header counts as a wrong key, not as none. */
@@ -108,6 +121,10 @@ function presentedKey(c: Context): string | undefined {
   // ElevenLabs' sockets: the same, under ElevenLabs' name for the key.
   if (ELEVENLABS_WEBSOCKET_PATH.test(c.req.path)) return c.req.query("xi_api_key");
   return undefined;
+}
+
+function isElevenLabsSocketUpgrade(c: Context): boolean {
+  return c.req.header("upgrade")?.toLowerCase() === "websocket" && ELEVENLABS_WEBSOCKET_PATH.test(c.req.path);
 }
 
 function digest(key: string): Buffer {

@@ -28,6 +28,8 @@ import type { VoiceStore } from "../voices/store.ts";
 
 export interface ElevenLabsSocketDeps extends StreamRouteDeps {
   voices: VoiceStore;
+  /** For an upgrade that came without a key (auth.ts), the check its first message's key must pass. */
+  keyInFirstMessage: (c: Context) => ((key: string) => boolean) | undefined;
 }
 
 /** ElevenLabs' limits on inactivity_timeout (seconds) and its default. */
@@ -55,8 +57,17 @@ const clientMessageSchema = z.looseObject({
   contextId: z.string({ error: "contextId must be a string" }).nullish(),
   close_context: z.boolean({ error: "close_context must be a boolean" }).nullish(),
   close_socket: z.boolean({ error: "close_socket must be a boolean" }).nullish(),
+  xi_api_key: z.string().nullish(),
+  "xi-api-key": z.string().nullish(),
+  authorization: z.string().nullish(),
 });
 type ClientMessage = z.infer<typeof clientMessageSchema>;
+
+/** The key a first message carries: `xi_api_key` (multi-stream-input), `xi-api-key` (stream-input) or a bearer `authorization`. */
+function keyOf(message: ClientMessage): string | undefined {
+  const bearer = message.authorization ? /^bearer[ \t]+(\S+)[ \t]*$/i.exec(message.authorization)?.[1] : undefined;
+  return message.xi_api_key ?? message["xi-api-key"] ?? bearer ?? undefined;
+}
 
 interface SocketSettings {
   voice: string;
@@ -73,8 +84,11 @@ export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocket
   const checkUrl: MiddlewareHandler = async (c, next) => {
     const query = parseElevenLabs(socketQuerySchema, c.req.query(), "query");
     checkModelId(deps.service, query.model_id);
+    const voiceId = c.req.param("voice_id") ?? "";
     settingsOf.set(c.req.raw, {
-      voice: await voiceNamed(deps.service, deps.voices, c.req.param("voice_id") ?? ""),
+      // A caller whose key is still to come learns nothing about the voices: its socket's session checks the
+      // voice once the key has passed, and refuses an unknown one with an error message.
+      voice: deps.keyInFirstMessage(c) ? voiceId.trim().toLowerCase() : await voiceNamed(deps.service, deps.voices, voiceId),
       format: outputFormatOf(query.output_format),
       inactivityMs: (query.inactivity_timeout ?? DEFAULT_INACTIVITY_SECONDS) * 1000,
       language: query.language_code,
@@ -104,6 +118,7 @@ function socketEvents(c: Context, deps: ElevenLabsSocketDeps, settings: SocketSe
   return {
     onOpen(_event: Event, ws: WSContext<unknown>) {
       socket = new ElevenLabsSocket(
+        deps.keyInFirstMessage(c),
         {
           send: (message) => {
             if (typeof message.audio === "string" && message.audio.length > 0) noteFirstAudio(c);
@@ -268,14 +283,19 @@ class ElevenLabsSocket {
   readonly #streams = new Map<string | null, TextStream>();
   #opened = false;
   #closed = false;
+  /** Until the first message shows a key, when the upgrade came without one; nothing is spoken before. */
+  #keyCheck: ((key: string) => boolean) | undefined;
+  #keyDeadline: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
+    keyCheck: ((key: string) => boolean) | undefined,
     private readonly sink: SocketSink,
     private readonly deps: ElevenLabsSocketDeps,
     private readonly settings: SocketSettings,
     private readonly mode: "single" | "multi",
   ) {
-    if (mode === "single") this.#streams.set(null, new TextStream(this, null, settings, deps));
+    this.#keyCheck = keyCheck;
+    if (keyCheck) this.#keyDeadline = setTimeout(() => this.#refuseKey("the first message must arrive, with xi_api_key, within the configuration deadline"), deps.config.wsConfigTimeoutSeconds * 1000);
   }
 
   bufferedBytes(): number {
@@ -299,12 +319,18 @@ class ElevenLabsSocket {
     }
     const parsed = clientMessageSchema.safeParse(json);
     if (!parsed.success) return this.#fail(parsed.error.issues[0]!.message);
+    if (this.#keyCheck) {
+      const key = keyOf(parsed.data);
+      if (key === undefined || !this.#keyCheck(key)) return this.#refuseKey(key === undefined ? "Missing API key (send the xi-api-key header, or xi_api_key in the first message)" : "Wrong API key");
+      this.#keyCheck = undefined;
+      clearTimeout(this.#keyDeadline);
+    }
     if (this.mode === "single") this.#receiveSingle(parsed.data);
     else this.#receiveMulti(parsed.data);
   }
 
   #receiveSingle(message: ClientMessage): void {
-    const stream = this.#streams.get(null)!;
+    const stream = this.#streams.get(null) ?? this.#openStream(null);
     if (message.text === undefined) return this.#fail("text is required");
     // The first message opens the stream (ElevenLabs sends a single space); any text in it is text.
     const opening = !this.#opened;
@@ -337,6 +363,10 @@ class ElevenLabsSocket {
       this.send({ message: `at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, error: "max_active_conversations", code: CLOSE_POLICY }, contextId);
       return undefined;
     }
+    return this.#openStream(contextId);
+  }
+
+  #openStream(contextId: string | null): TextStream {
     const stream = new TextStream(this, contextId, this.settings, this.deps);
     this.#streams.set(contextId, stream);
     return stream;
@@ -375,8 +405,14 @@ class ElevenLabsSocket {
   /** The socket closed (either side): every stream stops. */
   closed(): void {
     this.#closed = true;
+    clearTimeout(this.#keyDeadline);
     for (const stream of this.#streams.values()) stream.stop();
     this.#streams.clear();
+  }
+
+  #refuseKey(message: string): void {
+    this.send({ message, error: "invalid_api_key", code: CLOSE_POLICY }, null);
+    this.#closeSocket(CLOSE_POLICY, message.slice(0, 120));
   }
 
   #fail(message: string): void {

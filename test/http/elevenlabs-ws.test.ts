@@ -119,10 +119,45 @@ describe("before the upgrade: errors in ElevenLabs' shape", () => {
     { name: "unknown voice", route: "nobody/stream-input", headers: { "xi-api-key": API_KEY }, status: 404, reason: "voice_not_found" },
     { name: "unknown output_format", route: "low/multi-stream-input?output_format=flac_44100", headers: { "xi-api-key": API_KEY }, status: 400, reason: "invalid_output_format" },
     { name: "inactivity_timeout out of range", route: "low/stream-input?inactivity_timeout=999", headers: { "xi-api-key": API_KEY }, status: 422, reason: "validation_error" },
-    { name: "no key", route: "low/stream-input", headers: {}, status: 401, reason: "invalid_api_key" },
-  ])("$name → $status", async ({ route, headers, status, reason }) => {
+    { name: "a wrong key", route: "low/stream-input", headers: { "xi-api-key": "sk-wrong" }, status: 401, reason: "invalid_api_key" },
+  ] as { name: string; route: string; headers: Record<string, string>; status: number; reason: string }[])("$name → $status", async ({ route, headers, status, reason }) => {
     const response = await fetch(`${server.url}/elevenlabs/v1/text-to-speech/${route}`, { headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13", ...headers } });
     expect(response.status).toBe(status);
     expect(((await response.json()) as { detail: { status: string } }).detail.status).toBe(reason);
+  });
+});
+
+describe("the key in the first message, as ElevenLabs' protocol allows", () => {
+  test("stream-input: xi-api-key in the init message opens the stream", async () => {
+    const socket = new RecordingSocket(socketUrl("low/stream-input?output_format=pcm_16000"));
+    await socket.opened;
+    socket.send({ text: " ", "xi-api-key": API_KEY });
+    socket.send({ text: "Hello there. " });
+    socket.send({ text: "" });
+    await socket.closedPromise;
+    expect(socket.closeCode).toBe(1000);
+    expect(audioBytes(audioMessages(socket))).toBe(Math.round(secondsOf("Hello there.") * 16000) * 2);
+  });
+
+  test.each([
+    { name: "no key", first: { text: " " } },
+    { name: "a wrong key", first: { text: " ", xi_api_key: "sk-wrong", context_id: "a" } },
+  ])("multi-stream-input: $name in the first message → invalid_api_key and 1008, nothing spoken", async ({ first }) => {
+    const socket = new RecordingSocket(socketUrl("low/multi-stream-input"));
+    await socket.opened;
+    socket.send(first);
+    socket.send({ text: "Hello there.", context_id: "a", flush: true });
+    await socket.closedPromise;
+    expect(socket.closeCode).toBe(1008);
+    expect(socket.json()).toEqual([{ message: expect.any(String), error: "invalid_api_key", code: 1008, contextId: null }]);
+  });
+
+  test("an unknown voice is refused only once the first message's key has passed", async () => {
+    const socket = new RecordingSocket(socketUrl("nobody/stream-input"));
+    await socket.opened;
+    socket.send({ text: " ", xi_api_key: API_KEY });
+    await socket.closedPromise;
+    expect(socket.closeCode).toBe(1008);
+    expect(socket.json()).toEqual([{ message: expect.stringContaining("Unknown voice 'nobody'"), error: "invalid_request", code: 1008 }]);
   });
 });
