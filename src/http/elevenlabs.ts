@@ -18,9 +18,9 @@ import {
   type ElevenLabsOutputFormat,
   type TextToSpeechBody,
 } from "../api/elevenlabs.ts";
-import { echoed } from "../api/errors.ts";
+import { badRequest, echoed } from "../api/errors.ts";
 import { parseVoiceUpload } from "../api/voices.ts";
-import type { SpeechRequest } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS, type SpeechRequest } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
 import { type SpeechService, wholeAudio } from "../speech/service.ts";
 import { TimedSpeech, type CharacterAlignment } from "../speech/timed-speech.ts";
@@ -91,11 +91,15 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
     const { request, format, ignoredFields } = await textToSpeech(c);
+    // As a file on the speech route: the whole utterance is held until it is encoded.
+    if (request.input.length > DEFAULT_MAX_INPUT_CHARS) {
+      throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
+    }
     const abort = clientAbort(c.req.raw.signal);
     const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
     try {
       const { audio, alignment } = await timed.file();
-      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredFieldsHeader(ignoredFields));
+      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredHeader(timed.ignoredFields, ignoredFields));
     } catch (error) {
       abort.abort();
       throw error;
@@ -112,7 +116,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
         ended(outcome);
         if (outcome === "failed") logger.error("elevenlabs timestamped stream failed", { error: String(error) });
       }, deps.stallTimeoutMs);
-      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(ignoredFields) } });
+      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredHeader(timed.ignoredFields, ignoredFields) } });
     } catch (error) {
       abort.abort();
       throw error;

@@ -74,6 +74,11 @@ export class TimedSpeech {
     return new TimedSpeech(service, request, options, signal, onAudio, spans, first);
   }
 
+  /** The request's fields the served model ignored, as the service names them. */
+  get ignoredFields(): readonly string[] {
+    return this.first.prepared.ignoredFields;
+  }
+
   /**
    * Mono samples at the requested rate as they are made; each sentence's last piece carries the alignment of
    * its characters (with the whitespace before it, and, for the last, after it).

@@ -267,3 +267,16 @@ describe("errors in ElevenLabs' shape", () => {
     expect((await clientFor(server).models.list()).length).toBeGreaterThan(1);
   });
 });
+
+describe("long text", () => {
+  test("past 4096 characters with-timestamps must be streamed, as a file must on the speech route", async () => {
+    const server = await startTestServer(new ToneAdapter(), { flags: { "max-input-chars": "6000" } });
+    try {
+      const refused = await refusal(() => clientFor(server).textToSpeech.convertWithTimestamps("low", { text: "word ".repeat(1000) }));
+      expect(refused.statusCode).toBe(400);
+      expect(refused.body.detail.message).toContain("stream/with-timestamps");
+    } finally {
+      await server.stop();
+    }
+  });
+});
