@@ -10,6 +10,7 @@ import { ToneAdapter } from "../support/tone-adapter.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { wavFile } from "../support/uploads.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
 
 /** The tone adapter makes one 80 ms frame for every two characters, at 220 Hz. */
 const FRAME_SECONDS = 0.08;
@@ -278,5 +279,37 @@ describe("long text", () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe("with the offline engine (Flite)", () => {
+  let server: TestServer;
+  let client: ElevenLabsClient;
+  beforeAll(async () => {
+    server = await startTestServer(await createClassicModel());
+    client = clientFor(server);
+  });
+  afterAll(() => server.stop());
+
+  test("ulaw_8000 speech that ffmpeg decodes as μ-law at 8 kHz", async () => {
+    const voice = (await client.voices.getAll()).voices[0]!.voiceId;
+    const ulaw = await bytesOf(await client.textToSpeech.convert(voice, { text: "The offline engine speaks on the phone.", outputFormat: "ulaw_8000" }));
+    const decoded = decodeWithFfmpeg(ulaw, "mulaw", 8000);
+    expect(decoded.sampleRateHz).toBe(8000);
+    expect(decoded.samples.length).toBe(ulaw.length);
+    expect(decoded.samples.length / 8000).toBeGreaterThan(1);
+  });
+
+  test("timestamps: two sentences, the second starting where the first one's audio ends", async () => {
+    const voice = (await client.voices.getAll()).voices[0]!.voiceId;
+    const text = "First sentence here. And the second one.";
+    const result = await client.textToSpeech.convertWithTimestamps(voice, { text, outputFormat: "pcm_16000" });
+    const audioSeconds = Buffer.from(result.audioBase64, "base64").length / 2 / 16000;
+    const alignment = result.alignment!;
+    expect(alignment.characters.join("")).toBe(text);
+    const firstEnd = alignment.characterEndTimesSeconds[text.indexOf(".")]!;
+    expect(firstEnd).toBeGreaterThan(0.3);
+    expect(alignment.characterStartTimesSeconds[text.indexOf("And")]!).toBeCloseTo(firstEnd, 5);
+    expect(alignment.characterEndTimesSeconds.at(-1)!).toBeCloseTo(audioSeconds, 5);
   });
 });
