@@ -157,13 +157,14 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
       throw new ElevenLabsError(400, "voice_cloning_unavailable", `Model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices, so a voice cannot be added; use one of its built-in voices`);
     }
     const form = await readCappedForm(c, { maxBytes: MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: deps.body.timeoutMs });
+    if (!form.files.has("files")) throw new ElevenLabsError(422, "validation_error", "files is required: one or more audio samples of the voice", "files");
     const { name, consent, speakerDescription, source } = parseVoiceUpload({
       name: form.fields.get("name"),
       consent: form.fields.get("consent") ?? consentLabel(form.fields.get("labels")),
       speaker_description: form.fields.get("description"),
       audio_sample: form.files.get("files"),
     });
-    if (source.kind !== "audio") throw new ElevenLabsError(400, "invalid_request", "files must hold an audio sample", "files");
+    if (source.kind !== "audio") throw new ElevenLabsError(422, "validation_error", "files must hold an audio sample", "files");
     const voice = await saveAudioUpload({ voices, logger }, { name, consent, speakerDescription, file: source.file, mimeType: source.mimeType });
     return c.json({ voice_id: voice.name, requires_verification: false });
   });

@@ -201,10 +201,13 @@ describe("voices and models through the SDK", () => {
     expect((await refusal(() => client.voices.delete("low"))).body.detail.status).toBe("voice_not_deletable");
   });
 
-  test("ivc.create without a consent id is refused, as the upload route refuses it", async () => {
+  test("ivc.create without a consent id is refused, as the upload route refuses it; without files, 422", async () => {
     const refused = await refusal(() => client.voices.ivc.create({ name: "Nobody", files: [wavFile()] }));
     expect(refused.statusCode).toBe(400);
     expect(refused.body.detail.message).toContain("consent");
+    const noFiles = await refusal(() => client.voices.ivc.create({ name: "Nobody", files: [], labels: { consent: "rec-1" } }));
+    expect(noFiles.statusCode).toBe(422);
+    expect(noFiles.body.detail).toEqual({ status: "validation_error", message: expect.stringContaining("files") });
   });
 
   test("models.list: the ElevenLabs model ids, each speaking English", async () => {
