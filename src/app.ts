@@ -22,6 +22,9 @@ import { registerAccessLog } from "./http/access-log.ts";
 import { registerDrainGate, ServerLifecycle } from "./http/lifecycle.ts";
 import { registerHealthRoutes } from "./http/health.ts";
 import { registerOpenApiRoutes } from "./http/openapi.ts";
+import { registerElevenLabsRoutes } from "./http/elevenlabs.ts";
+import { registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
+import { ELEVENLABS_PREFIX, elevenLabsErrorBody } from "./api/elevenlabs.ts";
 
 export interface AppServices {
   config: Config;
@@ -47,18 +50,20 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   });
   const app = new Hono();
 
+  // ElevenLabs' routes answer errors in its shape, {"detail": {"status", "message"}}, whatever raised them.
+  const errorBody = (error: ApiError, path: string) => (path === ELEVENLABS_PREFIX || path.startsWith(`${ELEVENLABS_PREFIX}/`) ? elevenLabsErrorBody(error) : error.toBody());
   app.onError((error, c) => {
     if (error instanceof ApiError) {
-      const response = c.json(error.toBody(), error.status as ContentfulStatusCode);
+      const response = c.json(errorBody(error, c.req.path), error.status as ContentfulStatusCode);
       for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
       // RFC 6750 §3: a 401 names the scheme the client must use.
       if (error.status === 401) response.headers.set("WWW-Authenticate", 'Bearer realm="voxedge"');
       return response;
     }
     logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    return c.json(new ApiError(500, "Internal server error").toBody(), 500);
+    return c.json(errorBody(new ApiError(500, "Internal server error"), c.req.path), 500);
   });
-  app.notFound((c) => c.json(new ApiError(404, `No route for ${c.req.method} ${echoed(c.req.path, 256)}`).toBody(), 404));
+  app.notFound((c) => c.json(errorBody(new ApiError(404, `No route for ${c.req.method} ${echoed(c.req.path, 256)}`), c.req.path), 404));
 
   // Outermost, so refusals (401, 503) are logged and counted as well.
   registerAccessLog(app, logger, lifecycle);
@@ -67,7 +72,8 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     metrics.httpRequests.inc({ route: c.req.routePath, method: c.req.method, status: String(c.res.status) });
   });
   if (config.cors) app.use("*", cors({ exposeHeaders: [...SPEECH_RESPONSE_HEADERS, "X-Request-Id"] }));
-  const { isAnonymous } = registerApiKeyCheck(app, new ApiKeyCheck(config));
+  const apiKeys = new ApiKeyCheck(config);
+  const { isAnonymous, awaitsSocketKey } = registerApiKeyCheck(app, apiKeys);
   registerDrainGate(app, lifecycle);
 
   registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
@@ -80,5 +86,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
   registerSpeechRoute(app, { service, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
+  registerElevenLabsRoutes(app, { service, voices, logger, body, stallTimeoutMs });
+  registerElevenLabsSocketRoutes(app, { service, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
   return { app, service, metrics, refAudio: resolver, lifecycle };
 }

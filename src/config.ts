@@ -175,7 +175,7 @@ const OPTIONS = {
     flag: "api-key",
     env: "VOXEDGE_API_KEY",
     schema: keyList.default([]),
-    description: "API keys clients must send (Authorization: Bearer <key> or X-API-Key: <key>); repeat the flag or comma-separate for several (key rotation, one per client); none = no auth",
+    description: "API keys clients must send (Authorization: Bearer <key>, X-API-Key: <key> or xi-api-key: <key>); repeat the flag or comma-separate for several (key rotation, one per client); none = no auth",
     secret: true,
     repeatable: true,
   },

@@ -20,7 +20,7 @@ export class ApiError extends Error {
   readonly param: string | null;
 
   constructor(
-    readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 429 | 499 | 500 | 503 | 507,
+    readonly status: 400 | 401 | 404 | 408 | 413 | 415 | 422 | 429 | 499 | 500 | 503 | 507,
     message: string,
     param: string | null = null,
     readonly type: ApiErrorType = status === 404 ? "NotFoundError" : status === 401 ? "UnauthorizedError" : status === 503 ? "ServiceUnavailableError" : status === 429 ? "RateLimitError" : status >= 500 ? "server_error" : "BadRequestError",

@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 
-export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac"] as const;
+/** `ulaw` and `alaw` are raw G.711 at 8 kHz, what telephony carries; the rest are OpenAI's. */
+export const RESPONSE_FORMATS = ["wav", "pcm", "mp3", "flac", "opus", "aac", "ulaw", "alaw"] as const;
 /** OpenAI's cap on input, and the default of --max-input-chars. */
 export const DEFAULT_MAX_INPUT_CHARS = 4096;
 /** Highest --max-input-chars: long-form text, which every model speaks chunk by chunk and a stream sends as it is made. */

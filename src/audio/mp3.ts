@@ -1,5 +1,6 @@
 /**
- * MP3 (MPEG-1/2/2.5 Layer III, 64 kbps CBR, mono) from mono float samples, led by a LAME "Info" tag.
+ * MP3 (MPEG-1/2/2.5 Layer III, CBR, 64 kbps unless asked otherwise, mono) from mono float samples, led by a
+ * LAME "Info" tag.
  *
  * Library: @breezystack/lamejs, a pure-JavaScript port of LAME 3.98, as an ES module fork of lamejs.
  * Chosen because it has no wasm or native part, so it loads identically in Bun and Deno with no
@@ -23,10 +24,18 @@ import { lazyLoad } from "../lib/lazy-load.ts";
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
 
-/** Ample for mono speech and valid in every MPEG version's bitrate table. It also makes every
- *  frame at least 192 bytes, enough room for the Info tag (177 bytes at most for mono). */
+/** Ample for mono speech and valid in every MPEG version's bitrate table. */
 export const MP3_BITRATE_KBPS = 64;
+/** Bytes of the Info tag frame up to its last field (the tag CRC) for mono: a frame must hold at least this. */
+const INFO_TAG_FRAME_BYTES = 4 + 17 + 120 + 36;
 export const MP3_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
+/**
+ * Below this bitrate LAME codes mono at 22.05 kHz at most (32 kbps: 24, 32, 44.1 and 48 kHz all come out at
+ * 22.05 kHz), resampling on its own with a delay the Info tag does not count. Such audio is resampled here
+ * first, to a rate LAME keeps.
+ */
+const MIN_KBPS_ABOVE_22050_HZ = 48;
+const LOW_BITRATE_MAX_RATE_HZ = 22050;
 /** Samples handed to LAME per call; lamejs sizes its output buffer to the largest input it has seen. */
 const CHUNK_SAMPLES = 1152 * 32;
 /** LAME delays its output by this much (ENCDELAY in LAME's encoder.h), whatever the rate. */
@@ -36,12 +45,18 @@ const LAME_VERSION_TAG = "LAME3.98r";
 
 export const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
 
-export async function encodeMp3(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
-  const encoderRateHz = MP3_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? 48000;
+/** The rates LAME codes at `bitrateKbps` without resampling by itself. */
+export function mp3RatesAt(bitrateKbps: number): readonly number[] {
+  return bitrateKbps < MIN_KBPS_ABOVE_22050_HZ ? MP3_RATES_HZ.filter((rateHz) => rateHz <= LOW_BITRATE_MAX_RATE_HZ) : MP3_RATES_HZ;
+}
+
+export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bitrateKbps = MP3_BITRATE_KBPS): Promise<Uint8Array> {
+  const rates = mp3RatesAt(bitrateKbps);
+  const encoderRateHz = rates.find((rateHz) => rateHz >= sampleRateHz) ?? rates.at(-1)!;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
   const { Mp3Encoder } = await loadLame();
 
-  const encoder = new Mp3Encoder(1, encoderRateHz, MP3_BITRATE_KBPS);
+  const encoder = new Mp3Encoder(1, encoderRateHz, bitrateKbps);
   const pcm = floatToInt16(encoderInput);
   const parts: Uint8Array[] = [];
   // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
@@ -51,7 +66,7 @@ export async function encodeMp3(samples: Float32Array, sampleRateHz: number): Pr
   }
   keep(encoder.flush());
   const audio = concatBytes(parts);
-  return concatBytes([infoTagFrame(audio, pcm.length), audio]);
+  return concatBytes([infoTagFrame(audio, pcm.length, bitrateKbps), audio]);
 }
 
 interface FrameHeader {
@@ -91,16 +106,18 @@ function readFrameHeader(audio: Uint8Array, offset: number): FrameHeader {
  * A silent frame that carries the Xing "Info" header (CBR) and LAME's extension, laid out as LAME
  * writes it, for `audio` holding `inputSamples` samples.
  */
-function infoTagFrame(audio: Uint8Array, inputSamples: number): Uint8Array {
+function infoTagFrame(audio: Uint8Array, inputSamples: number, bitrateKbps: number): Uint8Array {
   const first = readFrameHeader(audio, 0);
   let frameCount = 0;
   for (let offset = 0; offset < audio.length; offset += readFrameHeader(audio, offset).frameBytes) frameCount++;
   const endPaddingSamples = frameCount * first.samplesPerFrame - inputSamples - LAME_ENCODER_DELAY_SAMPLES;
 
-  // Same version, rate, bitrate and mode as the audio, without the padding slot: an ordinary frame
-  // that decoders which ignore the tag play as silence (its side information is all zero).
+  // Same version, rate and mode as the audio, without the padding slot: an ordinary frame that decoders
+  // which ignore the tag play as silence (its side information is all zero). Its bitrate is the audio's,
+  // or, where that frame is too small for the tag (32 kbps), the lowest that holds it, as LAME does.
   const header = first.bytes.slice();
   header[2] = header[2]! & ~0x02;
+  while (readFrameHeader(header, 0).frameBytes < INFO_TAG_FRAME_BYTES) header[2] = header[2]! + 0x10;
   const frame = new Uint8Array(readFrameHeader(header, 0).frameBytes);
   const view = new DataView(frame.buffer);
   frame.set(header, 0);
@@ -117,7 +134,7 @@ function infoTagFrame(audio: Uint8Array, inputSamples: number): Uint8Array {
   // LAME extension: fields we do not track (lowpass, ReplayGain, encoder flags, preset) stay 0 = unknown.
   frame.set(ascii(LAME_VERSION_TAG), at);
   frame[at + 9] = 0x01; // tag revision 0, VBR method 1 = CBR
-  frame[at + 20] = MP3_BITRATE_KBPS;
+  frame[at + 20] = bitrateKbps;
   frame[at + 21] = LAME_ENCODER_DELAY_SAMPLES >> 4;
   frame[at + 22] = ((LAME_ENCODER_DELAY_SAMPLES & 0x0f) << 4) | (endPaddingSamples >> 8);
   frame[at + 23] = endPaddingSamples & 0xff;

@@ -40,12 +40,14 @@ export const OPUS_GET_LOOKAHEAD = 4027;
 export const loadOpus = lazyLoad(() => import("@evan/opus"));
 export const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
-export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
+/** `bitrateKbps` unset leaves libopus's own choice for the rate (about 32 kbps for mono speech at 48 kHz). */
+export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number, bitrateKbps?: number): Promise<Uint8Array> {
   const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
 
   const { Encoder } = await loadOpus();
   const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz, application: "audio" });
+  if (bitrateKbps !== undefined) encoder.bitrate = bitrateKbps * 1000;
   const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
   const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
 

@@ -4,6 +4,7 @@
  * OpenAI streams all six formats; LiveKit's plugin asks for streamed mp3 by default.
  *
  * - pcm: 16-bit little-endian samples. wav: the streaming header (sizes 0xFFFFFFFF, "until EOF"), then pcm.
+ *   ulaw, alaw: one G.711 byte per sample, as they come.
  * - mp3: LAME's frames as it completes them (the same encoder as a file, mp3.ts): the joined bytes are the
  *   file's frames without its leading Info tag, which needs the frame count, unknown until the end.
  * - opus: Ogg pages of 20 ms Opus packets (the file's encoder and muxer, opus.ts), a page flushed for each
@@ -19,12 +20,13 @@
  * Concurrency: the libraries' calls are synchronous within a push (see each file encoder's note), so streams
  * never interleave inside one library call.
  */
-import type { ResponseFormat } from "./encoders.ts";
+import type { EncodingOptions, ResponseFormat } from "./encoders.ts";
+import { encodeG711 } from "./g711.ts";
 import { encodeAdtsAac } from "./aac.ts";
 import { concatBytes } from "../lib/concat.ts";
 import { createStreamingResampler, type StreamingResampler } from "./resampler.ts";
 import { floatToInt16, pcm16Bytes, wavHeader } from "./wav.ts";
-import { loadLame, MP3_BITRATE_KBPS, MP3_RATES_HZ } from "./mp3.ts";
+import { loadLame, MP3_BITRATE_KBPS, mp3RatesAt } from "./mp3.ts";
 import { loadMediabunny, loadOpus, OPUS_ENCODER_RATES_HZ, OPUS_FRAME_MS, opusHead, OGG_OPUS_RATE_HZ, OPUS_GET_LOOKAHEAD } from "./opus.ts";
 import { loadFlac } from "./flac.ts";
 
@@ -40,10 +42,13 @@ export interface StreamEncoder {
 const EMPTY = new Uint8Array(0);
 
 /** An encoder for a stream of mono samples in [-1, 1] at `sampleRateHz` in `format`. */
-export async function createStreamEncoder(format: ResponseFormat, sampleRateHz: number): Promise<StreamEncoder> {
+export async function createStreamEncoder(format: ResponseFormat, sampleRateHz: number, options: EncodingOptions = {}): Promise<StreamEncoder> {
   switch (format) {
     case "pcm":
       return { push: async (samples) => pcm16Bytes(samples), end: async () => EMPTY, close: () => undefined };
+    case "ulaw":
+    case "alaw":
+      return { push: async (samples) => encodeG711(samples, format), end: async () => EMPTY, close: () => undefined };
     case "wav": {
       let headerSent = false;
       return {
@@ -58,9 +63,12 @@ export async function createStreamEncoder(format: ResponseFormat, sampleRateHz: 
       };
     }
     case "mp3":
-      return withResampling(sampleRateHz, MP3_RATES_HZ, (rateHz) => mp3StreamEncoder(rateHz));
+    {
+      const bitrateKbps = options.bitrateKbps ?? MP3_BITRATE_KBPS;
+      return withResampling(sampleRateHz, mp3RatesAt(bitrateKbps), (rateHz) => mp3StreamEncoder(rateHz, bitrateKbps));
+    }
     case "opus":
-      return withResampling(sampleRateHz, OPUS_ENCODER_RATES_HZ, (rateHz) => opusStreamEncoder(rateHz, sampleRateHz));
+      return withResampling(sampleRateHz, OPUS_ENCODER_RATES_HZ, (rateHz) => opusStreamEncoder(rateHz, sampleRateHz, options.bitrateKbps));
     case "flac":
       return flacStreamEncoder(sampleRateHz);
     case "aac":
@@ -92,9 +100,9 @@ async function withResampling(sampleRateHz: number, rates: readonly number[], ma
   };
 }
 
-async function mp3StreamEncoder(rateHz: number): Promise<StreamEncoder> {
+async function mp3StreamEncoder(rateHz: number, bitrateKbps: number): Promise<StreamEncoder> {
   const { Mp3Encoder } = await loadLame();
-  const encoder = new Mp3Encoder(1, rateHz, MP3_BITRATE_KBPS);
+  const encoder = new Mp3Encoder(1, rateHz, bitrateKbps);
   // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
   const copy = (part: Int8Array | Uint8Array) => new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice();
   return {
@@ -104,10 +112,11 @@ async function mp3StreamEncoder(rateHz: number): Promise<StreamEncoder> {
   };
 }
 
-async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number): Promise<StreamEncoder> {
+async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number, bitrateKbps: number | undefined): Promise<StreamEncoder> {
   const { Encoder } = await loadOpus();
   const { NullTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await loadMediabunny();
   const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz as (typeof OPUS_ENCODER_RATES_HZ)[number], application: "audio" });
+  if (bitrateKbps !== undefined) encoder.bitrate = bitrateKbps * 1000;
   const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
   const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
   const frameSamples = (encoderRateHz * OPUS_FRAME_MS) / 1000;

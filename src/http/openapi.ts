@@ -18,6 +18,8 @@ import { batchItemSchema, speechFieldShape, speechRequestSchema, streamClientMes
 import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_EMBEDDING_LENGTH, MAX_SPEAKER_DESCRIPTION_CHARS } from "../api/voices.ts";
 import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { PLAYGROUND_MODULES } from "./info.ts";
+import { CONTENT_TYPES } from "../audio/encoders.ts";
+import { DEFAULT_ELEVENLABS_OUTPUT_FORMAT, ELEVENLABS_OUTPUT_FORMATS, MAX_VOICES_PAGE_SIZE, textToSpeechBodySchema } from "../api/elevenlabs.ts";
 
 export const OPENAPI_PATH = "/openapi.json";
 export const DOCS_PATH = "/docs";
@@ -42,7 +44,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   507: "the speaker folder could not take the change (store or delete the voice)",
 };
 
-const AUDIO_MEDIA_TYPES = ["audio/wav", "audio/pcm", "audio/mpeg", "audio/flac", "audio/ogg", "audio/aac"];
+const AUDIO_MEDIA_TYPES = [...new Set(Object.values(CONTENT_TYPES))];
 const binary = { type: "string", format: "binary" } as const;
 
 /** A batch as documented: its items are speech items (the route parses each on its own, so one bad item fails alone). */
@@ -102,6 +104,8 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer", description: "any key given with --api-key / --api-key-file" });
   registry.registerComponent("securitySchemes", "apiKeyHeader", { type: "apiKey", in: "header", name: "X-API-Key" });
+  registry.registerComponent("securitySchemes", "xiApiKey", { type: "apiKey", in: "header", name: "xi-api-key", description: "ElevenLabs' header; accepted on every route that takes a key" });
+  registry.registerComponent("securitySchemes", "xiApiKeyQuery", { type: "apiKey", in: "query", name: "xi_api_key", description: "ElevenLabs' WebSocket upgrades only" });
   registry.registerComponent("securitySchemes", "apiKeyQuery", { type: "apiKey", in: "query", name: "api_key", description: "WebSocket upgrade only (browsers cannot set headers on a WebSocket)" });
 
   const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
@@ -222,12 +226,182 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
     request: { params: z.object({ file: z.enum(PLAYGROUND_MODULES) }) },
     responses: { 200: { description: "JavaScript", content: { "text/javascript": { schema: { type: "string" } } } }, 404: { description: "not one of the playground's modules" } },
   });
+  registerElevenLabsPaths(registry);
   registry.registerPath({ method: "get", path: "/favicon.ico", summary: "No icon (204)", security: [{}], responses: { 204: { description: "empty" } } });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: { title: "voxedge", version: "0.1.0", description: "OpenAI's speech API and vLLM-Omni's extensions. Errors are `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`." },
     servers: [{ url: "/" }],
+  });
+}
+
+const elevenLabsErrorSchema = z.object({ detail: z.object({ status: z.string(), message: z.string() }) });
+const ELEVENLABS_ERROR_DESCRIPTIONS: Record<number, string> = {
+  ...ERROR_DESCRIPTIONS,
+  400: "a caller mistake (e.g. invalid_output_format, model_not_found)",
+  404: "voice_not_found, or no such route",
+  422: "validation_error: the body or query breaks ElevenLabs' schema",
+};
+const elevenLabsErrorResponses = (...statuses: number[]): RouteConfig["responses"] =>
+  Object.fromEntries(statuses.map((status) => [status, { description: ELEVENLABS_ERROR_DESCRIPTIONS[status] ?? "error", content: { "application/json": { schema: elevenLabsErrorSchema } } }]));
+const elevenLabsSecurity: SecurityRequirement[] = [{ xiApiKey: [] }, ...bearer];
+
+const alignmentSchema = z.object({ characters: z.array(z.string()), character_start_times_seconds: z.array(z.number()), character_end_times_seconds: z.array(z.number()) });
+const timestampedAudioSchema = z.object({ audio_base64: z.string(), alignment: alignmentSchema.nullable(), normalized_alignment: alignmentSchema.nullable() });
+const elevenLabsVoiceSchema = z.object({
+  voice_id: z.string(),
+  name: z.string(),
+  category: z.enum(["premade", "cloned"]),
+  labels: z.record(z.string(), z.string()),
+  description: z.string().nullable(),
+  preview_url: z.null(),
+  available_for_tiers: z.array(z.string()),
+  settings: z.null(),
+  high_quality_base_model_ids: z.array(z.string()),
+  is_owner: z.boolean(),
+  created_at_unix: z.number().int().nullable(),
+});
+const elevenLabsModelSchema = z.object({
+  model_id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  can_do_text_to_speech: z.boolean(),
+  can_do_voice_conversion: z.boolean(),
+  can_be_finetuned: z.boolean(),
+  can_use_style: z.boolean(),
+  can_use_speaker_boost: z.boolean(),
+  serves_pro_voices: z.boolean(),
+  token_cost_factor: z.number(),
+  requires_alpha_access: z.boolean(),
+  max_characters_request_free_user: z.number().int(),
+  max_characters_request_subscribed_user: z.number().int(),
+  maximum_text_length_per_request: z.number().int(),
+  languages: z.array(z.object({ language_id: z.string(), name: z.string() })),
+  model_rates: z.object({ character_cost_multiplier: z.number() }),
+  concurrency_group: z.string(),
+});
+const voiceIdParams = z.object({ voice_id: z.string().describe("a built-in voice's name or an uploaded voice's (case-insensitive)") });
+
+/** ElevenLabs' API under /elevenlabs: the routes its SDKs call, with its error shape. */
+function registerElevenLabsPaths(registry: OpenAPIRegistry): void {
+  const outputFormat = z.enum(Object.keys(ELEVENLABS_OUTPUT_FORMATS) as [string, ...string[]]).default(DEFAULT_ELEVENLABS_OUTPUT_FORMAT);
+  const textToSpeechQuery = z.object({ output_format: outputFormat.optional(), enable_logging: z.enum(["true", "false"]).optional(), optimize_streaming_latency: z.string().optional() });
+  const textToSpeechRequest = { params: voiceIdParams, query: textToSpeechQuery, body: { required: true, content: { "application/json": { schema: textToSpeechBodySchema } } } };
+  const audio = { content: Object.fromEntries([...new Set(Object.values(ELEVENLABS_OUTPUT_FORMATS).map((format) => CONTENT_TYPES[format.responseFormat]))].map((type) => [type, { schema: binary }])) };
+  const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
+  const speechErrors = elevenLabsErrorResponses(400, 401, 404, 408, 413, 422, 429, 500, 503);
+  const routes: { path: string; summary: string; responses: RouteConfig["responses"] }[] = [
+    { path: "/elevenlabs/v1/text-to-speech/{voice_id}", summary: "ElevenLabs: speech as one file in output_format", responses: { 200: { description: "the audio", ...audio }, ...speechErrors } },
+    { path: "/elevenlabs/v1/text-to-speech/{voice_id}/stream", summary: "ElevenLabs: speech streamed as it is made (chunked)", responses: { 200: { description: "the audio, chunk by chunk", ...audio }, ...speechErrors } },
+    {
+      path: "/elevenlabs/v1/text-to-speech/{voice_id}/with-timestamps",
+      summary: "ElevenLabs: speech and character alignment (sentence boundaries exact, characters spread over their sentence's audio)",
+      responses: { 200: { description: "base64 audio and alignment", ...json(timestampedAudioSchema) }, ...speechErrors },
+    },
+    {
+      path: "/elevenlabs/v1/text-to-speech/{voice_id}/stream/with-timestamps",
+      summary: "ElevenLabs: newline-delimited JSON chunks of base64 audio; a sentence's alignment comes with its last chunk",
+      responses: { 200: { description: "one JSON object a line", content: { "application/x-ndjson": { schema: timestampedAudioSchema } } }, ...speechErrors },
+    },
+  ];
+  for (const route of routes) registry.registerPath({ method: "post", path: route.path, summary: route.summary, security: elevenLabsSecurity, request: textToSpeechRequest, responses: route.responses });
+
+  registry.registerPath({
+    method: "get",
+    path: "/elevenlabs/v1/voices",
+    summary: "ElevenLabs: every voice (built-in: premade; uploaded: cloned)",
+    security: elevenLabsSecurity,
+    responses: { 200: { description: "voices", ...json(z.object({ voices: z.array(elevenLabsVoiceSchema) })) }, ...elevenLabsErrorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/elevenlabs/v2/voices",
+    summary: "ElevenLabs: a page of voices, by search (name) and voice_type or category",
+    security: elevenLabsSecurity,
+    request: {
+      query: z.object({
+        page_size: z.number().int().min(1).max(MAX_VOICES_PAGE_SIZE).optional(),
+        next_page_token: z.string().optional(),
+        search: z.string().optional(),
+        voice_type: z.string().optional().describe("default (built-in) or personal (uploaded); others list all"),
+        category: z.string().optional().describe("premade or cloned"),
+      }),
+    },
+    responses: {
+      200: { description: "a page", ...json(z.object({ voices: z.array(elevenLabsVoiceSchema), has_more: z.boolean(), total_count: z.number().int(), next_page_token: z.string().nullable() })) },
+      ...elevenLabsErrorResponses(401, 422, 503),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/elevenlabs/v1/voices/{voice_id}",
+    summary: "ElevenLabs: one voice",
+    security: elevenLabsSecurity,
+    request: { params: voiceIdParams },
+    responses: { 200: { description: "the voice", ...json(elevenLabsVoiceSchema) }, ...elevenLabsErrorResponses(401, 404, 503) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/elevenlabs/v1/voices/{voice_id}",
+    summary: "ElevenLabs: delete an uploaded voice (a built-in one is a 400)",
+    security: elevenLabsSecurity,
+    request: { params: voiceIdParams },
+    responses: { 200: { description: "deleted", ...json(z.object({ status: z.literal("ok") })) }, ...elevenLabsErrorResponses(400, 401, 404, 503, 507) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/elevenlabs/v1/voices/add",
+    summary: "ElevenLabs: instant voice cloning into the voice store (400 where the model cannot clone); the voice_id is the name",
+    security: elevenLabsSecurity,
+    request: {
+      body: {
+        required: true,
+        content: {
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["name", "files"],
+              properties: {
+                name: { type: "string", maxLength: MAX_VOICE_NAME_CHARS },
+                files: { type: "array", items: binary, description: `1–30 s of audio, at most 10 MB (the first file is used): ${ALLOWED_UPLOAD_MIME_TYPES.join(", ")}` },
+                description: { type: "string", maxLength: MAX_SPEAKER_DESCRIPTION_CHARS },
+                labels: { type: "string", description: "JSON object; its `consent` entry is the id of the speaker's consent recording, unless the `consent` field is sent" },
+                consent: { type: "string", maxLength: MAX_CONSENT_CHARS, description: "id of the speaker's consent recording (required here or in labels)" },
+                remove_background_noise: { type: "boolean", description: "accepted and ignored" },
+              },
+            },
+          },
+        },
+      },
+    },
+    responses: { 200: { description: "the new voice", ...json(z.object({ voice_id: z.string(), requires_verification: z.literal(false) })) }, ...elevenLabsErrorResponses(400, 401, 408, 415, 422, 503, 507) },
+  });
+  const socketQuery = z.object({
+    model_id: z.string().optional(),
+    output_format: outputFormat.optional(),
+    inactivity_timeout: z.number().int().min(1).max(180).optional().describe("seconds without a message before a stream closes (default 20)"),
+    xi_api_key: z.string().optional().describe("the API key, for clients that cannot set headers"),
+  });
+  for (const [path, summary] of [
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/stream-input", 'ElevenLabs WebSocket: {"text": " "} opens, text (flush) in, {"text": ""} ends; {audio, isFinal, alignment, normalizedAlignment} out'],
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input", "ElevenLabs WebSocket: several streams by context_id, flush, close_context, close_socket; audio messages carry contextId"],
+  ] as const) {
+    registry.registerPath({
+      method: "get",
+      path,
+      summary,
+      security: [...elevenLabsSecurity, { xiApiKeyQuery: [] }],
+      request: { params: voiceIdParams, query: socketQuery },
+      responses: { 101: { description: "switched to the WebSocket protocol" }, ...elevenLabsErrorResponses(400, 401, 404, 422, 503) },
+    });
+  }
+  registry.registerPath({
+    method: "get",
+    path: "/elevenlabs/v1/models",
+    summary: "ElevenLabs: the served model and the ElevenLabs model ids it answers",
+    security: elevenLabsSecurity,
+    responses: { 200: { description: "models", ...json(z.array(elevenLabsModelSchema)) }, ...elevenLabsErrorResponses(401, 503) },
   });
 }
 

@@ -5,14 +5,14 @@ import { MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { parseVoiceUpload, type UploadFile } from "../api/voices.ts";
 import type { SpeechService } from "../speech/service.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
-import type { VoiceStore } from "../voices/store.ts";
+import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import { guardedBody, type BodyLimits } from "./request-body.ts";
 import type { Logger } from "../log/logger.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
 
 export const MAX_UPLOAD_AUDIO_BYTES = 10 * 1024 * 1024;
 /** Room for the other form fields (a 4096-number embedding is ~100 KB of JSON) and multipart framing. */
-const FORM_OVERHEAD_BYTES = 256 * 1024;
+export const FORM_OVERHEAD_BYTES = 256 * 1024;
 const MAX_FORM_PARTS = 16;
 
 export interface VoiceRouteDeps {
@@ -57,19 +57,7 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
       return c.json({ success: true, voice });
     }
 
-    const { file: audio, mimeType } = source;
-    const { samples, sampleRateHz } = await decodeReferenceAudio(audio.bytes, "audio_sample");
-    const voice = await voices.saveAudio({
-      name,
-      consent,
-      mimeType,
-      fileSizeBytes: audio.bytes.byteLength,
-      samples,
-      sampleRateHz,
-      refText,
-      speakerDescription,
-    });
-    logger.info("voice uploaded", { bytes: audio.bytes.byteLength, seconds: samples.length / sampleRateHz, created_at: voice.created_at });
+    const voice = await saveAudioUpload({ voices, logger }, { name, consent, refText, speakerDescription, file: source.file, mimeType: source.mimeType });
     return c.json({ success: true, voice });
   });
 
@@ -79,6 +67,26 @@ export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTi
     if (!(await voices.delete(name))) throw new ApiError(404, `${shown} not found`, "name");
     return c.json({ success: true, name, message: `${shown} deleted` });
   });
+}
+
+/** An uploaded clip, decoded and checked (1–30 s), stored under `name`: the upload route's and ElevenLabs' voices/add. */
+export async function saveAudioUpload(
+  { voices, logger }: Pick<VoiceRouteDeps, "voices" | "logger">,
+  upload: { name: string; consent: string; refText?: string; speakerDescription?: string; file: UploadFile; mimeType: string },
+): Promise<StoredVoice> {
+  const { samples, sampleRateHz } = await decodeReferenceAudio(upload.file.bytes, "audio_sample");
+  const voice = await voices.saveAudio({
+    name: upload.name,
+    consent: upload.consent,
+    mimeType: upload.mimeType,
+    fileSizeBytes: upload.file.bytes.byteLength,
+    samples,
+    sampleRateHz,
+    refText: upload.refText,
+    speakerDescription: upload.speakerDescription,
+  });
+  logger.info("voice uploaded", { bytes: upload.file.bytes.byteLength, seconds: samples.length / sampleRateHz, created_at: voice.created_at });
+  return voice;
 }
 
 interface UploadForm {
@@ -92,7 +100,7 @@ interface UploadForm {
  * past the cap is refused before reading anything. A streaming parser is used rather than
  * Request.formData() because Bun's replaces each file part's Content-Type with a guess from its file name.
  */
-async function readCappedForm(c: Context, limits: BodyLimits): Promise<UploadForm> {
+export async function readCappedForm(c: Context, limits: BodyLimits): Promise<UploadForm> {
   const capBytes = limits.maxBytes;
   const contentType = c.req.header("content-type") ?? "";
   if (!/^multipart\/form-data\b/i.test(contentType)) {
@@ -112,8 +120,10 @@ async function readCappedForm(c: Context, limits: BodyLimits): Promise<UploadFor
     const request = new Request("http://upload.invalid/", { method: "POST", headers: { "content-type": contentType }, body: capped, duplex: "half" } as RequestInit);
     for await (const part of parseMultipartRequest(request, { maxFileSize: MAX_UPLOAD_AUDIO_BYTES, maxTotalSize: capBytes, maxParts: MAX_FORM_PARTS })) {
       if (!part.name) continue;
-      if (part.isFile) form.files.set(part.name, { filename: part.filename ?? "", contentType: part.headers["content-type"] ?? "", bytes: part.bytes });
-      else form.fields.set(part.name, part.text);
+      // The first file of a name is the one used (ElevenLabs' voices/add may send several `files`).
+      if (part.isFile) {
+        if (!form.files.has(part.name)) form.files.set(part.name, { filename: part.filename ?? "", contentType: part.headers["content-type"] ?? "", bytes: part.bytes });
+      } else form.fields.set(part.name, part.text);
     }
   } catch (error) {
     if (overCap || error instanceof MaxFileSizeExceededError || error instanceof MaxTotalSizeExceededError) throw tooLarge();

@@ -19,7 +19,8 @@ import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
-import { encodeAudio, type ResponseFormat } from "../audio/encoders.ts";
+import { encodeAudio, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
+import { G711_SAMPLE_RATE_HZ } from "../audio/g711.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { changeSpeed } from "../audio/speed.ts";
@@ -73,6 +74,8 @@ export interface PreparedSpeech {
   job: Omit<SynthesisJob, "signal">;
   responseFormat: ResponseFormat;
   outputSampleRateHz: number;
+  /** What the route asks of the codec beyond the format (a bitrate); empty for the OpenAI routes. */
+  encoding: EncodingOptions;
   speed: number;
   /** How the audio leaves: what the route frames, and the mode the metrics count it under. */
   delivery: DeliveryMode;
@@ -188,7 +191,7 @@ export class SpeechService {
   }
 
   /** Validates everything the schema could not know and builds the job. Throws ApiError 4xx. */
-  async prepare(request: SpeechRequest, transport: Transport, signal: AbortSignal): Promise<PreparedSpeech> {
+  async prepare(request: SpeechRequest, transport: Transport, signal: AbortSignal, encoding: EncodingOptions = {}): Promise<PreparedSpeech> {
     const adapter = this.model();
     const capabilities = adapter.capabilities;
     this.checkModel(request.model);
@@ -202,7 +205,10 @@ export class SpeechService {
     // Raw pcm carries no rate, and OpenAI's is 24 kHz: clients such as Pipecat that ask for pcm play it at
     // 24 kHz whatever the model's own rate. Every other format says its rate, so it keeps the model's, and
     // so does the WebSocket's pcm16 by default.
-    const outputSampleRateHz = request.sample_rate ?? (request.response_format === "pcm" ? OPENAI_PCM_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
+    const outputSampleRateHz = request.sample_rate ?? (request.response_format === "pcm" ? OPENAI_PCM_SAMPLE_RATE_HZ : isG711(responseFormat) ? G711_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
+    if (isG711(responseFormat) && outputSampleRateHz !== G711_SAMPLE_RATE_HZ) {
+      throw badRequest(`response_format ${responseFormat} is G.711, which is 8000 Hz; omit sample_rate or set it to 8000`, "sample_rate");
+    }
     if (!OUTPUT_SAMPLE_RATES_HZ.includes(outputSampleRateHz)) {
       throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${OUTPUT_SAMPLE_RATES_HZ.join(", ")}`, "sample_rate");
     }
@@ -270,6 +276,7 @@ export class SpeechService {
       },
       responseFormat,
       outputSampleRateHz,
+      encoding,
       speed,
       delivery,
       streamed,
@@ -437,10 +444,10 @@ export class SpeechService {
    * (after the speed change); when it throws, generation stops and `audio` throws that error. A client that
    * left before its audio was ready (`signal` aborted) is a 499, whatever the step it left at.
    */
-  async start(request: SpeechRequest, transport: Transport, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech> {
+  async start(request: SpeechRequest, transport: Transport, signal: AbortSignal, onAudio?: (seconds: number) => void, encoding: EncodingOptions = {}): Promise<StartedSpeech> {
     const sentence = transport === "websocket_whole" || transport === "websocket_streamed";
     try {
-      const prepared = await this.prepare(request, transport, signal);
+      const prepared = await this.prepare(request, transport, signal, encoding);
       const admitted = sentence ? undefined : await this.#admit(prepared, signal);
       let settle!: (end: SpeechEnd) => void;
       const done = new Promise<SpeechEnd>((resolve) => (settle = resolve));
@@ -545,7 +552,7 @@ export class SpeechService {
     if (signal.aborted) throw clientLeft();
     let samples = concatFloat32(chunks);
     if (prepared.speed !== 1) samples = await changeSpeed(samples, prepared.outputSampleRateHz, prepared.speed);
-    return { bytes: await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat), seconds: samples.length / prepared.outputSampleRateHz };
+    return { bytes: await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat, prepared.encoding), seconds: samples.length / prepared.outputSampleRateHz };
   }
 }
 
@@ -555,7 +562,7 @@ export class SpeechService {
  * player can start on the first.
  */
 async function* encodedStream(prepared: PreparedSpeech, pcm: AsyncIterable<Float32Array>, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
-  const encoder = await createStreamEncoder(prepared.responseFormat, prepared.outputSampleRateHz);
+  const encoder = await createStreamEncoder(prepared.responseFormat, prepared.outputSampleRateHz, prepared.encoding);
   let ended = false;
   try {
     for await (const samples of pcm) {
@@ -584,6 +591,10 @@ export async function wholeAudio(audio: AsyncIterable<Uint8Array>): Promise<Uint
 }
 
 type StreamingMode = "sse" | "audio" | null;
+
+function isG711(format: ResponseFormat): format is "ulaw" | "alaw" {
+  return format === "ulaw" || format === "alaw";
+}
 
 function deliveryOf(transport: Transport, streaming: StreamingMode): DeliveryMode {
   if (transport === "batch") return "batch";

@@ -14,6 +14,7 @@ import type { Logger } from "../log/logger.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import type { SpeechService } from "./service.ts";
 import { EngineFullError } from "../engine/core.ts";
+import type { EncodingOptions } from "../audio/encoders.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
@@ -58,6 +59,8 @@ export interface StreamSessionOptions {
   maxQueuedChars: number;
   /** How long a client may read nothing while audio waits for it before the session is dropped. */
   stallTimeoutMs: number;
+  /** A codec bitrate beyond what session.config says (ElevenLabs' sockets name one in output_format). */
+  encoding?: EncodingOptions;
 }
 
 type WorkItem =
@@ -322,7 +325,7 @@ export class SpeechStreamSession {
     const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
     try {
       const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
-      const speech = await this.options.service.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal);
+      const speech = await this.options.service.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal, undefined, this.options.encoding);
       const { prepared } = speech;
       this.sink.sendJson({
         type: "audio.start",
@@ -340,10 +343,10 @@ export class SpeechStreamSession {
         sentBytes += bytes.byteLength;
       }
       if (this.#closed) return;
-      const { finishReason } = await speech.done;
+      const { finishReason, audioSeconds } = await speech.done;
       // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
       const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: false, finish_reason: finishReason, ...ignored });
+      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, audio_seconds: audioSeconds, error: false, finish_reason: finishReason, ...ignored });
     } catch (error) {
       if (this.#closed || signal.aborted) return;
       const message = error instanceof ApiError ? error.message : "speech generation failed";

@@ -45,6 +45,9 @@ function sine(frequencyHz: number, sampleRateHz: number, sampleCount: number, am
   return samples;
 }
 
+/** ffmpeg's demuxers for the headerless formats. */
+const RAW_DEMUXERS = { pcm: "s16le", ulaw: "mulaw", alaw: "alaw" } as const;
+
 let scratchDir = "";
 let scratchFiles = 0;
 
@@ -61,7 +64,7 @@ interface ProbedAudio extends DecodedAudio {
 function decodeFile(bytes: Uint8Array, format: ResponseFormat, sampleRateHz: number): ProbedAudio {
   const path = join(scratchDir, `${scratchFiles++}.${format === "opus" ? "ogg" : format}`);
   writeFileSync(path, bytes);
-  const rawInput = format === "pcm" ? ["-f", "s16le", "-ar", String(sampleRateHz), "-ac", "1"] : [];
+  const rawInput = format === "pcm" || format === "ulaw" || format === "alaw" ? ["-f", RAW_DEMUXERS[format], "-ar", String(sampleRateHz), "-ac", "1"] : [];
   const probe = spawnSync("ffprobe", ["-v", "error", ...rawInput, "-show_streams", "-of", "json", path]);
   if (probe.status !== 0) throw new Error(`ffprobe could not read ${format}: ${probe.stderr}`);
   const stream = JSON.parse(probe.stdout.toString()).streams[0];
@@ -92,6 +95,10 @@ function expectLength(format: ResponseFormat, sampleRateHz: number, inputSamples
     case "pcm":
     case "flac":
     case "mp3":
+      expect(decodedSamples).toBe(inputSamples);
+      return;
+    case "ulaw":
+    case "alaw":
       expect(decodedSamples).toBe(inputSamples);
       return;
     case "opus":
@@ -127,7 +134,41 @@ afterAll(() => rmSync(scratchDir, { recursive: true, force: true }));
 
 describe("encodeAudio", () => {
   test("content types", () => {
-    expect(CONTENT_TYPES).toEqual({ wav: "audio/wav", pcm: "audio/pcm", mp3: "audio/mpeg", flac: "audio/flac", opus: "audio/ogg", aac: "audio/aac" });
+    expect(CONTENT_TYPES).toEqual({ wav: "audio/wav", pcm: "audio/pcm", mp3: "audio/mpeg", flac: "audio/flac", opus: "audio/ogg", aac: "audio/aac", ulaw: "audio/basic", alaw: "audio/x-alaw-basic" });
+  });
+
+  test.each(["ulaw", "alaw"] as const)("%s is one G.711 byte per sample that ffmpeg decodes to the same tone", async (format) => {
+    const input = sine(TONE_HZ, 8000, 8000);
+    const encoded = await encodeAudio(input, 8000, format);
+    expect(encoded.length).toBe(input.length);
+    const decoded = decodeFile(encoded, format, 8000);
+    expect(decoded.sampleRateHz).toBe(8000);
+    expect(decoded.samples.length).toBe(input.length);
+    expect(Math.abs(dominantFrequencyHz(decoded.samples, 8000) - TONE_HZ)).toBeLessThan(FREQUENCY_TOLERANCE_HZ);
+  });
+
+  test.each([
+    { sampleRateHz: 22050, bitrateKbps: 32, codedRateHz: 22050 },
+    { sampleRateHz: 44100, bitrateKbps: 32, codedRateHz: 22050 },
+    { sampleRateHz: 44100, bitrateKbps: 192, codedRateHz: 44100 },
+  ])("mp3 at $bitrateKbps kbps from $sampleRateHz Hz is coded at $codedRateHz Hz at that bitrate, its Info tag (in a larger frame where needed) trimming exactly", async ({ sampleRateHz, bitrateKbps, codedRateHz }) => {
+    const seconds = 3;
+    const input = sine(TONE_HZ, sampleRateHz, seconds * sampleRateHz);
+    const encoded = await encodeAudio(input, sampleRateHz, "mp3", { bitrateKbps });
+    const decoded = decodeFile(encoded, "mp3", sampleRateHz);
+    expect(decoded.encoderTag).toBe("LAME3.98r");
+    expect(decoded.sampleRateHz).toBe(codedRateHz);
+    expect(decoded.samples.length).toBe(seconds * codedRateHz);
+    const kbps = (encoded.length * 8) / seconds / 1000;
+    expect(Math.abs(kbps - bitrateKbps) / bitrateKbps).toBeLessThan(0.05);
+  });
+
+  test("opus honours a requested bitrate", async () => {
+    const input = sine(TONE_HZ, 48000, 48000 * 2);
+    const low = await encodeAudio(input, 48000, "opus", { bitrateKbps: 32 });
+    const high = await encodeAudio(input, 48000, "opus", { bitrateKbps: 128 });
+    expect(high.length).toBeGreaterThan(2 * low.length);
+    expect(decodeFile(low, "opus", 48000).samples.length).toBe(input.length);
   });
 
   test.each(CASES)("$format at $sampleRateHz Hz decodes with ffmpeg to the same tone and length", async ({ format, sampleRateHz }) => {

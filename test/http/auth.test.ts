@@ -41,11 +41,13 @@ const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-
 
 const call = (app: App, method: string, path: string, headers: Record<string, string> = {}) => app.request(path, { method, headers });
 
-async function expectUnauthorized(response: Response): Promise<void> {
+/** A 401 in OpenAI's error shape, or in ElevenLabs' for its routes under /elevenlabs. */
+async function expectUnauthorized(response: Response, path = ""): Promise<void> {
   expect(response.status).toBe(401);
   expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
-  const body = (await response.json()) as { error: Record<string, unknown> };
-  expect(body).toEqual({ error: { message: expect.any(String), type: "UnauthorizedError", param: null, code: 401 } });
+  const body: unknown = await response.json();
+  if (path.startsWith("/elevenlabs/")) expect(body).toEqual({ detail: { status: "invalid_api_key", message: expect.any(String) } });
+  else expect(body).toEqual({ error: { message: expect.any(String), type: "UnauthorizedError", param: null, code: 401 } });
 }
 
 describe("no keys configured", () => {
@@ -70,17 +72,17 @@ for (const { name, flags, open } of MATRIX) {
       ({ app } = await testApp(new ToneAdapter(), { flags: { "api-key": FLAG_KEY, "api-key-file": keyFile, ...flags } }));
     });
 
-    test("every route: no key and a wrong key are 401 (OpenAI's error shape) unless open; either key, as Bearer or X-API-Key, gets past", async () => {
+    test("every route: no key and a wrong key are 401 (OpenAI's error shape, ElevenLabs' under /elevenlabs) unless open; either key, as Bearer, X-API-Key or xi-api-key, gets past", async () => {
       for (const { method, path } of routesOf(app)) {
         const label = `${method} ${path}`;
         const anonymous = await call(app, method, path);
         if (open(path, method)) expect({ label, status: anonymous.status }).not.toMatchObject({ status: 401 });
-        else await expectUnauthorized(anonymous);
+        else await expectUnauthorized(anonymous, path);
         const wrong = await call(app, method, path, { authorization: "Bearer sk-wrong" });
         // A wrong key is refused wherever a key counts; the always-open routes and the probes ignore it.
         if (open(path, method) && !PUBLIC_LISTINGS.has(path)) expect({ label, status: wrong.status }).not.toMatchObject({ status: 401 });
-        else await expectUnauthorized(wrong);
-        const keyed: Record<string, string>[] = [{ authorization: `Bearer ${FLAG_KEY}` }, { authorization: `bearer ${FILE_KEY}` }, { "x-api-key": FILE_KEY }, { "x-api-key": FLAG_KEY }];
+        else await expectUnauthorized(wrong, path);
+        const keyed: Record<string, string>[] = [{ authorization: `Bearer ${FLAG_KEY}` }, { authorization: `bearer ${FILE_KEY}` }, { "x-api-key": FILE_KEY }, { "x-api-key": FLAG_KEY }, { "xi-api-key": FLAG_KEY }];
         for (const headers of keyed) {
           expect({ label, headers, status: (await call(app, method, path, headers)).status }).not.toMatchObject({ status: 401 });
         }

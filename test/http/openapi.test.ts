@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import Ajv2020 from "ajv/dist/2020.js";
 import OpenAI from "openai";
+import { ElevenLabsClient } from "@elevenlabs/elevenlabs-js";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 
@@ -26,7 +27,7 @@ test("it is OpenAPI 3.1", () => {
 });
 
 test("every route the app registers is in it, and nothing else", () => {
-  const registered = new Set(app.routes.filter((route) => route.method !== "ALL").map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([a-z]+)/gi, "{$1}")}`));
+  const registered = new Set(app.routes.filter((route) => route.method !== "ALL").map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([a-z_]+)/gi, "{$1}")}`));
   const documented = new Set(Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`)));
   expect([...registered].sort()).toEqual([...documented].sort());
   expect(registered.size).toBeGreaterThanOrEqual(14);
@@ -90,6 +91,29 @@ describe("request bodies validate against it", () => {
     }
     // null means "not set", in the document as in the server.
     expect(validate({ input: "x", voice: null, speed: null, seed: 42 })).toBe(true);
+  });
+
+  test("what the ElevenLabs SDK sends for text-to-speech validates; a body the server refuses does not", async () => {
+    const sent: unknown[] = [];
+    const client = new ElevenLabsClient({
+      baseUrl: "http://voxedge.test/elevenlabs",
+      apiKey: "unused",
+      maxRetries: 0,
+      fetch: Object.assign(
+        async (url: string | URL | Request, init?: RequestInit) => {
+          sent.push(JSON.parse(String(init?.body)));
+          return app.request(String(url), init);
+        },
+        { preconnect: fetch.preconnect },
+      ),
+    });
+    await new Response(await client.textToSpeech.convert("low", { text: "Hello.", modelId: "eleven_flash_v2_5", outputFormat: "pcm_16000", seed: 3, voiceSettings: { stability: 0.5, similarityBoost: 0.8, speed: 1 }, previousText: "Hi.", applyTextNormalization: "auto" })).arrayBuffer();
+    await client.textToSpeech.convertWithTimestamps("high", { text: "Timed.", languageCode: "en" });
+    const validate = validatorFor("/elevenlabs/v1/text-to-speech/{voice_id}");
+    expect(sent).toHaveLength(2);
+    for (const body of sent) expect({ body, valid: validate(body), errors: validate.errors }).toMatchObject({ valid: true });
+    expect(validate({ model_id: "eleven_flash_v2_5" })).toBe(false);
+    expect(validate({ text: "x", voice_settings: { stability: 2 } })).toBe(false);
   });
 
   test("a batch with per-item overrides validates", () => {

@@ -52,6 +52,24 @@ describe("POST /v1/audio/speech on a real port", () => {
     });
   }
 
+  for (const [format, demuxer, contentType] of [["ulaw", "mulaw", "audio/basic"], ["alaw", "alaw", "audio/x-alaw-basic"]] as const) {
+    test(`${format} is raw G.711 at 8 kHz, one byte a sample, whole or streamed`, async () => {
+      const file = await post(speech(), { input: TEXT, response_format: format, seed: 1 });
+      expect(file.status).toBe(200);
+      expect(file.headers.get("content-type")).toBe(contentType);
+      const bytes = await bytesOf(file);
+      expect(bytes.length).toBe(Math.round(SECONDS * 8000));
+      const decoded = decodeWithFfmpeg(bytes, demuxer, 8000);
+      expect(decoded.sampleRateHz).toBe(8000);
+      expect(Math.abs(dominantFrequencyHz(decoded.samples, 8000) - 220)).toBeLessThan(15);
+      const streamed = await post(speech(), { input: TEXT, response_format: format, seed: 1, stream_format: "audio" });
+      expect(await bytesOf(streamed)).toEqual(bytes);
+      const wrongRate = await post(speech(), { input: TEXT, response_format: format, sample_rate: 16000 });
+      expect(wrongRate.status).toBe(400);
+      expect(((await wrongRate.json()) as { error: { param: string } }).error.param).toBe("sample_rate");
+    });
+  }
+
   test("wav headers parse and pcm length matches", async () => {
     const wav = await bytesOf(await post(speech(), { input: TEXT, seed: 3 }));
     const view = new DataView(wav.buffer, wav.byteOffset);

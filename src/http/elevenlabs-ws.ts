@@ -1,0 +1,428 @@
+/**
+ * ElevenLabs' text-to-speech WebSockets under /elevenlabs: `…/stream-input` (one stream of text per socket)
+ * and `…/multi-stream-input` (several, each a context named by `context_id`). Each stream of text is a
+ * SpeechStreamSession, as on our own WebSocket route, so the segmenting, admission, backpressure, queue caps,
+ * idle timeout and cancellation are that route's; this file only translates ElevenLabs' messages into the
+ * session's and the session's back (docs/api.md, "ElevenLabs API").
+ *
+ * Client → server: `{"text": " ", "voice_settings"?, …}` opens a stream (or a context), `{"text": "…",
+ * "flush"?, "try_trigger_generation"?}` adds text (a complete sentence is spoken at once; `flush` speaks
+ * what is left), `{"text": ""}` ends a stream-input socket (and keeps a context alive), `close_context`
+ * and `close_socket` end a context and the socket. Server → client: `{"audio", "isFinal": false,
+ * "alignment", "normalizedAlignment", "contextId"?}` with base64 audio; a sentence's alignment comes with its
+ * last audio message, its times (ms) counted from the start of that sentence's audio; `{"isFinal": true}` when
+ * a stream ends.
+ */
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { WSContext } from "hono/ws";
+import { z } from "zod";
+import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
+import { echoed } from "../api/errors.ts";
+import type { StreamOutcome } from "../metrics.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, SpeechStreamSession } from "../speech/stream-session.ts";
+import { noteFirstAudio, streamEnded } from "./access-log.ts";
+import { base64 } from "./base64.ts";
+import { checkModelId, voiceNamed } from "./elevenlabs.ts";
+import type { StreamRouteDeps } from "./stream-ws.ts";
+import type { VoiceStore } from "../voices/store.ts";
+
+export interface ElevenLabsSocketDeps extends StreamRouteDeps {
+  voices: VoiceStore;
+  /** For an upgrade that came without a key (auth.ts), the check its first message's key must pass. */
+  keyInFirstMessage: (c: Context) => ((key: string) => boolean) | undefined;
+}
+
+/** ElevenLabs' limits on inactivity_timeout (seconds) and its default. */
+const DEFAULT_INACTIVITY_SECONDS = 20;
+const MAX_INACTIVITY_SECONDS = 180;
+/** ElevenLabs' cap on open contexts per multi-stream-input socket. */
+export const MAX_CONTEXTS = 5;
+/** See stream-ws.ts: a client that reads nothing never takes the close frame. */
+const CLOSE_HANDSHAKE_MS = 5000;
+
+const socketQuerySchema = z.object({
+  model_id: z.string().optional(),
+  output_format: z.string().optional(),
+  inactivity_timeout: z.coerce.number({ error: "inactivity_timeout must be a number of seconds" }).int("inactivity_timeout must be whole seconds").min(1, `inactivity_timeout must be from 1 to ${MAX_INACTIVITY_SECONDS}`).max(MAX_INACTIVITY_SECONDS, `inactivity_timeout must be from 1 to ${MAX_INACTIVITY_SECONDS}`).optional(),
+  language_code: z.string().optional(),
+  seed: z.coerce.number({ error: "seed must be an integer" }).int("seed must be an integer").min(0).max(4294967295).optional(),
+});
+
+/** The client messages of both sockets; fields ElevenLabs defines and no model here uses are accepted and ignored. */
+const clientMessageSchema = z.looseObject({
+  text: z.string({ error: "text must be a string" }).optional(),
+  flush: z.boolean({ error: "flush must be a boolean" }).nullish(),
+  try_trigger_generation: z.boolean().nullish(),
+  context_id: z.string({ error: "context_id must be a string" }).nullish(),
+  contextId: z.string({ error: "contextId must be a string" }).nullish(),
+  close_context: z.boolean({ error: "close_context must be a boolean" }).nullish(),
+  close_socket: z.boolean({ error: "close_socket must be a boolean" }).nullish(),
+  xi_api_key: z.string().nullish(),
+  "xi-api-key": z.string().nullish(),
+  authorization: z.string().nullish(),
+});
+type ClientMessage = z.infer<typeof clientMessageSchema>;
+
+/** The key a first message carries: `xi_api_key` (multi-stream-input), `xi-api-key` (stream-input) or a bearer `authorization`. */
+function keyOf(message: ClientMessage): string | undefined {
+  const bearer = message.authorization ? /^bearer[ \t]+(\S+)[ \t]*$/i.exec(message.authorization)?.[1] : undefined;
+  return message.xi_api_key ?? message["xi-api-key"] ?? bearer ?? undefined;
+}
+
+interface SocketSettings {
+  voice: string;
+  format: ElevenLabsOutputFormat;
+  inactivityMs: number;
+  language?: string;
+  seed?: number;
+}
+
+export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocketDeps): void {
+  const settingsOf = new WeakMap<Request, SocketSettings>();
+  // Everything that depends only on the URL is checked before the upgrade, so a bad voice or format is an
+  // HTTP error in ElevenLabs' shape rather than a socket that opens and closes.
+  const checkUrl: MiddlewareHandler = async (c, next) => {
+    const query = parseElevenLabs(socketQuerySchema, c.req.query(), "query");
+    checkModelId(deps.service, query.model_id);
+    const voiceId = c.req.param("voice_id") ?? "";
+    settingsOf.set(c.req.raw, {
+      // A caller whose key is still to come learns nothing about the voices: its socket's session checks the
+      // voice once the key has passed, and refuses an unknown one with an error message.
+      voice: deps.keyInFirstMessage(c) ? voiceId.trim().toLowerCase() : await voiceNamed(deps.service, deps.voices, voiceId),
+      format: outputFormatOf(query.output_format),
+      inactivityMs: (query.inactivity_timeout ?? DEFAULT_INACTIVITY_SECONDS) * 1000,
+      language: query.language_code,
+      seed: query.seed,
+    });
+    await next();
+  };
+  for (const [path, mode] of [
+    ["/elevenlabs/v1/text-to-speech/:voice_id/stream-input", "single"],
+    ["/elevenlabs/v1/text-to-speech/:voice_id/multi-stream-input", "multi"],
+  ] as const) {
+    app.get(path, checkUrl, deps.runtime.upgradeWebSocket((c) => socketEvents(c, deps, settingsOf.get(c.req.raw)!, mode)));
+  }
+}
+
+function socketEvents(c: Context, deps: ElevenLabsSocketDeps, settings: SocketSettings, mode: "single" | "multi") {
+  let socket: ElevenLabsSocket | undefined;
+  let untrack = () => {};
+  const ended = streamEnded(c);
+  let serverCloseCode: number | undefined;
+  let socketClosed = false;
+  const finish = (outcome: StreamOutcome) => {
+    socket?.closed();
+    untrack();
+    ended(outcome);
+  };
+  return {
+    onOpen(_event: Event, ws: WSContext<unknown>) {
+      socket = new ElevenLabsSocket(
+        deps.keyInFirstMessage(c),
+        {
+          send: (message) => {
+            if (typeof message.audio === "string" && message.audio.length > 0) noteFirstAudio(c);
+            if (ws.readyState === 1) ws.send(JSON.stringify(message));
+          },
+          bufferedBytes: () => deps.runtime.bufferedBytes(ws),
+          close: (code, reason) => {
+            serverCloseCode ??= code;
+            ws.close(code, reason);
+            untrack();
+            setTimeout(() => {
+              if (!socketClosed) deps.runtime.terminate(ws);
+            }, CLOSE_HANDSHAKE_MS).unref?.();
+          },
+        },
+        deps,
+        settings,
+        mode,
+      );
+      untrack = deps.lifecycle.trackSession(socket);
+    },
+    onMessage(event: MessageEvent) {
+      socket?.receive(event.data as string | ArrayBuffer);
+    },
+    onClose() {
+      socketClosed = true;
+      finish(serverCloseCode === undefined ? "aborted" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
+    },
+    onError() {
+      finish("failed");
+    },
+  };
+}
+
+interface SocketSink {
+  send(message: Record<string, unknown>): void;
+  bufferedBytes(): number;
+  close(code: number, reason: string): void;
+}
+
+/** ElevenLabs' WebSocket alignment: characters with start times and durations in whole milliseconds. */
+interface SocketAlignment {
+  chars: string[];
+  charStartTimesMs: number[];
+  charDurationsMs: number[];
+}
+
+/** One stream of text: a session, and what its sentence in progress has sent. */
+class TextStream {
+  readonly session: SpeechStreamSession;
+  /** For each input.done sent, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
+  readonly #pendingDone: ("flush" | "end")[] = [];
+  #sentenceText = "";
+  /** The sentence's latest audio, held back so its last message can carry the sentence's alignment. */
+  #held: Uint8Array | undefined;
+  #ended = false;
+
+  constructor(
+    private readonly owner: ElevenLabsSocket,
+    private readonly contextId: string | null,
+    settings: SocketSettings,
+    deps: ElevenLabsSocketDeps,
+  ) {
+    this.session = new SpeechStreamSession(
+      {
+        sendJson: (message) => this.#fromSession(message),
+        sendBinary: (bytes) => {
+          if (this.#held) this.#sendAudio(this.#held, null);
+          this.#held = bytes;
+        },
+        bufferedBytes: () => owner.bufferedBytes(),
+        close: (code, reason) => owner.streamClosed(this, code, reason),
+      },
+      {
+        service: deps.service,
+        logger: deps.logger,
+        configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
+        idleTimeoutMs: settings.inactivityMs,
+        maxQueuedSegments: deps.config.wsMaxQueuedSegments,
+        maxQueuedChars: deps.config.wsMaxQueuedChars,
+        stallTimeoutMs: deps.config.streamStallTimeoutSeconds * 1000,
+        encoding: settings.format.bitrateKbps === undefined ? {} : { bitrateKbps: settings.format.bitrateKbps },
+      },
+    );
+    this.session.receive(
+      JSON.stringify({
+        type: "session.config",
+        voice: settings.voice,
+        response_format: settings.format.responseFormat,
+        sample_rate: settings.format.sampleRateHz,
+        stream_audio: true,
+        ...(settings.language === undefined ? {} : { language: settings.language }),
+        ...(settings.seed === undefined ? {} : { seed: settings.seed }),
+      }),
+    );
+  }
+
+  text(text: string): void {
+    this.session.receive(JSON.stringify({ type: "input.text", text }));
+  }
+
+  /** Speaks what is buffered now; `end` also ends the stream once its audio has gone. */
+  done(kind: "flush" | "end"): void {
+    this.#pendingDone.push(kind);
+    this.session.receive(JSON.stringify({ type: "input.done" }));
+  }
+
+  /** Stops generation and frees the session. */
+  stop(): void {
+    this.#ended = true;
+    this.session.closed();
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  #fromSession(message: Record<string, unknown>): void {
+    switch (message.type) {
+      case "audio.start":
+        this.#sentenceText = String(message.sentence_text);
+        this.#held = undefined;
+        return;
+      case "audio.done": {
+        const alignment = message.error === false ? sentenceAlignment(this.#sentenceText, Number(message.audio_seconds)) : null;
+        if (this.#held || alignment) this.#sendAudio(this.#held ?? new Uint8Array(0), alignment);
+        this.#held = undefined;
+        return;
+      }
+      case "session.done":
+        if (this.#pendingDone.shift() === "end") this.owner.streamFinished(this);
+        return;
+      case "error":
+        this.owner.send({ message: message.message, error: message.code === 429 ? "too_many_concurrent_requests" : "invalid_request", code: message.code ?? CLOSE_POLICY }, this.contextId);
+        return;
+    }
+  }
+
+  #sendAudio(bytes: Uint8Array, alignment: SocketAlignment | null): void {
+    this.owner.send({ audio: base64(bytes), isFinal: false, alignment, normalizedAlignment: alignment }, this.contextId);
+  }
+}
+
+/**
+ * The sentence's characters and a space (the words of the next sentence start after it), its audio spread
+ * over them in equal shares: no model here says when each character is spoken (docs/api.md).
+ */
+function sentenceAlignment(sentence: string, audioSeconds: number): SocketAlignment {
+  const chars = [...Array.from(sentence), " "];
+  const spokenChars = chars.length - 1;
+  const totalMs = audioSeconds * 1000;
+  const startOf = (index: number) => Math.round((Math.min(index, spokenChars) * totalMs) / Math.max(1, spokenChars));
+  return {
+    chars,
+    charStartTimesMs: chars.map((_, index) => startOf(index)),
+    charDurationsMs: chars.map((_, index) => startOf(index + 1) - startOf(index)),
+  };
+}
+
+/** One ElevenLabs socket: its streams of text (one, or one per context) and the messages between them. */
+class ElevenLabsSocket {
+  readonly #streams = new Map<string | null, TextStream>();
+  #opened = false;
+  #closed = false;
+  /** Until the first message shows a key, when the upgrade came without one; nothing is spoken before. */
+  #keyCheck: ((key: string) => boolean) | undefined;
+  #keyDeadline: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    keyCheck: ((key: string) => boolean) | undefined,
+    private readonly sink: SocketSink,
+    private readonly deps: ElevenLabsSocketDeps,
+    private readonly settings: SocketSettings,
+    private readonly mode: "single" | "multi",
+  ) {
+    this.#keyCheck = keyCheck;
+    if (keyCheck) this.#keyDeadline = setTimeout(() => this.#refuseKey("the first message must arrive, with xi_api_key, within the configuration deadline"), deps.config.wsConfigTimeoutSeconds * 1000);
+  }
+
+  bufferedBytes(): number {
+    return this.sink.bufferedBytes();
+  }
+
+  /** A message to the client; in multi-stream-input it names its context. */
+  send(message: Record<string, unknown>, contextId: string | null): void {
+    if (this.#closed) return;
+    this.sink.send(this.mode === "multi" ? { ...message, contextId } : message);
+  }
+
+  receive(data: string | ArrayBuffer): void {
+    if (this.#closed) return;
+    if (typeof data !== "string") return this.#fail("binary messages are not part of the protocol; send JSON text");
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch {
+      return this.#fail("message is not valid JSON");
+    }
+    const parsed = clientMessageSchema.safeParse(json);
+    if (!parsed.success) return this.#fail(parsed.error.issues[0]!.message);
+    if (this.#keyCheck) {
+      const key = keyOf(parsed.data);
+      if (key === undefined || !this.#keyCheck(key)) return this.#refuseKey(key === undefined ? "Missing API key (send the xi-api-key header, or xi_api_key in the first message)" : "Wrong API key");
+      this.#keyCheck = undefined;
+      clearTimeout(this.#keyDeadline);
+    }
+    if (this.mode === "single") this.#receiveSingle(parsed.data);
+    else this.#receiveMulti(parsed.data);
+  }
+
+  #receiveSingle(message: ClientMessage): void {
+    const stream = this.#streams.get(null) ?? this.#openStream(null);
+    if (message.text === undefined) return this.#fail("text is required");
+    // The first message opens the stream (ElevenLabs sends a single space); any text in it is text.
+    const opening = !this.#opened;
+    this.#opened = true;
+    if (message.text === "" && !opening) return stream.done("end");
+    if (message.text.trim() !== "") stream.text(message.text);
+    if (message.flush) stream.done("flush");
+  }
+
+  #receiveMulti(message: ClientMessage): void {
+    if (message.close_socket) return this.#closeSocket(CLOSE_NORMAL, "close_socket");
+    const contextId = message.context_id ?? message.contextId ?? null;
+    const existing = this.#streams.get(contextId);
+    if (message.close_context) {
+      if (!existing) return this.send({ message: `no context '${echoed(contextId ?? "")}' is open`, error: "invalid_request", code: CLOSE_POLICY }, contextId);
+      existing.stop();
+      this.#streams.delete(contextId);
+      return this.send({ isFinal: true }, contextId);
+    }
+    // An empty text keeps a context (or the socket) alive.
+    if (message.text === "" && !message.flush) return;
+    const stream = existing ?? this.#openContext(contextId);
+    if (!stream) return;
+    if (message.text !== undefined && message.text.trim() !== "") stream.text(message.text);
+    if (message.flush) stream.done("flush");
+  }
+
+  #openContext(contextId: string | null): TextStream | undefined {
+    if (this.#streams.size >= MAX_CONTEXTS) {
+      this.send({ message: `at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, error: "max_active_conversations", code: CLOSE_POLICY }, contextId);
+      return undefined;
+    }
+    return this.#openStream(contextId);
+  }
+
+  #openStream(contextId: string | null): TextStream {
+    const stream = new TextStream(this, contextId, this.settings, this.deps);
+    this.#streams.set(contextId, stream);
+    return stream;
+  }
+
+  /** stream-input's `{"text": ""}` is served: the final message, then the socket closes. */
+  streamFinished(stream: TextStream): void {
+    this.send({ isFinal: true }, null);
+    stream.stop();
+    this.#closeSocket(CLOSE_NORMAL, "stream finished");
+  }
+
+  /**
+   * A session closes itself: its idle timeout (1000), a shutdown (1001) or a broken rule (1008). One context
+   * idle just ends; anything else ends the socket, as it does on our own WebSocket.
+   */
+  streamClosed(stream: TextStream, code: number, reason: string): void {
+    if (stream.ended) return;
+    if (this.mode === "multi" && code === CLOSE_NORMAL) {
+      for (const [contextId, open] of this.#streams) if (open === stream) this.#streams.delete(contextId);
+      stream.stop();
+      return;
+    }
+    this.#closeSocket(code, reason);
+  }
+
+  drain(): void {
+    for (const stream of this.#streams.values()) stream.session.drain();
+    if (this.#streams.size === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
+  }
+
+  goAway(): void {
+    this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
+  }
+
+  /** The socket closed (either side): every stream stops. */
+  closed(): void {
+    this.#closed = true;
+    clearTimeout(this.#keyDeadline);
+    for (const stream of this.#streams.values()) stream.stop();
+    this.#streams.clear();
+  }
+
+  #refuseKey(message: string): void {
+    this.send({ message, error: "invalid_api_key", code: CLOSE_POLICY }, null);
+    this.#closeSocket(CLOSE_POLICY, message.slice(0, 120));
+  }
+
+  #fail(message: string): void {
+    this.send({ message, error: "invalid_request", code: CLOSE_POLICY }, null);
+    this.#closeSocket(CLOSE_POLICY, message.slice(0, 120));
+  }
+
+  #closeSocket(code: number, reason: string): void {
+    if (this.#closed) return;
+    this.sink.close(code, reason);
+    this.closed();
+  }
+}

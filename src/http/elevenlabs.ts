@@ -1,0 +1,322 @@
+/**
+ * ElevenLabs' API under /elevenlabs (docs/api.md, "ElevenLabs API"): a caller written for ElevenLabs works by
+ * changing its base URL to http://host:port/elevenlabs. Text-to-speech goes through the speech service as
+ * every other route does (the same checks, admission, backpressure and cancellation); voices are the voice
+ * store's, a voice_id being a built-in voice's name or an uploaded voice's. Errors are ElevenLabs'
+ * `{"detail": {"status", "message"}}` (app.ts renders every error under the prefix so).
+ */
+import type { Context, Hono } from "hono";
+import {
+  ELEVENLABS_MODEL_IDS,
+  ElevenLabsError,
+  IGNORED_BODY_FIELDS,
+  outputFormatOf,
+  parseElevenLabs,
+  textToSpeechBodySchema,
+  textToSpeechQuerySchema,
+  voicesPageQuerySchema,
+  type ElevenLabsOutputFormat,
+  type TextToSpeechBody,
+} from "../api/elevenlabs.ts";
+import { badRequest, echoed } from "../api/errors.ts";
+import { parseVoiceUpload } from "../api/voices.ts";
+import { DEFAULT_MAX_INPUT_CHARS, type SpeechRequest } from "../api/speech.ts";
+import type { Logger } from "../log/logger.ts";
+import { type SpeechService, wholeAudio } from "../speech/service.ts";
+import { TimedSpeech, type CharacterAlignment } from "../speech/timed-speech.ts";
+import type { StoredVoice, VoiceStore } from "../voices/store.ts";
+import { noteAudio, streamEnded } from "./access-log.ts";
+import { clientAbort, pullStream } from "./audio-stream.ts";
+import { base64 } from "./base64.ts";
+import { readJsonBody, type BodyLimits } from "./request-body.ts";
+import { audioStreamHeaders, fileHeaders, ignoredFieldsHeader } from "./speech-headers.ts";
+import { FORM_OVERHEAD_BYTES, MAX_UPLOAD_AUDIO_BYTES, readCappedForm, saveAudioUpload } from "./voices.ts";
+
+export interface ElevenLabsRouteDeps {
+  service: SpeechService;
+  voices: VoiceStore;
+  logger: Logger;
+  body: BodyLimits;
+  stallTimeoutMs: number;
+}
+
+/** What no model here knows: every voice speaks the language of its model, which for all of them is English. */
+const LANGUAGES = [{ language_id: "en", name: "English" }];
+/** GET /v2/voices without page_size: ElevenLabs' default. */
+const DEFAULT_VOICES_PAGE_SIZE = 10;
+
+export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): void {
+  const { service, voices, logger } = deps;
+
+  /** The request as the speech service reads it, the output format, and the body fields no model here uses. */
+  const textToSpeech = async (c: Context) => {
+    const query = parseElevenLabs(textToSpeechQuerySchema, c.req.query(), "query");
+    const format = outputFormatOf(query.output_format);
+    const body = parseElevenLabs(textToSpeechBodySchema, await readJsonBody(c, deps.body));
+    checkModelId(service, body.model_id);
+    const voice = await voiceNamed(service, voices, c.req.param("voice_id") ?? "");
+    return { request: speechRequestOf(body, voice, format), format, ignoredFields: IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined) };
+  };
+  /** The service names `language` when it ignores it; here the caller sent it as language_code. */
+  const ignoredHeader = (serviceIgnored: readonly string[], routeIgnored: readonly string[]) =>
+    ignoredFieldsHeader([...serviceIgnored.map((field) => (field === "language" ? "language_code" : field)), ...routeIgnored]);
+
+  app.post("/elevenlabs/v1/text-to-speech/:voice_id", async (c) => {
+    const { request, format, ignoredFields } = await textToSpeech(c);
+    const abort = clientAbort(c.req.raw.signal);
+    const speech = await service.start(request, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
+    const file = await wholeAudio(speech.audio);
+    const headers = { ...fileHeaders(speech.prepared, file.byteLength, await speech.done), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
+    return new Response(file as Uint8Array<ArrayBuffer>, { headers });
+  });
+
+  app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream", async (c) => {
+    const { request, format, ignoredFields } = await textToSpeech(c);
+    const abort = clientAbort(c.req.raw.signal);
+    const speech = await service.start({ ...request, stream_format: "audio" }, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
+    // As the speech route: until the body is handed over nobody stops the generation, so a failure gives it up.
+    try {
+      const headers = { ...audioStreamHeaders(speech.prepared), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
+      const ended = streamEnded(c);
+      const body = pullStream(speech.audio, abort, (outcome, error) => {
+        ended(outcome);
+        if (outcome === "failed") logger.error("elevenlabs stream failed", { error: String(error) });
+      }, deps.stallTimeoutMs);
+      return new Response(body, { headers });
+    } catch (error) {
+      abort.abort();
+      throw error;
+    }
+  });
+
+  app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
+    const { request, format, ignoredFields } = await textToSpeech(c);
+    // As a file on the speech route: the whole utterance is held until it is encoded.
+    if (request.input.length > DEFAULT_MAX_INPUT_CHARS) {
+      throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
+    }
+    const abort = clientAbort(c.req.raw.signal);
+    const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
+    try {
+      const { audio, alignment } = await timed.file();
+      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredHeader(timed.ignoredFields, ignoredFields));
+    } catch (error) {
+      abort.abort();
+      throw error;
+    }
+  });
+
+  app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
+    const { request, format, ignoredFields } = await textToSpeech(c);
+    const abort = clientAbort(c.req.raw.signal);
+    const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
+    try {
+      const ended = streamEnded(c);
+      const body = pullStream(timestampLines(timed), abort, (outcome, error) => {
+        ended(outcome);
+        if (outcome === "failed") logger.error("elevenlabs timestamped stream failed", { error: String(error) });
+      }, deps.stallTimeoutMs);
+      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredHeader(timed.ignoredFields, ignoredFields) } });
+    } catch (error) {
+      abort.abort();
+      throw error;
+    }
+  });
+
+  app.get("/elevenlabs/v1/voices", async (c) => c.json({ voices: await listVoices(service, voices) }));
+
+  app.get("/elevenlabs/v2/voices", async (c) => {
+    const query = parseElevenLabs(voicesPageQuerySchema, c.req.query(), "query");
+    const search = query.search?.trim().toLowerCase();
+    const wanted = categoryFilter(query.voice_type ?? query.category);
+    const matching = (await listVoices(service, voices)).filter((voice) => (!search || voice.name.toLowerCase().includes(search)) && wanted(voice.category));
+    const offset = Number(query.next_page_token ?? 0);
+    const pageSize = query.page_size ?? DEFAULT_VOICES_PAGE_SIZE;
+    const page = matching.slice(offset, offset + pageSize);
+    const hasMore = offset + page.length < matching.length;
+    return c.json({ voices: page, has_more: hasMore, total_count: matching.length, next_page_token: hasMore ? String(offset + page.length) : null });
+  });
+
+  app.get("/elevenlabs/v1/voices/:voice_id", async (c) => {
+    const id = c.req.param("voice_id");
+    const found = (await listVoices(service, voices)).find((voice) => voice.voice_id.toLowerCase() === id.trim().toLowerCase());
+    if (!found) throw voiceNotFound(id);
+    return c.json(found);
+  });
+
+  app.delete("/elevenlabs/v1/voices/:voice_id", async (c) => {
+    const id = c.req.param("voice_id");
+    if (await voices.delete(id.trim())) return c.json({ status: "ok" });
+    if (service.model().capabilities.voices.includes(id.trim().toLowerCase())) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is built in; only uploaded voices can be deleted`, "voice_id");
+    throw voiceNotFound(id);
+  });
+
+  app.post("/elevenlabs/v1/voices/add", async (c) => {
+    const capabilities = service.model().capabilities;
+    if (!capabilities.supportsCloning) {
+      throw new ElevenLabsError(400, "voice_cloning_unavailable", `Model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices, so a voice cannot be added; use one of its built-in voices`);
+    }
+    const form = await readCappedForm(c, { maxBytes: MAX_UPLOAD_AUDIO_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: deps.body.timeoutMs });
+    if (!form.files.has("files")) throw new ElevenLabsError(422, "validation_error", "files is required: one or more audio samples of the voice", "files");
+    const { name, consent, speakerDescription, source } = parseVoiceUpload({
+      name: form.fields.get("name"),
+      consent: form.fields.get("consent") ?? consentLabel(form.fields.get("labels")),
+      speaker_description: form.fields.get("description"),
+      audio_sample: form.files.get("files"),
+    });
+    if (source.kind !== "audio") throw new ElevenLabsError(422, "validation_error", "files must hold an audio sample", "files");
+    const voice = await saveAudioUpload({ voices, logger }, { name, consent, speakerDescription, file: source.file, mimeType: source.mimeType });
+    return c.json({ voice_id: voice.name, requires_verification: false });
+  });
+
+  app.get("/elevenlabs/v1/models", (c) => {
+    const capabilities = service.model().capabilities;
+    const maxChars = service.maxInputChars;
+    return c.json(
+      modelIds(service).map((modelId) => ({
+        model_id: modelId,
+        name: modelId === capabilities.modelId ? capabilities.description : `${modelId} (served by ${capabilities.modelId})`,
+        description: capabilities.description,
+        can_be_finetuned: false,
+        can_do_text_to_speech: true,
+        can_do_voice_conversion: false,
+        can_use_style: false,
+        can_use_speaker_boost: false,
+        serves_pro_voices: false,
+        token_cost_factor: 1,
+        requires_alpha_access: false,
+        max_characters_request_free_user: maxChars,
+        max_characters_request_subscribed_user: maxChars,
+        maximum_text_length_per_request: maxChars,
+        languages: LANGUAGES,
+        model_rates: { character_cost_multiplier: 1 },
+        concurrency_group: "standard",
+      })),
+    );
+  });
+}
+
+function speechRequestOf(body: TextToSpeechBody, voice: string, format: ElevenLabsOutputFormat): SpeechRequest {
+  return {
+    input: body.text,
+    voice,
+    response_format: format.responseFormat,
+    sample_rate: format.sampleRateHz,
+    seed: body.seed === undefined ? undefined : BigInt(body.seed),
+    language: body.language_code,
+  };
+}
+
+function encodingOf(format: ElevenLabsOutputFormat) {
+  return format.bitrateKbps === undefined ? {} : { bitrateKbps: format.bitrateKbps };
+}
+
+function timedOptionsOf(format: ElevenLabsOutputFormat) {
+  return { responseFormat: format.responseFormat, sampleRateHz: format.sampleRateHz, encoding: encodingOf(format) };
+}
+
+/** One JSON object a line, as ElevenLabs streams them: a piece of audio and the alignment that ended in it. */
+async function* timestampLines(timed: TimedSpeech): AsyncGenerator<Uint8Array, void, undefined> {
+  const encoder = new TextEncoder();
+  for await (const piece of timed.encoded()) {
+    const alignment: CharacterAlignment | null = piece.alignment;
+    yield encoder.encode(`${JSON.stringify({ audio_base64: base64(piece.audio), alignment, normalized_alignment: alignment })}\n`);
+  }
+}
+
+function modelIds(service: SpeechService): string[] {
+  return [...new Set([service.model().capabilities.modelId, ...ELEVENLABS_MODEL_IDS, ...service.servedModelIds()])];
+}
+
+export function checkModelId(service: SpeechService, modelId: string | undefined): void {
+  if (modelId === undefined || modelIds(service).includes(modelId)) return;
+  throw new ElevenLabsError(400, "model_not_found", `A model with model_id '${echoed(modelId)}' was not found. Served: ${modelIds(service).join(", ")}`, "model_id");
+}
+
+function voiceNotFound(voiceId: string): ElevenLabsError {
+  return new ElevenLabsError(404, "voice_not_found", `A voice with voice_id '${echoed(voiceId)}' was not found`, "voice_id");
+}
+
+/** The voice a voice_id names (a built-in voice or an upload, case-insensitive), or 404. */
+export async function voiceNamed(service: SpeechService, voices: VoiceStore, voiceId: string): Promise<string> {
+  const name = voiceId.trim().toLowerCase();
+  // Replicas share the speaker folder: the upload as the folder holds it now.
+  await voices.refreshName(name);
+  if (voices.get(name) || service.model().capabilities.voices.includes(name)) return name;
+  throw voiceNotFound(voiceId);
+}
+
+type VoiceCategory = "premade" | "cloned";
+
+interface ElevenLabsVoice {
+  voice_id: string;
+  name: string;
+  category: VoiceCategory;
+  labels: Record<string, string>;
+  description: string | null;
+  preview_url: null;
+  available_for_tiers: string[];
+  settings: null;
+  high_quality_base_model_ids: string[];
+  is_owner: boolean;
+  created_at_unix: number | null;
+}
+
+/** Every voice as ElevenLabs lists it: uploads first, newest first, then the built-in ones an upload does not shadow. */
+async function listVoices(service: SpeechService, voices: VoiceStore): Promise<ElevenLabsVoice[]> {
+  await voices.rescan();
+  const uploaded = [...voices.list()].reverse().map(uploadedVoice);
+  const shadowed = new Set(uploaded.map((voice) => voice.voice_id.toLowerCase()));
+  const builtIn = service.model().capabilities.voices.filter((name) => !shadowed.has(name)).map(builtInVoice);
+  return [...uploaded, ...builtIn];
+}
+
+function builtInVoice(name: string): ElevenLabsVoice {
+  return { ...voiceDefaults, voice_id: name, name, category: "premade", description: null, is_owner: false, created_at_unix: null };
+}
+
+function uploadedVoice(voice: StoredVoice): ElevenLabsVoice {
+  return { ...voiceDefaults, voice_id: voice.name, name: voice.name, category: "cloned", description: voice.speaker_description ?? null, is_owner: true, created_at_unix: voice.created_at };
+}
+
+const voiceDefaults: Pick<ElevenLabsVoice, "labels" | "preview_url" | "available_for_tiers" | "settings" | "high_quality_base_model_ids"> = {
+  labels: {},
+  preview_url: null,
+  available_for_tiers: [],
+  settings: null,
+  high_quality_base_model_ids: [],
+};
+
+/**
+ * GET /v2/voices' voice_type (or category): "default" and "premade" are the built-in voices, the kinds a
+ * caller owns ("personal", "cloned", …) the uploads; anything else filters nothing.
+ */
+function categoryFilter(kind: string | undefined): (category: VoiceCategory) => boolean {
+  switch (kind) {
+    case "default":
+    case "premade":
+      return (category) => category === "premade";
+    case "personal":
+    case "workspace":
+    case "saved":
+    case "non-default":
+    case "cloned":
+      return (category) => category === "cloned";
+    default:
+      return () => true;
+  }
+}
+
+/**
+ * ElevenLabs' form has no consent field, and an upload here needs the id of the speaker's consent recording:
+ * a caller sends it as `consent`, or as the `consent` label (`labels: {"consent": "…"}`), which its SDK can send.
+ */
+function consentLabel(labels: string | undefined): string | undefined {
+  if (labels === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(labels);
+    return typeof parsed === "object" && parsed !== null && typeof (parsed as Record<string, unknown>).consent === "string" ? ((parsed as Record<string, unknown>).consent as string) : undefined;
+  } catch {
+    throw new ElevenLabsError(422, "validation_error", "labels must be a JSON object of strings", "labels");
+  }
+}
