@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { ApiError, echoed } from "./errors.ts";
-import type { RESPONSE_FORMATS } from "./speech.ts";
+import { TEXT_NORMALIZATION_MODES, type RESPONSE_FORMATS } from "./speech.ts";
 
 /** What the served API's base URL adds to ElevenLabs' paths (`http://host:port/elevenlabs/v1/voices`). */
 export const ELEVENLABS_PREFIX = "/elevenlabs";
@@ -111,8 +111,6 @@ export const voiceSettingsSchema = z.object({
   speed: optional(z.number({ error: "speed must be a number" }).min(0.7, "speed must be from 0.7 to 1.2").max(1.2, "speed must be from 0.7 to 1.2")),
 });
 
-export const TEXT_NORMALIZATION_MODES = ["auto", "on", "off"] as const;
-
 /** The body of POST /v1/text-to-speech/{voice_id} and its /stream and /with-timestamps variants. */
 export const textToSpeechBodySchema = z.object({
   text: z.string({ error: "text must be a string" }).refine((text) => text.trim().length > 0, "text must not be empty"),
@@ -141,7 +139,6 @@ export const IGNORED_BODY_FIELDS = [
   "previous_request_ids",
   "next_request_ids",
   "use_pvc_as_ivc",
-  "apply_text_normalization",
   "apply_language_text_normalization",
   "audio_effects",
 ] as const satisfies readonly (keyof TextToSpeechBody)[];

@@ -18,6 +18,7 @@ import type { WSContext } from "hono/ws";
 import { z } from "zod";
 import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
 import { echoed } from "../api/errors.ts";
+import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import type { StreamOutcome } from "../metrics.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, SpeechStreamSession } from "../speech/stream-session.ts";
 import { noteFirstAudio, streamEnded } from "./access-log.ts";
@@ -46,6 +47,7 @@ const socketQuerySchema = z.object({
   inactivity_timeout: z.coerce.number({ error: "inactivity_timeout must be a number of seconds" }).int("inactivity_timeout must be whole seconds").min(1, `inactivity_timeout must be from 1 to ${MAX_INACTIVITY_SECONDS}`).max(MAX_INACTIVITY_SECONDS, `inactivity_timeout must be from 1 to ${MAX_INACTIVITY_SECONDS}`).optional(),
   language_code: z.string().optional(),
   seed: z.coerce.number({ error: "seed must be an integer" }).int("seed must be an integer").min(0).max(4294967295).optional(),
+  apply_text_normalization: z.enum(TEXT_NORMALIZATION_MODES, { error: `apply_text_normalization must be one of ${TEXT_NORMALIZATION_MODES.join(", ")}` }).optional(),
 });
 
 /** The client messages of both sockets; fields ElevenLabs defines and no model here uses are accepted and ignored. */
@@ -75,6 +77,7 @@ interface SocketSettings {
   inactivityMs: number;
   language?: string;
   seed?: number;
+  textNormalization?: TextNormalizationMode;
 }
 
 export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocketDeps): void {
@@ -93,6 +96,7 @@ export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocket
       inactivityMs: (query.inactivity_timeout ?? DEFAULT_INACTIVITY_SECONDS) * 1000,
       language: query.language_code,
       seed: query.seed,
+      textNormalization: query.apply_text_normalization,
     });
     await next();
   };
@@ -212,6 +216,7 @@ class TextStream {
         stream_audio: true,
         ...(settings.language === undefined ? {} : { language: settings.language }),
         ...(settings.seed === undefined ? {} : { seed: settings.seed }),
+        ...(settings.textNormalization === undefined ? {} : { apply_text_normalization: settings.textNormalization }),
       }),
     );
   }

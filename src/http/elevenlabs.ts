@@ -204,6 +204,7 @@ function speechRequestOf(body: TextToSpeechBody, voice: string, format: ElevenLa
     sample_rate: format.sampleRateHz,
     seed: body.seed === undefined ? undefined : BigInt(body.seed),
     language: body.language_code,
+    apply_text_normalization: body.apply_text_normalization,
   };
 }
 

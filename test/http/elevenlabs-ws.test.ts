@@ -119,6 +119,7 @@ describe("before the upgrade: errors in ElevenLabs' shape", () => {
     { name: "unknown voice", route: "nobody/stream-input", headers: { "xi-api-key": API_KEY }, status: 404, reason: "voice_not_found" },
     { name: "unknown output_format", route: "low/multi-stream-input?output_format=flac_44100", headers: { "xi-api-key": API_KEY }, status: 400, reason: "invalid_output_format" },
     { name: "inactivity_timeout out of range", route: "low/stream-input?inactivity_timeout=999", headers: { "xi-api-key": API_KEY }, status: 422, reason: "validation_error" },
+    { name: "an unknown apply_text_normalization", route: "low/stream-input?apply_text_normalization=maybe", headers: { "xi-api-key": API_KEY }, status: 422, reason: "validation_error" },
     { name: "a wrong key", route: "low/stream-input", headers: { "xi-api-key": "sk-wrong" }, status: 401, reason: "invalid_api_key" },
   ] as { name: string; route: string; headers: Record<string, string>; status: number; reason: string }[])("$name → $status", async ({ route, headers, status, reason }) => {
     const response = await fetch(`${server.url}/elevenlabs/v1/text-to-speech/${route}`, { headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13", ...headers } });

@@ -153,7 +153,19 @@ describe("text-to-speech through the SDK", () => {
         applyTextNormalization: "auto",
       })
       .withRawResponse();
-    expect(rawResponse.headers.get("x-ignored-fields")?.split(",")).toEqual(expect.arrayContaining(["voice_settings", "previous_text", "next_text", "apply_text_normalization", "language_code"]));
+    const ignored = rawResponse.headers.get("x-ignored-fields")?.split(",");
+    expect(ignored).toEqual(expect.arrayContaining(["voice_settings", "previous_text", "next_text", "language_code"]));
+    expect(ignored).not.toContain("apply_text_normalization");
+  });
+
+  test("apply_text_normalization is ours: the model reads (and usage counts) the written forms as said, unless it is off", async () => {
+    const inputTokens = async (text: string, applyTextNormalization: "on" | "off") => {
+      const { rawResponse } = await client.textToSpeech.convert("low", { text, outputFormat: "pcm_16000", applyTextNormalization }).withRawResponse();
+      return Number(rawResponse.headers.get("x-input-tokens"));
+    };
+    const written = "It costs $19.99 on 03/04/2026.";
+    expect(await inputTokens(written, "on")).toBeGreaterThan(await inputTokens(written, "off"));
+    expect(await inputTokens("Plain words only.", "on")).toBe(await inputTokens("Plain words only.", "off"));
   });
 });
 
