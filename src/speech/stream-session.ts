@@ -6,6 +6,7 @@
  * Work runs in one queue per session, so sentences of an utterance leave in order and a later
  * session.config applies only to text that arrives after it.
  */
+import { waitForDrain } from "../async/drain.ts";
 import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
@@ -25,9 +26,6 @@ export const CLOSE_TOO_BIG = 1009;
 
 export const MAX_CONFIG_MESSAGE_BYTES = 4 * 1024 * 1024;
 export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
-/** Above this many bytes queued on the socket, generation waits for the client to read. */
-export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
-const DRAIN_POLL_MS = 10;
 /**
  * Bytes of client messages waiting to be handled (messages queue while a session.config is checked, which
  * may fetch and encode a ref_audio): two of the largest messages. Each message also counts
@@ -358,27 +356,13 @@ export class SpeechStreamSession {
     }
   }
 
-  /**
-   * Flow control: a client that reads slowly pauses its own generation instead of growing our buffers. One
-   * that reads nothing for stallTimeoutMs is dropped, so it cannot hold its generation state for good. Any
-   * progress restarts the clock: a slow link draining a large file may stay above the mark for longer.
-   */
+  /** Flow control (async/drain.ts); a client that stopped reading is dropped, which frees its generation state. */
   async #waitForDrain(): Promise<void> {
-    let lastBufferedBytes = this.sink.bufferedBytes();
-    let lastReadAt = performance.now();
-    while (!this.#closed) {
-      const bufferedBytes = this.sink.bufferedBytes();
-      if (bufferedBytes <= SEND_HIGH_WATER_BYTES) return;
-      if (bufferedBytes < lastBufferedBytes) lastReadAt = performance.now();
-      lastBufferedBytes = bufferedBytes;
-      if (performance.now() - lastReadAt > this.options.stallTimeoutMs) {
-        this.options.logger.warn("websocket client stopped reading; closing", { stallTimeoutMs: this.options.stallTimeoutMs });
-        this.sink.close(CLOSE_POLICY, "client stopped reading audio");
-        this.closed();
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-    }
+    const { stallTimeoutMs } = this.options;
+    if ((await waitForDrain({ bufferedBytes: () => this.sink.bufferedBytes(), closed: () => this.#closed, stallTimeoutMs })) !== "stalled") return;
+    this.options.logger.warn("websocket client stopped reading; closing", { stallTimeoutMs });
+    this.sink.close(CLOSE_POLICY, "client stopped reading audio");
+    this.closed();
   }
 
   #resetIdle(): void {

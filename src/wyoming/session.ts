@@ -17,6 +17,7 @@
  * synthesis goes through SpeechService.start, so admission, fairness, metrics and cancellation are the
  * HTTP routes' own. Transport-free: the server hands events in and gives a sink to send through.
  */
+import { waitForDrain } from "../async/drain.ts";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
@@ -35,9 +36,6 @@ const SAMPLE_WIDTH_BYTES = 2;
 const CHANNELS = 1;
 /** Samples per audio-chunk at most: wyoming-piper's default (--samples-per-chunk), 64 ms at 16 kHz. */
 export const SAMPLES_PER_CHUNK = 1024;
-/** Above this many bytes queued on the socket, generation waits for the client to read. */
-export const SEND_HIGH_WATER_BYTES = 1024 * 1024;
-const DRAIN_POLL_MS = 10;
 /**
  * Bytes of events waiting to be handled (events queue while a sentence is spoken): enough for Home
  * Assistant's whole-text `synthesize` of a long streamed answer and the chunks behind it. Each event also
@@ -291,24 +289,12 @@ export class WyomingSession {
     throw badRequest(`no voice speaks '${voice.language.slice(0, 64)}'; languages: ${languages.join(", ")}`, "voice");
   }
 
-  /**
-   * Flow control: a client that reads slowly pauses its own generation instead of growing our buffers; one
-   * that reads nothing for stallTimeoutMs is dropped, which frees its engine state.
-   */
+  /** Flow control (async/drain.ts); a client that stopped reading is dropped, which frees its engine state. */
   async #waitForDrain(): Promise<void> {
-    let lastBufferedBytes = this.sink.bufferedBytes();
-    let lastReadAt = performance.now();
-    while (!this.#closed) {
-      const bufferedBytes = this.sink.bufferedBytes();
-      if (bufferedBytes <= SEND_HIGH_WATER_BYTES) return;
-      if (bufferedBytes < lastBufferedBytes) lastReadAt = performance.now();
-      lastBufferedBytes = bufferedBytes;
-      if (performance.now() - lastReadAt > this.options.stallTimeoutMs) {
-        this.options.logger.warn("wyoming client stopped reading; closing", { stall_timeout_ms: this.options.stallTimeoutMs });
-        return this.#close();
-      }
-      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-    }
+    const { stallTimeoutMs } = this.options;
+    if ((await waitForDrain({ bufferedBytes: () => this.sink.bufferedBytes(), closed: () => this.#closed, stallTimeoutMs })) !== "stalled") return;
+    this.options.logger.warn("wyoming client stopped reading; closing", { stall_timeout_ms: stallTimeoutMs });
+    return this.#close();
   }
 
   /** Once nothing is waiting: a draining session closes (unless a streaming run is still open), any other waits for its next event. */

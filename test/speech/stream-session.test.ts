@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../src/models/contract.ts";
 import { silentLogger } from "../../src/log/logger.ts";
-import { CLOSE_NORMAL, CLOSE_POLICY, SEND_HIGH_WATER_BYTES, SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
+import { SEND_HIGH_WATER_BYTES } from "../../src/async/drain.ts";
+import { CLOSE_NORMAL, CLOSE_POLICY, SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { eventually } from "../support/eventually.ts";
