@@ -20,7 +20,7 @@ import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "..
 import { echoed } from "../api/errors.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import type { StreamOutcome } from "../metrics.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, SpeechStreamSession } from "../speech/stream-session.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
 import { noteFirstAudio, streamEnded } from "./access-log.ts";
 import { base64 } from "./base64.ts";
 import { checkModelId, voiceNamed } from "./elevenlabs.ts";
@@ -149,7 +149,7 @@ function socketEvents(c: Context, deps: ElevenLabsSocketDeps, settings: SocketSe
     },
     onClose() {
       socketClosed = true;
-      finish(serverCloseCode === undefined ? "aborted" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
+      finish(outcomeOfClose(serverCloseCode));
     },
     onError() {
       finish("failed");

@@ -6,7 +6,7 @@ import type { Logger } from "../log/logger.ts";
 import type { StreamOutcome } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, SpeechStreamSession } from "../speech/stream-session.ts";
+import { outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
 import { noteAudio, noteFirstAudio, streamEnded } from "./access-log.ts";
 
@@ -82,8 +82,7 @@ export function registerStreamRoute(app: Hono, { service, logger, config, runtim
         },
         onClose() {
           socketClosed = true;
-          // Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
-          finish(serverCloseCode === undefined ? "aborted" : serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed");
+          finish(outcomeOfClose(serverCloseCode));
         },
         onError() {
           finish("failed");

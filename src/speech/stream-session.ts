@@ -6,6 +6,7 @@
  * Work runs in one queue per session, so sentences of an utterance leave in order and a later
  * session.config applies only to text that arrives after it.
  */
+import type { StreamOutcome } from "../metrics.ts";
 import { waitForDrain } from "../async/drain.ts";
 import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
@@ -23,6 +24,15 @@ export const CLOSE_NORMAL = 1000;
 export const CLOSE_GOING_AWAY = 1001;
 export const CLOSE_POLICY = 1008;
 export const CLOSE_TOO_BIG = 1009;
+
+/**
+ * How a session's socket ended, from the code we closed it with (undefined: the client closed it first).
+ * Closed by us with 1000/1001 is a session that ran its course; other codes are its protocol errors.
+ */
+export function outcomeOfClose(serverCloseCode: number | undefined): StreamOutcome {
+  if (serverCloseCode === undefined) return "aborted";
+  return serverCloseCode === CLOSE_NORMAL || serverCloseCode === CLOSE_GOING_AWAY ? "completed" : "failed";
+}
 
 export const MAX_CONFIG_MESSAGE_BYTES = 4 * 1024 * 1024;
 export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
