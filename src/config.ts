@@ -322,7 +322,7 @@ const SWITCH_VALUES = new Set(["true", "false", "1", "0"]);
 
 /** `--public-listings` alone reads as `--public-listings=true`; followed by true/false/1/0 it takes that value. */
 function expandSwitches(argv: string[]): string[] {
-  const switches = new Set((Object.values(OPTIONS) as OptionSpec[]).filter((spec) => spec.switch).map((spec) => `--${spec.flag}`));
+  const switches = new Set([...(Object.values(OPTIONS) as OptionSpec[]), ...(Object.values(COMMAND_OPTIONS) as CommandOptionSpec[])].filter((spec) => spec.switch).map((spec) => `--${spec.flag}`));
   return argv.map((arg, index) => (switches.has(arg) && !SWITCH_VALUES.has(argv[index + 1] ?? "") ? `${arg}=true` : arg));
 }
 
@@ -332,6 +332,8 @@ interface CommandOptionSpec {
   /** The commands that read it. */
   commands: readonly string[];
   description: string;
+  /** `--flag` alone means true. */
+  switch?: boolean;
 }
 
 /** Options of one command each: not configuration, so no environment variable. */
@@ -346,6 +348,7 @@ const COMMAND_OPTIONS = {
   decoder: { flag: "decoder", commands: ["conformance"], description: "onnx (default) or wgsl: the Mimi decoder the golden cases run through" },
   batch: { flag: "batch", commands: ["conformance"], description: "1 to 256: each golden stream runs inside model calls of that many streams" },
   provider: { flag: "provider", commands: ["conformance"], description: "auto, onnxruntime-node, onnxruntime-web or webgpu (the language-model graphs on the WebGPU EP; the default with --device gpu)" },
+  browser: { flag: "browser", commands: ["conformance"], switch: true, description: "run the golden cases inside headless Chromium, through the page's engine worker (onnxruntime-web's wasm EP, or its WebGPU EP with --provider webgpu)" },
 } satisfies Record<string, CommandOptionSpec>;
 
 function commandFlagOptions(): { [Name in keyof typeof COMMAND_OPTIONS]: { type: "string"; short?: string } } {

@@ -27,10 +27,11 @@ const USAGE = `Usage:
                                                     ("$19.99", "03/04/2026") as they are said
   voxedge models pull [name] [--language L] [--precision int8|fp32]
                                                     download a Pocket TTS bundle into the model cache
-  voxedge conformance <fixture-dir> [--decoder onnx|wgsl] [--batch N] [--provider auto|onnxruntime-node|onnxruntime-web|webgpu]
+  voxedge conformance <fixture-dir> [--decoder onnx|wgsl] [--batch N] [--provider auto|onnxruntime-node|onnxruntime-web|webgpu] [--browser]
                                                     run every golden case of a Pocket TTS fixture; prints JSON;
                                                     --batch N: each golden stream inside model calls of N streams;
-                                                    --provider webgpu: the language-model graphs on the WebGPU EP
+                                                    --provider webgpu: the language-model graphs on the WebGPU EP;
+                                                    --browser: inside headless Chromium, through the page's engine
   voxedge --help`;
 
 async function main(argv: string[]): Promise<number> {
@@ -70,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === "normalize") return runNormalize(values.language);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
-  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider ?? (config.device === "gpu" ? "webgpu" : "auto"));
+  if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider ?? (config.device === "gpu" ? "webgpu" : "auto"), values.browser === "true");
   console.error(`unknown command '${command}'\n\n${USAGE}`);
   return 2;
 }
@@ -129,7 +130,7 @@ async function runNormalize(language = "en"): Promise<number> {
 
 const CONFORMANCE_PROVIDERS = ["auto", "onnxruntime-node", "onnxruntime-web", "webgpu"] as const;
 
-async function runConformanceCommand(fixtureDir: string | undefined, decoder = "onnx", batchFlag?: string, provider = "auto"): Promise<number> {
+async function runConformanceCommand(fixtureDir: string | undefined, decoder = "onnx", batchFlag?: string, provider = "auto", inBrowser = false): Promise<number> {
   if (!fixtureDir) {
     console.error(`conformance needs a fixture folder\n\n${USAGE}`);
     return 2;
@@ -147,11 +148,30 @@ async function runConformanceCommand(fixtureDir: string | undefined, decoder = "
     console.error(`--provider must be one of ${CONFORMANCE_PROVIDERS.join(", ")}, not ${provider}`);
     return 2;
   }
+  if (inBrowser) return runBrowserConformance(fixtureDir, decoder, batch, provider);
   // Loaded here only: onnxruntime-web is not needed to serve with the offline engine.
   const { runConformance } = await import("./conformance/harness.ts");
   // A software adapter is fine for a correctness check.
   const providerOptions = provider === "webgpu" ? { gpuDevice: (await (await import("./gpu/device.ts")).acquireGpu({ allowSoftware: true })).device } : { provider: provider as "auto" | "onnxruntime-node" | "onnxruntime-web" };
   const report = await runConformance(fixtureDir, decoder, providerOptions, batch);
+  console.log(JSON.stringify(report));
+  return report.pass ? 0 : 1;
+}
+
+/** The golden cases in headless Chromium: onnxruntime-web in the page, on its wasm EP or (`--provider webgpu`) its WebGPU EP. */
+async function runBrowserConformance(fixtureDir: string, decoder: "onnx" | "wgsl", batch: number | undefined, provider: string): Promise<number> {
+  if (provider === "onnxruntime-node") {
+    console.error("--browser runs onnxruntime-web in the page: --provider must be auto, onnxruntime-web or webgpu");
+    return 2;
+  }
+  const { runConformanceInBrowser } = await import("./browser/conformance.ts");
+  let report;
+  try {
+    report = await runConformanceInBrowser(fixtureDir, { decoder, ep: provider === "webgpu" ? "webgpu" : "wasm", ...(batch !== undefined ? { batch } : {}), onConsole: (line) => console.error(line) });
+  } catch (error) {
+    console.error(`conformance --browser failed: ${(error as Error).message}`);
+    return 1;
+  }
   console.log(JSON.stringify(report));
   return report.pass ? 0 : 1;
 }

@@ -15,7 +15,7 @@ const PUBLIC_DIR = new URL("../../public/", import.meta.url);
  * The playground's modules, by name: a fixed list rather than a folder served as it is, so no request path
  * ever reaches the file system.
  */
-export const PLAYGROUND_MODULES = ["playground.js", "playground-lib.js", "pcm-player.js"] as const;
+export const PLAYGROUND_MODULES = ["playground.js", "playground-lib.js", "pcm-player.js", "browser-engine.js"] as const;
 const isPlaygroundModule = (file: string): file is (typeof PLAYGROUND_MODULES)[number] => (PLAYGROUND_MODULES as readonly string[]).includes(file);
 
 export function registerInfoRoutes(app: Hono, { service, metrics }: InfoRouteDeps): void {

@@ -90,6 +90,11 @@ export interface SpeechModel {
   /** Runs the engine's plans over this model's requests: the only way its audio is made. */
   readonly runner: ModelRunner;
   /**
+   * The folder of the model's files (a Pocket bundle), which the server lends to pages that run the model
+   * themselves (GET /v1/models/{model}/files); absent for a model with no files to lend (the offline engine).
+   */
+  readonly filesDirectory?: string;
+  /**
    * Encodes reference audio into a voice prompt. Present exactly when capabilities.supportsCloning. Work that
    * must not run beside the engine's plans (the model's in-process sessions) goes through `runModelWork`,
    * which runs it between two ticks; work off the JS thread (a worker) may run at any time.

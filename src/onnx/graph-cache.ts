@@ -27,7 +27,8 @@ export class GraphCache {
    * then the source itself is the graph, and that answer is cached too.
    */
   async prepare<Meta>(source: string, variant: string, make: () => Promise<{ model: Uint8Array; meta: Meta } | null>): Promise<PreparedGraph<Meta | null>> {
-    const key = await this.#key(source, variant);
+    // No folder, no key: its hash and stat are not even asked for (a page's file system has neither).
+    const key = this.dir ? await this.#key(source, variant) : undefined;
     if (this.dir && key) {
       const modelPath = join(this.dir, `${key}.onnx`);
       const metaPath = join(this.dir, `${key}.json`);

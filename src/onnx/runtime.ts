@@ -82,15 +82,22 @@ export type OnnxSession = ort.InferenceSession & {
 export interface OnnxRuntimeOptions {
   /** Intra-op threads: onnxruntime-web runs workers beyond 1 (needs SharedArrayBuffer). Default 1. */
   threads?: number;
+  /**
+   * Where onnxruntime-web fetches its .wasm files and their loaders: a URL prefix. Default: beside the
+   * package's entry point, so every load stays local; a page sets the server's route instead.
+   */
+  wasmPaths?: string;
 }
 
 let configuredThreads: number | undefined;
+let configuredWasmPaths: string | undefined;
 
 /**
  * Sets the process-wide thread count. onnxruntime-web reads it once, when the first session initialises
  * its wasm backend, so a later call with a different count is an error rather than silently ignored.
  */
 export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
+  if (options.wasmPaths !== undefined) configuredWasmPaths = options.wasmPaths;
   const threads = options.threads ?? 1;
   if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`onnxruntime threads must be a positive integer, got ${threads}`);
   if (configuredThreads !== undefined) {
@@ -104,6 +111,11 @@ export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
 export function configuredOnnxThreads(): number {
   if (configuredThreads === undefined) configureOnnxRuntime();
   return configuredThreads!;
+}
+
+/** Where onnxruntime-web finds its .wasm files (see OnnxRuntimeOptions.wasmPaths). */
+export function onnxWasmPaths(): string {
+  return configuredWasmPaths ?? new URL(".", import.meta.resolve("onnxruntime-web")).href;
 }
 
 /** A loaded provider: its package, ready to create sessions. */
@@ -146,9 +158,8 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
   const Tensor = ortPackage.Tensor;
   if (provider === "onnxruntime-web") {
     ortPackage.env.wasm.numThreads = threads;
-    // The .wasm and its loader .mjs sit beside the package entry point; pointing there keeps every load
-    // local (no CDN fetch) in any runtime.
-    ortPackage.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
+    // Never onnxruntime-web's default, a CDN: the files beside the package, or the server's route in a page.
+    ortPackage.env.wasm.wasmPaths = onnxWasmPaths();
   }
   // No CPU arena on onnxruntime-node by default: an arena keeps every session's largest working set for
   // good (the voice encoder's, a k-frame decode's in each decoder worker), and the allocator returns what a
@@ -180,7 +191,7 @@ function providerRuntime(provider: CpuProvider, ortPackage: OnnxRuntimePackage):
 
 async function webGpuRuntime(device: GPUDevice): Promise<OnnxRuntime> {
   const { loadOrtWebGpu } = await import("./webgpu.ts");
-  const ortWebGpu = await loadOrtWebGpu(device);
+  const ortWebGpu = await loadOrtWebGpu(device, onnxWasmPaths());
   // The EP creates one session at a time ("another WebGPU EP inference session is being created").
   const sessionCreation = new SerialQueue();
   return {

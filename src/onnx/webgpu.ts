@@ -17,7 +17,8 @@ export interface OrtWebGpu {
 
 const patchedQueues = new WeakSet<GPUQueue>();
 
-export async function loadOrtWebGpu(device: GPUDevice): Promise<OrtWebGpu> {
+/** `wasmPaths`: where the EP's .wasm files are fetched from (runtime.ts onnxWasmPaths). */
+export async function loadOrtWebGpu(device: GPUDevice, wasmPaths: string): Promise<OrtWebGpu> {
   if (isBun()) {
     if (!(navigator as Navigator & { gpu?: GPU }).gpu) {
       const { createGPUInstance } = await import("bun-webgpu");
@@ -34,8 +35,8 @@ export async function loadOrtWebGpu(device: GPUDevice): Promise<OrtWebGpu> {
     }
   }
   const ortWeb = (await import("onnxruntime-web/webgpu")) as unknown as typeof ort;
-  // The .wasm and its loader sit beside the package entry point: every load stays local.
-  ortWeb.env.wasm.wasmPaths = new URL(".", import.meta.resolve("onnxruntime-web")).href;
+  // Local files (or the server's route in a page), never the default CDN.
+  ortWeb.env.wasm.wasmPaths = wasmPaths;
   return {
     InferenceSession: ortWeb.InferenceSession,
     Tensor: ortWeb.Tensor,

@@ -32,7 +32,6 @@ import type { MimiGpuDecoder, MimiGpuState } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
 import { pocketParamsSchema } from "./params.ts";
 import { PocketRunner, type RunnerDecoder } from "./runner.ts";
-import { DEFAULT_DECODER_WORKERS } from "../../config.ts";
 
 
 /** Where the Mimi decoder runs (decoder/choice.ts, decoder/worker-client.ts). */
@@ -63,10 +62,15 @@ async function openOnDevice(bundleDir: string, providerOptions: OnnxProviderOpti
   return { bundle, sessions: await openPocketSessions(bundle, providerOptions, graphCache) };
 }
 
+/** The server's default count of decoder workers, read only when workers start: config.ts asks the host (its cores, its cgroup) as it loads, which a page cannot. */
+async function defaultDecoderWorkers(): Promise<number> {
+  return (await import("../../config.ts")).DEFAULT_DECODER_WORKERS;
+}
+
 /** The decoder workers of a CPU-only load, started from the int8 bundle before the main thread's sessions. */
 async function startEarlyDecoderWorkers(bundleDir: string, providerOptions: OnnxProviderOptions, options: { logger: Logger; decoderWorkers?: number }): Promise<WorkerMimiDecoderPool | null> {
   const [bundle, runtime] = await Promise.all([loadPocketBundle(bundleDir, { precision: "int8" }), loadOnnxRuntime(providerOptions)]);
-  return startDecoderWorkers(bundle, runtime.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
+  return startDecoderWorkers(bundle, runtime.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()));
 }
 
 /**
@@ -126,6 +130,7 @@ export class PocketModel implements SpeechModel {
   readonly capabilities: ModelCapabilities;
   readonly paramsSchema = pocketParamsSchema;
   readonly runner: PocketRunner;
+  readonly filesDirectory: string;
   readonly #decoder: MimiDecoderPlacement;
   readonly #voiceStates = new Map<string, Promise<FlowLmState>>();
   /** The Mimi encoder's worker thread, started by encodes (CPU sessions only). */
@@ -142,6 +147,7 @@ export class PocketModel implements SpeechModel {
     private readonly logger: Logger,
   ) {
     this.#decoder = decoder;
+    this.filesDirectory = bundle.directory;
     if (!stages.flowLmSlots) logger.warn("FlowLM runs one stream per call", { reason: stages.flowLmSlotsUnavailable });
     const voices = [...voiceFiles.keys()];
     this.capabilities = {
@@ -179,7 +185,7 @@ export class PocketModel implements SpeechModel {
   static async load(
     bundleDir: string,
     providerOptions: OnnxProviderOptions,
-    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; decoder?: DecoderChoice; device?: DevicePolicy; graphCacheDir?: string },
+    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; encoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy; graphCacheDir?: string },
   ): Promise<PocketModel> {
     // Where the CPU is known to run everything, the decoder workers start on the other core while this
     // thread rewrites graphs and makes its sessions (first start, real-size int8, 1 GiB cgroup, 2 cores:
@@ -207,11 +213,11 @@ export class PocketModel implements SpeechModel {
     const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
     const early = await earlyWorkers;
-    const decoderWorker = early !== undefined ? early : options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? DEFAULT_DECODER_WORKERS);
+    const decoderWorker = early !== undefined ? early : options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()));
     const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
     // Decoding runs in the workers: the main thread's decoder session is opened again only if they stop.
     if (decoderWorker) await model.#releaseInProcessDecoder();
-    await model.#useEncoderWorker();
+    if (options.encoderWorker !== false) await model.#useEncoderWorker();
     collectGarbage();
     return model;
   }

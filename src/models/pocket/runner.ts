@@ -137,7 +137,7 @@ export class PocketRunner implements ModelRunner {
     for (const id of plan.finishedRequestIds) this.#free(id);
     const running = plan.newRequests.find(({ requestId }) => this.#requests.has(requestId));
     if (running) throw new Error(`request ${running.requestId} is already running`);
-    for (const entry of plan.newRequests) this.#requests.set(entry.requestId, new PocketRequest("job" in entry ? this.#generationOf(entry.job) : entry.generation));
+    for (const entry of plan.newRequests) this.#requests.set(entry.requestId, new PocketRequest("job" in entry ? this.generationOf(entry.job) : entry.generation));
     const stageSeconds: Record<string, number> = {};
     const batchSizes: Record<string, number[]> = {};
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -184,7 +184,7 @@ export class PocketRunner implements ModelRunner {
   }
 
   /** A job's generation: its voice prompt or built-in voice, its text planned within what that voice leaves of the cache. */
-  #generationOf(job: SynthesisJob): Generation {
+  generationOf(job: SynthesisJob): Generation {
     const { jobs, flowLm } = this.parts;
     if (!jobs) throw new Error("this Pocket TTS runner takes generations, not jobs: it was made without job planning");
     const { tokenizer, flags } = jobs;

@@ -1,0 +1,86 @@
+/**
+ * `voxedge conformance <fixture> --browser`: the golden cases inside headless Chromium, through the page's
+ * engine worker (`/playground/engine.js` and the playground's browser-engine.js client). A loopback server
+ * offers the worker, onnxruntime-web's files and the fixture's files (listed as the model files route lists a
+ * bundle); the page is cross-origin isolated, as the playground is. The report is the harness's own, made
+ * in the page by the same code (src/conformance/harness.ts), with the browser's version added.
+ */
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { Hono } from "hono";
+import { registerBrowserEngineRoutes } from "../http/browser-engine.ts";
+import { launchChromium, type ChromiumOptions } from "./chromium.ts";
+import type { ConformanceReport } from "../conformance/harness.ts";
+
+export interface BrowserConformanceOptions extends ChromiumOptions {
+  decoder?: "onnx" | "wgsl";
+  batch?: number;
+  /** Where the language-model graphs run in the page: the wasm EP (default) or the WebGPU EP. */
+  ep?: "wasm" | "webgpu";
+  /** Hears the page's console (warnings and errors). */
+  onConsole?: (line: string) => void;
+}
+
+export type BrowserConformanceReport = ConformanceReport & { browser: string };
+
+const PUBLIC_DIR = new URL("../../public/", import.meta.url);
+const PAGE = `<!doctype html><meta charset="utf-8"><title>voxedge conformance</title>
+<script type="module">
+import { BrowserEngine } from "/playground/browser-engine.js";
+window.runConformance = (options) => new BrowserEngine().conformance(options);
+window.conformanceReady = true;
+</script>`;
+
+async function filesUnder(root: string, dir = root): Promise<Array<{ name: string; path: string; size: number }>> {
+  const found = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...(await filesUnder(root, path)));
+    else if (entry.isFile()) found.push({ name: relative(root, path).split("\\").join("/"), path, size: (await stat(path)).size });
+  }
+  return found.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** A loopback app offering the page, the engine and the fixture's files. */
+async function conformanceApp(fixtureDir: string): Promise<Hono> {
+  const files = await filesUnder(fixtureDir);
+  const app = new Hono();
+  app.use("*", async (c, next) => {
+    await next();
+    c.res.headers.set("Cross-Origin-Opener-Policy", "same-origin");
+    c.res.headers.set("Cross-Origin-Embedder-Policy", "require-corp");
+  });
+  app.get("/", (c) => c.html(PAGE));
+  app.get("/favicon.ico", (c) => c.body(null, 204));
+  registerBrowserEngineRoutes(app);
+  app.get("/playground/browser-engine.js", async (c) => c.body(await readFile(new URL("browser-engine.js", PUBLIC_DIR), "utf-8"), 200, { "Content-Type": "text/javascript; charset=utf-8" }));
+  app.get("/fixture/files", (c) =>
+    c.json({ object: "list", data: files.map(({ name, size }) => ({ name, size, etag: `"${size}"`, url: `/fixture/files/${name.split("/").map(encodeURIComponent).join("/")}` })) }),
+  );
+  app.get("/fixture/files/:name{.+}", async (c) => {
+    const file = files.find((entry) => entry.name === c.req.param("name"));
+    if (!file) return c.notFound();
+    return c.body(new Uint8Array(await readFile(file.path)), 200, { "Content-Type": "application/octet-stream" });
+  });
+  return app;
+}
+
+export async function runConformanceInBrowser(fixtureDir: string, options: BrowserConformanceOptions = {}): Promise<BrowserConformanceReport> {
+  if (!(await stat(fixtureDir).then((info) => info.isDirectory(), () => false))) throw new Error(`${fixtureDir} is not a fixture folder`);
+  const app = await conformanceApp(fixtureDir);
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: app.fetch, idleTimeout: 0 });
+  const browser = await launchChromium({ ...options, webgpu: options.webgpu ?? (options.ep === "webgpu" || options.decoder === "wgsl") });
+  try {
+    const page = await browser.newPage();
+    if (options.onConsole) page.on("console", (message) => (message.type() === "warning" || message.type() === "error" ? options.onConsole!(`${message.type()}: ${message.text()}`) : undefined));
+    page.on("pageerror", (error) => options.onConsole?.(`page error: ${error.message}`));
+    await page.goto(`http://127.0.0.1:${server.port}/`);
+    await page.waitForFunction(() => (window as unknown as { conformanceReady?: boolean }).conformanceReady === true);
+    const request = { listing: "/fixture/files", decoder: options.decoder ?? "onnx", ep: options.ep ?? "wasm", ...(options.batch !== undefined ? { batch: options.batch } : {}) };
+    const report = (await page.evaluate((asked) => (window as unknown as { runConformance(options: unknown): Promise<unknown> }).runConformance(asked), request)) as ConformanceReport;
+    return { ...report, browser: `Chromium ${browser.version()}` };
+  } finally {
+    await browser.close();
+    server.stop(true);
+  }
+}

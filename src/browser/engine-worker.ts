@@ -1,0 +1,252 @@
+/**
+ * The page's speech engine: a module worker (`/playground/engine.js`, built by build.ts) that runs the server's
+ * own Pocket TTS model, `PocketModel` with its runner and generation loop, on onnxruntime-web in the browser.
+ * The model's files come from the server's listing (model-files.ts) and are mounted at MODEL_ROOT, so the
+ * bundle loaders read them by path as on the server.
+ *
+ * Placement, like the server's `--device`: with an adapter from `navigator.gpu` that is a real GPU (or any
+ * adapter when the page asks for "webgpu"), the language-model graphs run on onnxruntime-web's WebGPU EP
+ * (fp32) and the Mimi decoder on our WGSL kernels; otherwise everything runs on the wasm EP (int8 where the
+ * bundle has it), with threads when the page is cross-origin isolated.
+ *
+ * Page → worker:
+ *   {type: "load", model, apiKey?, source?: "server"|"hub", ep?: "auto"|"wasm"|"webgpu", threads?}
+ *   {type: "speak", id, text, voice?, voiceId?, seed?, normalization?: "auto"|"on"|"off"}
+ *   {type: "clone", id, samples: Float32Array (mono, 24 kHz)}
+ *   {type: "cancel", id}
+ *   {type: "conformance", listing, decoder?: "onnx"|"wgsl", batch?, ep?}
+ * Worker → page:
+ *   {type: "progress", file, loadedBytes, totalBytes, from}        while files load
+ *   {type: "ready", info}                                           after load (EngineInfo)
+ *   {type: "audio", id, samples: Float32Array}                      one 80 ms frame, at info.sampleRateHz
+ *   {type: "done", id, stats: SpeakStats}                           after a speak's last frame
+ *   {type: "voice", id, voiceId, seconds}                           after a clone
+ *   {type: "report", report}                                        a conformance report
+ *   {type: "error", id?, message}                                   a request (or the load) failed
+ */
+import { mountFiles, unmountFiles } from "./platform/fs.ts";
+import { ModelFiles, fetchListing, type FileSource, type ListedFile } from "./model-files.ts";
+import { KERNEL_SOURCES } from "./kernel-sources.ts";
+import { provideKernelSources } from "../gpu/kernel.ts";
+import { configureOnnxRuntime, configuredOnnxThreads } from "../onnx/runtime.ts";
+import { PocketModel } from "../models/pocket/model.ts";
+import { generateSpeech } from "../models/pocket/loop.ts";
+import type { VoicePrompt } from "../models/contract.ts";
+import type { TextNormalizationMode } from "../api/speech.ts";
+import { spokenText } from "../speech/text-normalization.ts";
+import type { Logger } from "../log/logger.ts";
+
+const MODEL_ROOT = "/models";
+const FIXTURE_ROOT = "/fixture";
+
+export type ExecutionProviderChoice = "auto" | "wasm" | "webgpu";
+
+export interface EngineInfo {
+  model: string;
+  description: string;
+  /** Where the language-model graphs run. */
+  executionProvider: "wasm" | "webgpu";
+  /** Which Mimi decoder runs: our WGSL kernels or the ONNX graph. */
+  decoder: "wgsl" | "onnx";
+  adapter?: string;
+  threads: number;
+  crossOriginIsolated: boolean;
+  voices: string[];
+  supportsCloning: boolean;
+  sampleRateHz: number;
+  loadSeconds: number;
+  fetchedBytes: number;
+  cachedBytes: number;
+}
+
+export interface SpeakStats {
+  firstAudioMs: number;
+  audioSeconds: number;
+  wallSeconds: number;
+  rtf: number;
+}
+
+type Message =
+  | { type: "load"; model: string; apiKey?: string; source?: FileSource; ep?: ExecutionProviderChoice; threads?: number }
+  | { type: "speak"; id: number; text: string; voice?: string; voiceId?: string; seed?: number | string; normalization?: TextNormalizationMode }
+  | { type: "clone"; id: number; samples: Float32Array }
+  | { type: "cancel"; id: number }
+  | { type: "conformance"; listing: string; decoder?: "onnx" | "wgsl"; batch?: number; ep?: ExecutionProviderChoice };
+
+const post = (message: object, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(message, transfer);
+
+const logger: Logger = {
+  debug: () => undefined,
+  info: (message, fields) => console.info(message, fields ?? ""),
+  warn: (message, fields) => console.warn(message, fields ?? ""),
+  error: (message, fields) => console.error(message, fields ?? ""),
+};
+
+provideKernelSources(KERNEL_SOURCES);
+
+let loaded: { model: PocketModel; info: EngineInfo } | undefined;
+const clonedVoices = new Map<string, VoicePrompt>();
+const cancels = new Map<number, AbortController>();
+/** One model call at a time: speaks and clones share the runner's sessions. */
+let queue: Promise<unknown> = Promise.resolve();
+const serially = <T>(task: () => Promise<T>): Promise<T> => {
+  const run = queue.then(task, task);
+  queue = run.catch(() => undefined);
+  return run;
+};
+
+/** Threads onnxruntime-web may start: only where SharedArrayBuffer exists (a cross-origin isolated page). */
+function threadsFor(asked: number | undefined): number {
+  if (!globalThis.crossOriginIsolated) return 1;
+  return Math.max(1, Math.min(8, asked ?? Math.ceil((navigator.hardwareConcurrency || 2) / 2)));
+}
+
+/** The GPU to run on, as the server's `--device auto` decides (a real adapter), or any adapter when asked. */
+async function placement(ep: ExecutionProviderChoice): Promise<{ device: "gpu" | "cpu"; adapter?: string }> {
+  if (ep === "wasm" || !(navigator as Navigator & { gpu?: GPU }).gpu) {
+    if (ep === "webgpu") throw new Error("this browser has no WebGPU (navigator.gpu)");
+    return { device: "cpu" };
+  }
+  const { acquireGpu } = await import("../gpu/device.ts");
+  try {
+    const context = await acquireGpu({ allowSoftware: ep === "webgpu" });
+    return { device: "gpu", adapter: context.adapterDescription };
+  } catch (error) {
+    if (ep === "webgpu") throw error;
+    return { device: "cpu" };
+  }
+}
+
+function prepareRuntime(threads: number | undefined): number {
+  const count = threadsFor(threads);
+  configureOnnxRuntime({ threads: count, wasmPaths: new URL("ort/", self.location.href).href });
+  return configuredOnnxThreads();
+}
+
+async function load(message: Extract<Message, { type: "load" }>): Promise<EngineInfo> {
+  const started = performance.now();
+  const threads = prepareRuntime(message.threads);
+  const headers: Record<string, string> = message.apiKey ? { Authorization: `Bearer ${message.apiKey}` } : {};
+  const base = self.location.origin;
+  const listing = await fetchListing(`${base}/v1/models/${encodeURIComponent(message.model)}/files`, headers);
+  const files = new ModelFiles(listing, { base, headers, source: message.source ?? "server", onProgress: (progress) => post({ type: "progress", ...progress }) });
+  if (loaded) {
+    await loaded.model.close();
+    loaded = undefined;
+    unmountFiles(MODEL_ROOT);
+  }
+  mountFiles(MODEL_ROOT, await files.mountable());
+  const { device, adapter } = await placement(message.ep ?? "auto");
+  const model = await PocketModel.load(
+    MODEL_ROOT,
+    { provider: "onnxruntime-web" },
+    { logger, decoderWorker: false, encoderWorker: false, device, decoder: device === "gpu" ? "wgsl" : "onnx" },
+  );
+  // The sessions hold their own copies; voices and later reads come from the cache.
+  files.release();
+  const info: EngineInfo = {
+    model: message.model,
+    description: model.capabilities.description,
+    executionProvider: device === "gpu" ? "webgpu" : "wasm",
+    decoder: device === "gpu" ? "wgsl" : "onnx",
+    ...(adapter ? { adapter } : {}),
+    threads,
+    crossOriginIsolated: Boolean(globalThis.crossOriginIsolated),
+    voices: [...model.capabilities.voices],
+    supportsCloning: model.capabilities.supportsCloning,
+    sampleRateHz: model.capabilities.nativeSampleRateHz,
+    loadSeconds: (performance.now() - started) / 1000,
+    fetchedBytes: files.totals.fetchedBytes,
+    cachedBytes: files.totals.cachedBytes,
+  };
+  loaded = { model, info };
+  return info;
+}
+
+function requireModel(): PocketModel {
+  if (!loaded) throw new Error("no model is loaded: send {type: 'load'} first");
+  return loaded.model;
+}
+
+async function speak(message: Extract<Message, { type: "speak" }>): Promise<SpeakStats> {
+  const model = requireModel();
+  const abort = new AbortController();
+  cancels.set(message.id, abort);
+  try {
+    const received = performance.now();
+    const voicePrompt = message.voiceId ? clonedVoices.get(message.voiceId) : undefined;
+    if (message.voiceId && !voicePrompt) throw new Error(`no cloned voice '${message.voiceId}' in this page`);
+    const capabilities = model.capabilities;
+    const voice = (message.voice ?? capabilities.defaultVoice).toLowerCase();
+    if (!voicePrompt && !capabilities.voices.includes(voice)) throw new Error(`this model has no voice '${voice}'; it has ${capabilities.voices.join(", ") || "none (clone one)"}`);
+    const text = spokenText(message.text, message.normalization, capabilities);
+    const generation = model.runner.generationOf({
+      text,
+      voice,
+      language: capabilities.languages[0] ?? "en",
+      ...(message.seed !== undefined ? { seed: BigInt(message.seed) } : {}),
+      ...(voicePrompt ? { voicePrompt } : {}),
+      extraParams: {},
+      signal: abort.signal,
+    });
+    let firstAudioMs = -1;
+    let samples = 0;
+    for await (const frame of generateSpeech(model.runner, { ...generation, signal: abort.signal })) {
+      if (firstAudioMs < 0) firstAudioMs = performance.now() - received;
+      samples += frame.samples.length;
+      const copy = frame.samples.slice();
+      post({ type: "audio", id: message.id, samples: copy }, [copy.buffer]);
+    }
+    const wallSeconds = (performance.now() - received) / 1000;
+    const audioSeconds = samples / capabilities.nativeSampleRateHz;
+    return { firstAudioMs: Math.max(0, firstAudioMs), audioSeconds, wallSeconds, rtf: audioSeconds > 0 ? wallSeconds / audioSeconds : 0 };
+  } finally {
+    cancels.delete(message.id);
+  }
+}
+
+async function clone(message: Extract<Message, { type: "clone" }>): Promise<{ voiceId: string; seconds: number }> {
+  const model = requireModel();
+  if (!model.encodeVoice) throw new Error("this model cannot clone voices (its bundle has no Mimi encoder)");
+  const prompt = await model.encodeVoice({ samples: message.samples, sampleRateHz: model.capabilities.nativeSampleRateHz }, new AbortController().signal, (task) => task());
+  const voiceId = `page-voice-${clonedVoices.size + 1}`;
+  clonedVoices.set(voiceId, prompt);
+  return { voiceId, seconds: message.samples.length / model.capabilities.nativeSampleRateHz };
+}
+
+/** The golden cases of a fixture the page fetched (its listing's URL), through the same harness as the CLI. */
+async function conformance(message: Extract<Message, { type: "conformance" }>): Promise<unknown> {
+  prepareRuntime(undefined);
+  const listingUrl = new URL(message.listing, self.location.href).href;
+  const listing: ListedFile[] = await fetchListing(listingUrl, {});
+  const files = new ModelFiles(listing, { base: listingUrl, headers: {}, source: "server" });
+  unmountFiles(FIXTURE_ROOT);
+  // The harness reads golden data synchronously: every file is in memory before it starts.
+  mountFiles(FIXTURE_ROOT, await files.mountable(() => true));
+  const { runConformance } = await import("../conformance/harness.ts");
+  const ep = message.ep ?? "wasm";
+  const providerOptions = ep === "wasm" ? { provider: "onnxruntime-web" as const } : { gpuDevice: (await (await import("../gpu/device.ts")).acquireGpu({ allowSoftware: true })).device };
+  return runConformance(FIXTURE_ROOT, message.decoder ?? "onnx", providerOptions, message.batch);
+}
+
+self.onmessage = (event: MessageEvent<Message>) => {
+  const message = event.data;
+  const fail = (error: unknown, id?: number) => post({ type: "error", ...(id !== undefined ? { id } : {}), message: error instanceof Error ? error.message : String(error) });
+  switch (message.type) {
+    case "load":
+      void serially(() => load(message)).then((info) => post({ type: "ready", info }), (error) => fail(error));
+      return;
+    case "speak":
+      void serially(() => speak(message)).then((stats) => post({ type: "done", id: message.id, stats }), (error) => fail(error, message.id));
+      return;
+    case "clone":
+      void serially(() => clone(message)).then((voice) => post({ type: "voice", id: message.id, ...voice }), (error) => fail(error, message.id));
+      return;
+    case "cancel":
+      cancels.get(message.id)?.abort();
+      return;
+    case "conformance":
+      void serially(() => conformance(message)).then((report) => post({ type: "report", report }), (error) => fail(error));
+      return;
+  }
+};
