@@ -12,6 +12,10 @@ import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
 import { registerInfoRoutes } from "./http/info.ts";
+import { registerModelFileRoutes, type PulledFile } from "./http/model-files.ts";
+import { registerCrossOriginIsolation } from "./http/isolation.ts";
+import { readBundleManifest } from "./weights/download.ts";
+import { resolveUrl } from "./weights/catalog.ts";
 import { registerVoiceRoutes } from "./http/voices.ts";
 import type { VoiceStore } from "./voices/store.ts";
 import { RefAudioResolver } from "./voices/ref-audio.ts";
@@ -34,6 +38,14 @@ export interface AppServices {
   runtime: RuntimeSupport;
   /** Defaults to a resolver built from the config; tests inject one with a fake resolver/connector. */
   refAudio?: RefAudioResolver;
+}
+
+/** What a pulled bundle's complete.json says of its files: their verified sha256 and where the hub serves them. */
+async function pulledFiles(directory: string): Promise<Map<string, PulledFile>> {
+  const manifest = await readBundleManifest(directory);
+  if (!manifest) return new Map();
+  const { hubUrl, repo, revision } = manifest;
+  return new Map(manifest.files.map((file) => [file.name, { sizeBytes: file.sizeBytes, sha256: file.sha256, hubUrl: resolveUrl(hubUrl, repo, revision, file.repoPath) }]));
 }
 
 export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
@@ -78,7 +90,9 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
 
   registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
   registerOpenApiRoutes(app);
+  registerCrossOriginIsolation(app);
   registerInfoRoutes(app, { service, metrics });
+  registerModelFileRoutes(app, { service, pulledFiles });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
   registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs, isAnonymous });

@@ -27,7 +27,8 @@ test("it is OpenAPI 3.1", () => {
 });
 
 test("every route the app registers is in it, and nothing else", () => {
-  const registered = new Set(app.routes.filter((route) => route.method !== "ALL").map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([a-z_]+)/gi, "{$1}")}`));
+  // A parameter's pattern (`:name{.+}`) is Hono's, not part of its name in the document.
+  const registered = new Set(app.routes.filter((route) => route.method !== "ALL").map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([a-z_]+)(?:\{[^}]*\})?/gi, "{$1}")}`));
   const documented = new Set(Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`)));
   expect([...registered].sort()).toEqual([...documented].sort());
   expect(registered.size).toBeGreaterThanOrEqual(14);

@@ -1,0 +1,226 @@
+/**
+ * GET /v1/models/{model}/files and /v1/models/{model}/files/{name}: the served model's files (a Pocket
+ * bundle), for pages that run the same pipeline themselves. The listing is what is on disk now; a file is
+ * served only by a name the listing has, so no request text is ever joined into a path.
+ *
+ * The files are 100+ MB, so they are streamed from a file handle (node:fs/promises, which Bun and Deno both
+ * have), never read whole. Browsers keep them in their HTTP cache and revalidate (`Cache-Control: no-cache`
+ * + ETag → 304); a broken download resumes with a single byte range (RFC 9110 §14).
+ */
+import { open, readdir, realpath, stat, type FileHandle } from "node:fs/promises";
+import { join, sep } from "node:path";
+import type { Context, Hono } from "hono";
+import { ApiError, echoed } from "../api/errors.ts";
+import type { SpeechService } from "../speech/service.ts";
+
+/** What a pulled bundle's complete.json says of one of its files. */
+export interface PulledFile {
+  sizeBytes: number;
+  sha256: string;
+  /** Where the hub serves it (resolve URL at the pulled revision). */
+  hubUrl: string;
+}
+
+/** The files a folder's complete.json lists, by name; empty for a folder that was not pulled (or not completely). */
+export type PulledFilesReader = (directory: string) => Promise<ReadonlyMap<string, PulledFile>>;
+
+export interface ModelFileRouteDeps {
+  service: Pick<SpeechService, "model" | "checkModel">;
+  /** Injected by the composition root: routes do not read the weights layer's manifests themselves. */
+  pulledFiles: PulledFilesReader;
+}
+
+/** One file as the listing shows it; `path` (its real path on disk) never leaves the server. */
+interface LentFile {
+  name: string;
+  path: string;
+  sizeBytes: number;
+  modifiedAtMs: number;
+  etag: string;
+  hubUrl?: string;
+  sha256?: string;
+}
+
+/** Folders below the bundle's own that are listed (voices live in `voices/`). */
+const MAX_FOLDER_DEPTH = 3;
+/** What `models pull` names a file still arriving. */
+const PART_SUFFIX = ".part";
+const READ_CHUNK_BYTES = 256 * 1024;
+
+const FILE_HEADERS = {
+  "Content-Type": "application/octet-stream",
+  "Accept-Ranges": "bytes",
+  // Cached, but revalidated with the ETag each time: a re-pulled bundle is seen at once.
+  "Cache-Control": "no-cache",
+  // The playground is cross-origin isolated (isolation.ts); its own files are all it needs to load.
+  "Cross-Origin-Resource-Policy": "same-origin",
+} as const;
+
+export function registerModelFileRoutes(app: Hono, { service, pulledFiles }: ModelFileRouteDeps): void {
+  const filesOf = async (model: string): Promise<LentFile[]> => {
+    service.checkModel(model);
+    const served = service.model();
+    if (served.filesDirectory === undefined) {
+      const why = served.capabilities.kind === "classic-fallback" ? ": the offline engine runs only on the server" : "";
+      throw new ApiError(404, `The model '${echoed(model)}' has no files to lend${why}`, "model");
+    }
+    return listFiles(served.filesDirectory, await pulledFiles(served.filesDirectory));
+  };
+
+  app.get("/v1/models/:model/files", async (c) => {
+    const model = c.req.param("model");
+    const files = await filesOf(model);
+    const base = `/v1/models/${encodeURIComponent(model)}/files/`;
+    return c.json({
+      object: "list",
+      model,
+      data: files.map((file) => ({
+        name: file.name,
+        size: file.sizeBytes,
+        etag: file.etag,
+        url: base + file.name.split("/").map(encodeURIComponent).join("/"),
+        ...(file.hubUrl === undefined ? {} : { hub_url: file.hubUrl, sha256: file.sha256 }),
+      })),
+    });
+  });
+
+  app.get("/v1/models/:model/files/:name{.+}", async (c) => {
+    const model = c.req.param("model");
+    const name = c.req.param("name");
+    const file = (await filesOf(model)).find((listed) => listed.name === name);
+    if (!file) throw new ApiError(404, `The model '${echoed(model)}' has no file '${echoed(name)}'`, "name");
+    return serveFile(c, file);
+  });
+}
+
+function serveFile(c: Context, file: LentFile): Response {
+  const validators = { ETag: file.etag, "Cache-Control": FILE_HEADERS["Cache-Control"], "Cross-Origin-Resource-Policy": FILE_HEADERS["Cross-Origin-Resource-Policy"] };
+  if (noneMatch(c.req.header("If-None-Match"), file.etag)) return c.body(null, 304, validators);
+
+  const ifRange = c.req.header("If-Range");
+  // RFC 9110 §13.1.5: If-Range needs a strong match (a weak ETag or a date never matches), else the whole file.
+  const rangeHeader = ifRange === undefined || (ifRange.trim() === file.etag && !file.etag.startsWith("W/")) ? c.req.header("Range") : undefined;
+  const range = rangeHeader === undefined ? undefined : parseByteRange(rangeHeader, file.sizeBytes);
+  if (range === "unsatisfiable") {
+    const body = { error: { message: `Range '${echoed(rangeHeader ?? "")}' is outside the file's ${file.sizeBytes} bytes`, type: "BadRequestError", param: "Range", code: 416 } };
+    return c.json(body, 416, { "Content-Range": `bytes */${file.sizeBytes}`, ...validators });
+  }
+
+  const { start, end } = range ?? { start: 0, end: file.sizeBytes - 1 };
+  const byteCount = end - start + 1;
+  // Bun (1.4.5) sends a streamed body chunked and drops this (oven-sh/bun#10507); Deno keeps it, and so
+  // does Bun's HEAD. node:fs's openAsBlob would keep it under Bun, but Deno's reads the whole file into memory.
+  const headers: Record<string, string> = { ...FILE_HEADERS, ETag: file.etag, "Last-Modified": new Date(file.modifiedAtMs).toUTCString(), "Content-Length": String(byteCount) };
+  if (range) headers["Content-Range"] = `bytes ${start}-${end}/${file.sizeBytes}`;
+  const status = range ? 206 : 200;
+  // Hono answers HEAD by running this GET handler and dropping whatever body it returns: make none.
+  if (c.req.method === "HEAD") return c.body(null, status, headers);
+  return c.body(fileRangeStream(file.path, start, byteCount), status, headers);
+}
+
+/** Every regular file under `directory` (sub-folders to MAX_FOLDER_DEPTH), by "/"-separated name, sorted. */
+async function listFiles(directory: string, pulled: ReadonlyMap<string, PulledFile>): Promise<LentFile[]> {
+  const root = await realpath(directory);
+  const files: LentFile[] = [];
+  await collectFiles(root, root, "", 0, pulled, files);
+  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+async function collectFiles(root: string, folder: string, prefix: string, depth: number, pulled: ReadonlyMap<string, PulledFile>, files: LentFile[]): Promise<void> {
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    if (entry.name.startsWith(".") || entry.name.endsWith(PART_SUFFIX)) continue;
+    let path = join(folder, entry.name);
+    if (entry.isSymbolicLink()) {
+      const target = await realpath(path).catch(() => undefined);
+      // A link out of the bundle (or a dangling one) would lend a file nobody chose to lend.
+      if (target === undefined || !target.startsWith(root + sep)) continue;
+      path = target;
+    }
+    const stats = await stat(path).catch(() => undefined);
+    const name = prefix + entry.name;
+    if (stats?.isDirectory() && depth < MAX_FOLDER_DEPTH) await collectFiles(root, path, `${name}/`, depth + 1, pulled, files);
+    if (!stats?.isFile()) continue;
+    const modifiedAtMs = Math.floor(stats.mtimeMs);
+    // complete.json's sha256 names these bytes only while the file still has the size that was verified.
+    const verified = pulled.get(name);
+    if (verified && verified.sizeBytes === stats.size) {
+      files.push({ name, path, sizeBytes: stats.size, modifiedAtMs, etag: `"${verified.sha256}"`, hubUrl: verified.hubUrl, sha256: verified.sha256 });
+    } else {
+      // A weak validator from size and mtime, as static file servers make.
+      files.push({ name, path, sizeBytes: stats.size, modifiedAtMs, etag: `W/"${stats.size.toString(16)}-${modifiedAtMs.toString(16)}"` });
+    }
+  }
+}
+
+/** RFC 9110 §13.1.2: If-None-Match compares weakly, against a list of tags or `*`. */
+function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === "*") return true;
+  const opaque = (tag: string) => tag.replace(/^W\//, "");
+  return (header.match(/(?:W\/)?"[^"]*"/g) ?? []).some((tag) => opaque(tag) === opaque(etag));
+}
+
+/**
+ * One byte range (RFC 9110 §14.1.2): `a-b`, `a-` or `-n`, as inclusive offsets clamped to the file. A
+ * multi-range or malformed header is undefined, and the whole file is sent (§14.2 lets a server ignore Range).
+ */
+export function parseByteRange(header: string, sizeBytes: number): { start: number; end: number } | "unsatisfiable" | undefined {
+  const match = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
+  if (!match) return undefined;
+  const [, first = "", last = ""] = match;
+  if (first === "" && last === "") return undefined;
+  if (first === "") {
+    const suffixBytes = Number(last);
+    return suffixBytes === 0 || sizeBytes === 0 ? "unsatisfiable" : { start: Math.max(0, sizeBytes - suffixBytes), end: sizeBytes - 1 };
+  }
+  const start = Number(first);
+  const end = last === "" ? sizeBytes - 1 : Number(last);
+  if (end < start && last !== "") return undefined;
+  if (start >= sizeBytes) return "unsatisfiable";
+  return { start, end: Math.min(end, sizeBytes - 1) };
+}
+
+/**
+ * `byteCount` bytes of the file from `start`, read a chunk at a time as the client takes them. The file is
+ * opened on the first read, not before: a body nobody reads (a dropped Response) holds no handle, which
+ * Bun would otherwise close at garbage collection and report as an error.
+ */
+function fileRangeStream(path: string, start: number, byteCount: number): ReadableStream<Uint8Array> {
+  const end = start + byteCount;
+  let position = start;
+  let handle: FileHandle | undefined;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await handle?.close();
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const wanted = Math.min(READ_CHUNK_BYTES, end - position);
+          if (wanted > 0) {
+            handle ??= await open(path, "r");
+            const chunk = new Uint8Array(wanted);
+            const { bytesRead } = await handle.read(chunk, 0, wanted, position);
+            if (bytesRead === 0) throw new Error(`the file ended ${end - position} bytes early (changed while it was served)`);
+            position += bytesRead;
+            controller.enqueue(bytesRead === wanted ? chunk : chunk.subarray(0, bytesRead));
+          }
+          if (position === end) {
+            await close();
+            controller.close();
+          }
+        } catch (error) {
+          await close();
+          controller.error(error);
+        }
+      },
+      // The client left: release the handle now rather than when the stream is collected.
+      cancel: close,
+    },
+    // No read ahead: nothing is read (or opened) until the runtime asks for the next chunk.
+    { highWaterMark: 0 },
+  );
+}
