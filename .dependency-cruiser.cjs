@@ -3,7 +3,8 @@
  * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
- * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. The composition root
+ * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. browser/ (the page's engine) sits beside
+ * the server's layers: it runs models' modules in a page, and only the composition root imports it. The composition root
  * (main.ts, app.ts, server.ts, deploy.ts) may import anything. A folder or top-level file of src/ that is
  * none of these is a violation itself: no rule would see its imports.
  *
@@ -21,7 +22,7 @@ const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const compositionRoot = "^src/(main|app|server|deploy)\\.ts$";
-const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance"];
+const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });
 
@@ -179,9 +180,17 @@ module.exports = {
       to: onlyTo("^src/(cli|weights)/"),
     },
     {
+      name: "browser-runs-a-model-in-a-page",
+      comment:
+        "The page's engine (browser/: its build, the worker, the routes that serve them) runs a model's own modules in the page: the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, and the golden-case harness for `conformance --browser`. Nothing but the composition root imports it.",
+      severity: "error",
+      from: { path: "^src/browser/" },
+      to: onlyTo("^src/(browser|models|onnx|gpu|text|conformance)/", "^src/speech/text-normalization\\.ts$"),
+    },
+    {
       name: "conformance-only-from-the-cli",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/(main\\.ts$|conformance/)" },
+      from: { path: "^src/", pathNot: "^src/(main\\.ts$|conformance/|browser/)" },
       to: { path: "^src/conformance/" },
     },
   ],

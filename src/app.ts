@@ -12,6 +12,7 @@ import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
 import { registerInfoRoutes } from "./http/info.ts";
+import { registerBrowserEngineRoutes } from "./browser/routes.ts";
 import { registerModelFileRoutes, type PulledFile } from "./http/model-files.ts";
 import { registerCrossOriginIsolation } from "./http/isolation.ts";
 import { readBundleManifest } from "./weights/download.ts";
@@ -91,6 +92,8 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
   registerOpenApiRoutes(app);
   registerCrossOriginIsolation(app);
+  // Before the playground's modules: /playground/engine.js is built, not one of their files.
+  registerBrowserEngineRoutes(app);
   registerInfoRoutes(app, { service, metrics });
   registerModelFileRoutes(app, { service, pulledFiles });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;

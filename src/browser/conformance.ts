@@ -8,7 +8,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { Hono } from "hono";
-import { registerBrowserEngineRoutes } from "../http/browser-engine.ts";
+import { registerBrowserEngineRoutes } from "./routes.ts";
 import { launchChromium, type ChromiumOptions } from "./chromium.ts";
 import type { ConformanceReport } from "../conformance/harness.ts";
 

@@ -95,6 +95,18 @@ const serially = <T>(task: () => Promise<T>): Promise<T> => {
   return run;
 };
 
+/** Resolves after the messages already queued for this worker have been handled. */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+}
+
 /** Threads onnxruntime-web may start: only where SharedArrayBuffer exists (a cross-origin isolated page). */
 function threadsFor(asked: number | undefined): number {
   if (!globalThis.crossOriginIsolated) return 1;
@@ -196,6 +208,9 @@ async function speak(message: Extract<Message, { type: "speak" }>): Promise<Spea
       samples += frame.samples.length;
       const copy = frame.samples.slice();
       post({ type: "audio", id: message.id, samples: copy }, [copy.buffer]);
+      // onnxruntime-web's runs settle as microtasks: without a task boundary a "cancel" message would wait
+      // for the whole utterance.
+      await nextTask();
     }
     const wallSeconds = (performance.now() - received) / 1000;
     const audioSeconds = samples / capabilities.nativeSampleRateHz;

@@ -268,6 +268,21 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
     request: { params: z.object({ file: z.enum(PLAYGROUND_MODULES) }) },
     responses: { 200: { description: "JavaScript", content: { "text/javascript": { schema: { type: "string" } } } }, 404: { description: "not one of the playground's modules" } },
   });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/engine.js",
+    summary: "The in-browser engine: a module worker running the served Pocket TTS model in the page (built with Bun; 503 under other runtimes)",
+    security: [{}],
+    responses: { 200: { description: "JavaScript, with an ETag", content: { "text/javascript": { schema: { type: "string" } } } }, 304: { description: "the ETag in If-None-Match is current" }, ...errorResponses(503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/ort/{file}",
+    summary: "onnxruntime-web's loaders and .wasm files for the in-browser engine, by name; any other name is a 404",
+    security: [{}],
+    request: { params: z.object({ file: z.string().describe("an onnxruntime-web build file, e.g. ort-wasm-simd-threaded.wasm or ort-wasm-simd-threaded.jsep.mjs") }) },
+    responses: { 200: { description: "JavaScript or WebAssembly", content: { "application/wasm": { schema: { type: "string", format: "binary" } }, "text/javascript": { schema: { type: "string" } } } }, 404: { description: "not one of onnxruntime-web's files" } },
+  });
   registerElevenLabsPaths(registry);
   registry.registerPath({ method: "get", path: "/favicon.ico", summary: "No icon (204)", security: [{}], responses: { 204: { description: "empty" } } });
 

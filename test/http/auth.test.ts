@@ -27,7 +27,7 @@ function routesOf(app: App): { method: string; path: string }[] {
   for (const route of app.routes) {
     if (route.method === "ALL") continue;
     // The static routes answer only for their files' names; any other parameter is a name.
-    const path = route.path.replace("/playground/:file", "/playground/playground.js").replace("/swagger-ui-dist/:file", "/swagger-ui-dist/swagger-ui.css").replace(/:[a-z]+/gi, "someone");
+    const path = route.path.replace("/playground/ort/:file", "/playground/ort/ort-wasm-simd-threaded.wasm").replace("/playground/:file", "/playground/playground.js").replace("/swagger-ui-dist/:file", "/swagger-ui-dist/swagger-ui.css").replace(/:[a-z]+/gi, "someone");
     const id = `${route.method} ${path}`;
     if (seen.has(id)) continue;
     seen.add(id);
@@ -36,8 +36,8 @@ function routesOf(app: App): { method: string; path: string }[] {
   return routes;
 }
 
-/** Routes that answer without a key whatever the flags: the API's description and the playground page. */
-const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-dist/swagger-ui.css", "/", "/playground/playground.js", "/favicon.ico"]);
+/** Routes that answer without a key whatever the flags: the API's description, the playground page and its engine's code. */
+const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-dist/swagger-ui.css", "/", "/playground/playground.js", "/playground/engine.js", "/playground/ort/ort-wasm-simd-threaded.wasm", "/favicon.ico"]);
 
 const call = (app: App, method: string, path: string, headers: Record<string, string> = {}) => app.request(path, { method, headers });
 

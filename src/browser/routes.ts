@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
-import { browserEngine, ONNX_RUNTIME_FILES, onnxRuntimeFilePath } from "../browser/build.ts";
+import { browserEngine, ONNX_RUNTIME_FILES, onnxRuntimeFilePath } from "./build.ts";
 import { ApiError } from "../api/errors.ts";
 
 type OnnxRuntimeFile = (typeof ONNX_RUNTIME_FILES)[number];

@@ -1,0 +1,181 @@
+/**
+ * The pipeline in a real page (Debian's Chromium through playwright-core): the worker the server builds
+ * (/playground/engine.js) loads the served model from the model files route and speaks with no speech request
+ * to the server, the same seed giving the server's samples; and `conformance --browser` runs the golden cases
+ * in the page and reports as the CLI does.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, DEFAULT_CHROMIUM } from "../../../src/browser/chromium.ts";
+import { PocketModel } from "../../../src/models/pocket/model.ts";
+import { silentLogger } from "../../../src/log/logger.ts";
+import { floatToInt16 } from "../../../src/audio/wav.ts";
+import { compareTensors } from "../../../src/conformance/harness.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
+import { fixtureBundle, requirePocketTinyFixture } from "../../models/pocket/bundle-fixture.ts";
+import { REPO_ROOT } from "../../support/repo.ts";
+
+const TEXT = "The page speaks on the visitor's own machine. It costs $19.99 on 03/04/2026.";
+
+let server: TestServer;
+let model: PocketModel;
+let browser: Browser;
+beforeAll(async () => {
+  if (!existsSync(DEFAULT_CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
+  model = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
+  server = await startTestServer(model);
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await model?.close();
+});
+
+interface PageEngine {
+  page: Page;
+  /** Every request the page made, as method and path. */
+  requests: string[];
+  errors: string[];
+}
+
+async function openEngine(): Promise<PageEngine> {
+  const page = await (await browser.newContext()).newPage();
+  const requests: string[] = [];
+  const errors: string[] = [];
+  page.on("request", (request) => requests.push(`${request.method()} ${new URL(request.url()).pathname}`));
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(`${server.url}/`);
+  return { page, requests, errors };
+}
+
+/** Loads the served model in the page; resolves to the engine's info. */
+const loadInPage = (page: Page) =>
+  page.evaluate(async () => {
+    const { BrowserEngine } = await import("/playground/browser-engine.js");
+    const engine = new BrowserEngine();
+    (window as unknown as { engine: unknown }).engine = engine;
+    return engine.load({ model: "pocket-tts" });
+  }) as Promise<{ executionProvider: string; decoder: string; voices: string[]; crossOriginIsolated: boolean; threads: number; fetchedBytes: number; cachedBytes: number; sampleRateHz: number }>;
+
+/** Speaks in the page; resolves to every sample made and the worker's numbers. */
+const speakInPage = (page: Page, request: object) =>
+  page.evaluate(async (asked) => {
+    const engine = (window as unknown as { engine: { speak(request: object, onAudio: (samples: Float32Array) => void): { done: Promise<object> } } }).engine;
+    const frames: number[][] = [];
+    const stats = await engine.speak(asked, (samples) => frames.push(Array.from(samples))).done;
+    return { samples: frames.flat(), frames: frames.length, stats };
+  }, request) as Promise<{ samples: number[]; frames: number; stats: { firstAudioMs: number; rtf: number; audioSeconds: number } }>;
+
+describe("the engine in the page", () => {
+  test("loads the served model from its files and speaks what the server speaks for the same seed, with no speech request", async () => {
+    const { page, requests, errors } = await openEngine();
+    const info = await loadInPage(page);
+    expect(info).toMatchObject({ executionProvider: "wasm", decoder: "onnx", voices: ["alba"], crossOriginIsolated: true, sampleRateHz: 24_000 });
+    expect(info.fetchedBytes).toBeGreaterThan(0);
+    expect(requests).toContain("GET /v1/models/pocket-tts/files");
+    expect(requests).toContain("GET /playground/engine.js");
+
+    const before = requests.length;
+    const spoken = await speakInPage(page, { text: TEXT, voice: "alba", seed: 1234 });
+    const duringSpeech = requests.slice(before);
+    expect(duringSpeech.filter((request) => request.includes("/v1/audio") || request.includes("/speech"))).toEqual([]);
+    expect(spoken.frames).toBeGreaterThan(1);
+    expect(spoken.stats.firstAudioMs).toBeGreaterThan(0);
+    expect(spoken.stats.rtf).toBeGreaterThan(0);
+    expect(spoken.stats.audioSeconds).toBeCloseTo(spoken.samples.length / 24_000, 6);
+
+    const response = await fetch(`${server.url}/v1/audio/speech`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "pocket-tts", input: TEXT, voice: "alba", seed: 1234, response_format: "pcm" }),
+    });
+    expect(response.status).toBe(200);
+    const serverPcm = new Int16Array(await response.arrayBuffer());
+    const pagePcm = floatToInt16(Float32Array.from(spoken.samples));
+    expect(pagePcm.length).toBe(serverPcm.length);
+    // The server's PCM is the page's floats through the same int16 conversion.
+    const { relRms } = compareTensors(pagePcm, serverPcm);
+    expect(relRms).toBeLessThanOrEqual(1e-4);
+    // Another seed is other audio: the comparison above can fail.
+    const other = await speakInPage(page, { text: TEXT, voice: "alba", seed: 4321 });
+    expect(compareTensors(floatToInt16(Float32Array.from(other.samples.slice(0, pagePcm.length))), serverPcm.subarray(0, Math.min(other.samples.length, serverPcm.length))).relRms).toBeGreaterThan(1e-2);
+    expect(errors).toEqual([]);
+  });
+
+  test("a second load reads every file from the browser's cache", async () => {
+    const context = await browser.newContext();
+    const first = await context.newPage();
+    await first.goto(`${server.url}/`);
+    const cold = await loadInPage(first);
+    await first.close();
+    const second = await context.newPage();
+    const requests: string[] = [];
+    second.on("request", (request) => requests.push(new URL(request.url()).pathname));
+    await second.goto(`${server.url}/`);
+    const warm = await loadInPage(second);
+    expect(cold.fetchedBytes).toBeGreaterThan(0);
+    expect(warm.fetchedBytes).toBe(0);
+    expect(warm.cachedBytes).toBe(cold.fetchedBytes);
+    expect(requests.filter((path) => path.startsWith("/v1/models/pocket-tts/files/"))).toEqual([]);
+    await context.close();
+  });
+
+  test("clones a voice in the page and speaks with it; a bad request fails alone", async () => {
+    const { page } = await openEngine();
+    await loadInPage(page);
+    const cloned = (await page.evaluate(async () => {
+      const engine = (window as unknown as { engine: { clone(samples: Float32Array): Promise<{ voiceId: string; seconds: number }> } }).engine;
+      const clip = Float32Array.from({ length: 48_000 }, (_, index) => 0.3 * Math.sin((2 * Math.PI * 200 * index) / 24_000));
+      return engine.clone(clip);
+    })) as { voiceId: string; seconds: number };
+    expect(cloned.seconds).toBe(2);
+    const spoken = await speakInPage(page, { text: "A voice cloned in the page.", voiceId: cloned.voiceId, seed: 5 });
+    expect(spoken.samples.length).toBeGreaterThan(0);
+    const builtIn = await speakInPage(page, { text: "A voice cloned in the page.", voice: "alba", seed: 5 });
+    expect(compareTensors(spoken.samples.slice(0, builtIn.samples.length), builtIn.samples.slice(0, spoken.samples.length)).relRms).toBeGreaterThan(1e-2);
+    await expect(speakInPage(page, { text: "Nobody.", voice: "nobody" })).rejects.toThrow("this model has no voice 'nobody'");
+    expect((await speakInPage(page, { text: "Still speaking.", voice: "alba", seed: 5 })).samples.length).toBeGreaterThan(0);
+  });
+});
+
+describe("conformance --browser", () => {
+  const cli = (...args: string[]) => Bun.spawnSync([process.execPath, "src/main.ts", "conformance", ...args], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+
+  test("runs every golden case in headless Chromium and prints the same report", () => {
+    const fixture = requirePocketTinyFixture();
+    const run = cli(fixture, "--browser");
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout.toString()) as { pass: boolean; provider: string; executionProvider: string; browser: string; cases: Array<{ case: string; stage: string; pass: boolean }> };
+    expect(report).toMatchObject({ fixture: "pocket-tiny", decoder: "onnx", provider: "onnxruntime-web", executionProvider: "cpu", pass: true });
+    expect(report.browser).toStartWith("Chromium ");
+    const stages = new Set(report.cases.map((entry) => entry.stage));
+    for (const stage of ["tokenizer", "text_conditioner", "encoder", "flow_lm", "flow_head", "decoder", "end_to_end"]) expect(stages).toContain(stage);
+    // The same cases as on the server.
+    const onServer = JSON.parse(cli(fixture, "--provider", "onnxruntime-web").stdout.toString()) as { cases: Array<{ case: string }> };
+    expect(report.cases.map((entry) => entry.case)).toEqual(onServer.cases.map((entry) => entry.case));
+  }, 120_000);
+
+  test("fails, exit 1, when the page's results leave the golden data", () => {
+    const fixture = mkdtempSync(join(tmpdir(), "voxedge-broken-fixture-"));
+    cpSync(requirePocketTinyFixture(), fixture, { recursive: true });
+    const golden = JSON.parse(readFileSync(join(fixture, "golden.json"), "utf8")) as { generation_parameters?: { eos_threshold?: number } };
+    // Another EOS threshold than the golden runs used: the end-to-end cases stop elsewhere.
+    golden.generation_parameters = { ...golden.generation_parameters, eos_threshold: 50 };
+    writeFileSync(join(fixture, "golden.json"), JSON.stringify(golden));
+    const run = cli(fixture, "--browser");
+    const report = JSON.parse(run.stdout.toString()) as { pass: boolean; cases: Array<{ stage: string; pass: boolean }> };
+    expect(run.exitCode).toBe(1);
+    expect(report.pass).toBe(false);
+    expect(report.cases.some((entry) => !entry.pass)).toBe(true);
+  }, 120_000);
+
+  test("refuses onnxruntime-node, which no page has", () => {
+    const run = cli(requirePocketTinyFixture(), "--browser", "--provider", "onnxruntime-node");
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.toString()).toContain("--browser runs onnxruntime-web in the page");
+  });
+});
