@@ -7,6 +7,8 @@
  * - a file kept in git answers 200 directly with `ETag: "<git blob sha1>"`;
  * - byte serving honours `Range: bytes=N-` / `bytes=N-M` with 206 and `Content-Range`, 416 when unsatisfiable.
  *
+ * Every answer carries the hub's CORS headers (any origin), as a page fetching from it needs.
+ *
  * Knobs: drop the connection or stall after N bytes (once), serve corrupted bytes, ignore Range; every request
  * is logged with its method, the repository path it concerns, and its Range header.
  */
@@ -128,6 +130,9 @@ export function startHubServer(options: { repo: string; revision: string; files:
       const url = new URL(request.url);
       const { response, file } = route(request, url);
       requests.push({ method: request.method, urlPath: url.pathname, file, range: request.headers.get("range") ?? undefined, status: response.status });
+      // As the hub does, so a page on another origin (the in-browser engine) may fetch from it.
+      response.headers.set("access-control-allow-origin", "*");
+      response.headers.set("access-control-expose-headers", "etag, content-length, content-range, x-linked-size, x-linked-etag");
       return response;
     },
   });

@@ -17,6 +17,8 @@ import { compareTensors } from "../../../src/conformance/harness.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { fixtureBundle, requirePocketTinyFixture } from "../../models/pocket/bundle-fixture.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
+import { pocketTinyCatalogEntry, startPocketTinyHub, tinyRepoPath } from "../../support/hub-server.ts";
+import { pullBundle } from "../../../src/weights/download.ts";
 
 const TEXT = "The page speaks on the visitor's own machine. It costs $19.99 on 03/04/2026.";
 
@@ -139,6 +141,61 @@ describe("the engine in the page", () => {
     expect(compareTensors(spoken.samples.slice(0, builtIn.samples.length), builtIn.samples.slice(0, spoken.samples.length)).relRms).toBeGreaterThan(1e-2);
     await expect(speakInPage(page, { text: "Nobody.", voice: "nobody" })).rejects.toThrow("this model has no voice 'nobody'");
     expect((await speakInPage(page, { text: "Still speaking.", voice: "alba", seed: 5 })).samples.length).toBeGreaterThan(0);
+  });
+});
+
+describe("a pulled model in the page", () => {
+  test("with source 'hub', its files come from the hub it was pulled from, checked against their SHA-256, and none from the server", async () => {
+    const hub = startPocketTinyHub();
+    const cacheDir = mkdtempSync(join(tmpdir(), "voxedge-pulled-"));
+    const pulledDir = await pullBundle({ name: "pocket-tiny", catalog: [pocketTinyCatalogEntry()], hubUrl: hub.url, cacheDir });
+    const pulledModel = await PocketModel.load(pulledDir, {}, { logger: silentLogger });
+    const pulledServer = await startTestServer(pulledModel);
+    try {
+      const listing = (await (await fetch(`${pulledServer.url}/v1/models/pocket-tts/files`)).json()) as { data: Array<{ name: string; hub_url?: string }> };
+      expect(listing.data.filter((file) => file.name.endsWith(".onnx")).every((file) => file.hub_url?.startsWith(hub.url))).toBe(true);
+      const page = await (await browser.newContext()).newPage();
+      const serverFileRequests: string[] = [];
+      page.on("request", (request) => {
+        if (request.url().startsWith(`${pulledServer.url}/v1/models/pocket-tts/files/`)) serverFileRequests.push(request.url());
+      });
+      await page.goto(`${pulledServer.url}/`);
+      hub.requests.length = 0;
+      const info = (await page.evaluate(async () => {
+        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        const engine = new BrowserEngine();
+        (window as unknown as { engine: unknown }).engine = engine;
+        return engine.load({ model: "pocket-tts", source: "hub" });
+      })) as { fetchedBytes: number; supportsCloning: boolean };
+      expect(info.fetchedBytes).toBeGreaterThan(0);
+      expect(hub.requests.some((request) => request.method === "GET" && request.file?.endsWith("flow_lm_main.onnx"))).toBe(true);
+      expect(serverFileRequests).toEqual([]);
+      // A bundle pulled flat has no built-in voice: a voice cloned in the page speaks.
+      const spoken = (await page.evaluate(async () => {
+        const engine = (window as unknown as { engine: { clone(samples: Float32Array): Promise<{ voiceId: string }>; speak(request: object, onAudio: (samples: Float32Array) => void): { done: Promise<{ audioSeconds: number }> } } }).engine;
+        const { voiceId } = await engine.clone(Float32Array.from({ length: 24_000 }, (_, index) => 0.2 * Math.sin(index / 9)));
+        return engine.speak({ text: "Fetched from the hub.", voiceId, seed: 3 }, () => undefined).done;
+      })) as { audioSeconds: number };
+      expect(spoken.audioSeconds).toBeGreaterThan(0);
+
+      // A hub file whose bytes are not the pulled ones is refused, and the server's copy is taken instead.
+      hub.corrupt(tinyRepoPath("flow_lm_flow.onnx"), true);
+      const fresh = await (await browser.newContext()).newPage();
+      const freshServerRequests: string[] = [];
+      fresh.on("request", (request) => {
+        if (request.url().startsWith(`${pulledServer.url}/v1/models/pocket-tts/files/`)) freshServerRequests.push(new URL(request.url()).pathname);
+      });
+      await fresh.goto(`${pulledServer.url}/`);
+      await fresh.evaluate(async () => {
+        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        return new BrowserEngine().load({ model: "pocket-tts", source: "hub" });
+      });
+      expect(freshServerRequests).toEqual(["/v1/models/pocket-tts/files/flow_lm_flow.onnx"]);
+    } finally {
+      await pulledServer.stop();
+      await pulledModel.close();
+      hub.stop();
+    }
   });
 });
 
