@@ -144,6 +144,43 @@ describe("the engine in the page", () => {
   });
 });
 
+describe("the engine in a page with WebGPU", () => {
+  test("runs the language model on the WebGPU EP and the decoder on our WGSL kernels (Chromium's software adapter here)", async () => {
+    const gpuBrowser = await launchChromium({ webgpu: true });
+    try {
+      const page = await gpuBrowser.newPage();
+      await page.goto(`${server.url}/`);
+      const result = (await page.evaluate(async () => {
+        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        const engine = new BrowserEngine();
+        // "auto" would keep a software adapter off, as the server's --device auto does: asked for explicitly.
+        const info = await engine.load({ model: "pocket-tts", ep: "webgpu" });
+        let samples = 0;
+        const stats = await engine.speak({ text: "Hello from the page's GPU.", voice: "alba", seed: 1 }, (frame: Float32Array) => (samples += frame.length)).done;
+        return { info, stats, samples };
+      })) as { info: { executionProvider: string; decoder: string; adapter: string }; stats: { audioSeconds: number }; samples: number };
+      expect(result.info).toMatchObject({ executionProvider: "webgpu", decoder: "wgsl" });
+      expect(result.info.adapter).toContain("swiftshader");
+      expect(result.samples).toBeGreaterThan(0);
+      expect(result.stats.audioSeconds).toBe(result.samples / 24_000);
+    } finally {
+      await gpuBrowser.close();
+    }
+  }, 180_000);
+
+  test("'auto' keeps a software adapter off and runs on wasm, as the server's --device auto does", async () => {
+    const gpuBrowser = await launchChromium({ webgpu: true });
+    try {
+      const page = await gpuBrowser.newPage();
+      await page.goto(`${server.url}/`);
+      const info = await loadInPage(page);
+      expect(info).toMatchObject({ executionProvider: "wasm", decoder: "onnx" });
+    } finally {
+      await gpuBrowser.close();
+    }
+  }, 120_000);
+});
+
 describe("a pulled model in the page", () => {
   test("with source 'hub', its files come from the hub it was pulled from, checked against their SHA-256, and none from the server", async () => {
     const hub = startPocketTinyHub();
@@ -214,6 +251,15 @@ describe("conformance --browser", () => {
     // The same cases as on the server.
     const onServer = JSON.parse(cli(fixture, "--provider", "onnxruntime-web").stdout.toString()) as { cases: Array<{ case: string }> };
     expect(report.cases.map((entry) => entry.case)).toEqual(onServer.cases.map((entry) => entry.case));
+  }, 120_000);
+
+  test("runs the Mimi decoder cases on our WGSL kernels in the page's WebGPU (Chromium's software adapter here)", () => {
+    const run = cli(requirePocketTinyFixture(), "--browser", "--decoder", "wgsl");
+    const report = JSON.parse(run.stdout.toString()) as { pass: boolean; decoder: string; cases: Array<{ case: string; pass: boolean; detail?: string }> };
+    expect(run.exitCode).toBe(0);
+    expect(report).toMatchObject({ decoder: "wgsl", pass: true });
+    // The kernels' audio against the ONNX graph's, in the same page.
+    expect(report.cases.find((entry) => entry.case === "mimi_decoder.audio_single_vs_onnx")).toMatchObject({ pass: true });
   }, 120_000);
 
   test("fails, exit 1, when the page's results leave the golden data", () => {
