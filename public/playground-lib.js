@@ -1,4 +1,7 @@
-/** The playground's pure parts: WAV files, snippets, text pacing, the spoken-sentence lookup, waveform peaks. */
+/**
+ * The playground's pure parts: WAV files, snippets, text pacing, the spoken-sentence lookup, waveform peaks, the
+ * page engine's float frames as pcm16 and its load progress.
+ */
 
 /** A 16-bit mono WAV file of the given pcm16 chunks. */
 export function wavFile(chunks, sampleRate) {
@@ -28,6 +31,41 @@ export function wavFile(chunks, sampleRate) {
     offset += chunk.byteLength;
   }
   return bytes;
+}
+
+/**
+ * Float samples (−1..1) as pcm16, what the worklet and the WAV download take: clamped, scaled by 32767 and
+ * rounded half away from zero, as the server makes its pcm (src/audio/wav.ts floatToInt16), so the page
+ * engine's audio and the server's are the same integers.
+ * @param {Float32Array} samples
+ * @returns {Int16Array}
+ */
+export function pcm16FromFloat(samples) {
+  const pcm = new Int16Array(samples.length);
+  for (let index = 0; index < samples.length; index += 1) {
+    const scaled = Math.max(-1, Math.min(1, samples[index])) * 32767;
+    pcm[index] = scaled < 0 ? -Math.round(-scaled) : Math.round(scaled);
+  }
+  return pcm;
+}
+
+/**
+ * The page engine's load so far, from the latest progress of each file seen (`{loadedBytes, totalBytes,
+ * from}` by file name). The total grows as the loader reaches more files: it is the sum over those seen.
+ * @param {Map<string, { loadedBytes: number, totalBytes: number, from: "cache" | "server" | "hub" }>} files
+ * @returns {{ loadedBytes: number, totalBytes: number, cachedBytes: number, fetchedBytes: number, percent: number }}
+ */
+export function loadProgress(files) {
+  let loadedBytes = 0;
+  let totalBytes = 0;
+  let cachedBytes = 0;
+  for (const file of files.values()) {
+    loadedBytes += file.loadedBytes;
+    totalBytes += file.totalBytes;
+    if (file.from === "cache") cachedBytes += file.loadedBytes;
+  }
+  const percent = totalBytes > 0 ? Math.min(100, Math.floor((loadedBytes / totalBytes) * 100)) : 0;
+  return { loadedBytes, totalBytes, cachedBytes, fetchedBytes: loadedBytes - cachedBytes, percent };
 }
 
 /**
