@@ -4,13 +4,16 @@
  * request to the server. Per thread count: the model load with a cold cache (a fresh browser profile: every
  * file fetched) and a warm one (the same profile, a new page: files read from Cache Storage), then first
  * audio and RTF of `--runs` utterances, each listened to for `--seconds` of audio, as the worker measures them
- * (from the speak message to the first frame; wall time over audio time).
+ * (from the speak message to the first frame; wall time over audio time), and the resident memory of all the
+ * bench's Chromium processes before the warm load opens its page, and at its peak from then to the last
+ * utterance (the page holds the model: browser memory).
  *   bun bench/browser-engine.ts [--model <bundle>] [--threads 1,2] [--runs 3] [--seconds 6] [--webgpu] [--markdown]
  * Without --model it serves the Pocket fixture (../shared/fixtures/pocket-tiny). Threads beyond 1 need the
  * page to be cross-origin isolated (the server sends COOP/COEP on /). --webgpu offers Chromium's WebGPU and
  * asks the page for its WebGPU EP and the WGSL decoder (on a machine without a GPU: a software adapter).
  * The browser and the server share this machine's cores; the server only serves files here.
  */
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -54,8 +57,36 @@ interface SpeakOutcome {
 }
 
 const server = await startChildServer(["--model", modelDir, "--cors", "false"], 120_000);
-const browser = await launchChromium({ webgpu: values.webgpu });
+/** An extra flag on this bench's Chromium, so its processes are told apart from any other Chromium's. */
+const RSS_MARKER = `--voxedge-bench=${process.pid}`;
+const browser = await launchChromium({ webgpu: values.webgpu, extraArgs: [RSS_MARKER] });
 const mib = (bytes: number) => (bytes / 1024 ** 2).toFixed(1);
+
+/**
+ * Resident memory of this bench's Chromium (its browser process, found by the marker flag it was started
+ * with, and every descendant: renderers, where the page's workers run, the GPU and utility processes), in MiB.
+ */
+function chromiumRssMiB(): number {
+  const listed = spawnSync("ps", ["-e", "-o", "pid=,ppid=,rss=,args="], { encoding: "utf8" }).stdout.split("\n");
+  const processes = listed.map((line) => /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(.*)$/.exec(line)).filter((match) => match !== null).map((match) => ({ pid: match[1]!, ppid: match[2]!, rssKiB: Number(match[3]), args: match[4]! }));
+  const ours = new Set(processes.filter((entry) => entry.args.includes(RSS_MARKER)).map((entry) => entry.pid));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const entry of processes) if (!ours.has(entry.pid) && ours.has(entry.ppid)) grew = Boolean(ours.add(entry.pid));
+  }
+  return processes.filter((entry) => ours.has(entry.pid)).reduce((sum, entry) => sum + entry.rssKiB, 0) / 1024;
+}
+
+/** Samples chromiumRssMiB every 200 ms until stopped; gives the first sample and the peak. */
+function watchChromiumRss(): () => { startMiB: number; peakMiB: number } {
+  const startMiB = chromiumRssMiB();
+  let peakMiB = startMiB;
+  const timer = setInterval(() => (peakMiB = Math.max(peakMiB, chromiumRssMiB())), 200);
+  return () => {
+    clearInterval(timer);
+    return { startMiB, peakMiB: Math.max(peakMiB, chromiumRssMiB()) };
+  };
+}
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
 
 /** Opens the server's page in `context` and loads the model into a new engine there. */
@@ -75,13 +106,14 @@ async function openAndLoad(context: BrowserContext, threads: number) {
   return { page, load: load as LoadOutcome };
 }
 
-const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run"], values.markdown);
+const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "Chromium RSS MiB: before load → peak"], values.markdown);
 try {
   for (const threads of threadCounts) {
     // A fresh profile each: the cold load fetches every file.
     const context = await browser.newContext();
     const cold = await openAndLoad(context, threads);
     await cold.page.close();
+    const stopWatching = watchChromiumRss();
     const warm = await openAndLoad(context, threads);
     // Built-in voice where the bundle has one, else a voice cloned in the page from a 3 s synthetic clip.
     const voice = (await warm.page.evaluate(async () => {
@@ -108,6 +140,7 @@ try {
         )) as SpeakOutcome,
       );
     }
+    const rss = stopWatching();
     await context.close();
     const firstAudio = spoken.map((outcome) => outcome.firstAudioMs);
     const rtf = spoken.map((outcome) => outcome.rtf);
@@ -120,6 +153,7 @@ try {
       `${median(firstAudio).toFixed(0)} (${Math.max(...firstAudio).toFixed(0)})`,
       `${median(rtf).toFixed(3)} (${Math.max(...rtf).toFixed(3)})`,
       median(spoken.map((outcome) => outcome.audioSeconds)).toFixed(2),
+      `${rss.startMiB.toFixed(0)} → ${rss.peakMiB.toFixed(0)}`,
     ]);
   }
 } finally {

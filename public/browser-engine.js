@@ -16,15 +16,16 @@ export class BrowserEngine {
   /** @type {Worker} */
   #worker;
   #nextId = 1;
-  /** @type {Map<number, { resolve: (value: any) => void, reject: (error: Error) => void, onAudio?: (samples: Float32Array) => void }>} */
+  /**
+   * Requests the worker has not answered yet, by id.
+   * @type {Map<number, { resolve: (value: any) => void, reject: (error: Error) => void, onAudio?: (samples: Float32Array) => void, onProgress?: (progress: FileProgress) => void }>}
+   */
   #pending = new Map();
-  /** @type {{ resolve: (value: any) => void, reject: (error: Error) => void, onProgress?: (progress: FileProgress) => void } | null} */
-  #loading = null;
   /** @type {EngineInfo | null} */
   info = null;
 
-  /** @param {string} [url] the worker module */
-  constructor(url = "/playground/engine.js") {
+  /** @param {string | URL} [url] the worker module; default: the one beside this module, wherever the app is mounted */
+  constructor(url = new URL("engine.js", import.meta.url)) {
     this.#worker = new Worker(url, { type: "module" });
     this.#worker.onmessage = (event) => this.#receive(event.data);
     this.#worker.onerror = (event) => this.#failAll(new Error(`the engine worker failed: ${event.message || "it did not start"}`));
@@ -36,11 +37,10 @@ export class BrowserEngine {
    * @param {(progress: FileProgress) => void} [onProgress]
    * @returns {Promise<EngineInfo>}
    */
-  load(options, onProgress) {
-    return new Promise((resolve, reject) => {
-      this.#loading = { resolve, reject, onProgress };
-      this.#worker.postMessage({ type: "load", ...options });
-    }).then((info) => (this.info = /** @type {EngineInfo} */ (info)));
+  async load(options, onProgress) {
+    const info = /** @type {EngineInfo} */ (await this.#request({ type: "load", ...options }, { onProgress }).done);
+    this.info = info;
+    return info;
   }
 
   /**
@@ -50,13 +50,13 @@ export class BrowserEngine {
    * @returns {{ id: number, done: Promise<SpeakStats> }}
    */
   speak(request, onAudio) {
-    const id = this.#nextId++;
-    const done = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, onAudio }));
-    this.#worker.postMessage({ type: "speak", id, ...request });
-    return { id, done: /** @type {Promise<SpeakStats>} */ (done) };
+    return this.#request({ type: "speak", ...request }, { onAudio });
   }
 
-  /** @param {number} id */
+  /**
+   * Stops a speak: the one running, or one still waiting for its turn.
+   * @param {number} id
+   */
   cancel(id) {
     this.#worker.postMessage({ type: "cancel", id });
   }
@@ -67,10 +67,7 @@ export class BrowserEngine {
    * @returns {Promise<{ voiceId: string, seconds: number }>}
    */
   clone(samples) {
-    const id = this.#nextId++;
-    const done = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    this.#worker.postMessage({ type: "clone", id, samples }, [samples.buffer]);
-    return /** @type {Promise<{ voiceId: string, seconds: number }>} */ (done);
+    return this.#request({ type: "clone", samples }, {}, [samples.buffer]).done;
   }
 
   /**
@@ -79,10 +76,7 @@ export class BrowserEngine {
    * @returns {Promise<object>} the conformance report
    */
   conformance(options) {
-    return new Promise((resolve, reject) => {
-      this.#loading = { resolve, reject };
-      this.#worker.postMessage({ type: "conformance", ...options });
-    });
+    return this.#request({ type: "conformance", ...options }).done;
   }
 
   terminate() {
@@ -90,53 +84,54 @@ export class BrowserEngine {
     this.#failAll(new Error("the engine was stopped"));
   }
 
+  /**
+   * @param {object} message
+   * @param {{ onAudio?: (samples: Float32Array) => void, onProgress?: (progress: FileProgress) => void }} [listeners]
+   * @param {Transferable[]} [transfer]
+   * @returns {{ id: number, done: Promise<any> }}
+   */
+  #request(message, listeners = {}, transfer = []) {
+    const id = this.#nextId++;
+    const done = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, ...listeners }));
+    this.#worker.postMessage({ ...message, id }, transfer);
+    return { id, done };
+  }
+
   /** @param {any} message */
   #receive(message) {
+    const pending = this.#pending.get(message.id);
+    if (!pending) return;
     switch (message.type) {
       case "progress":
-        this.#loading?.onProgress?.(message);
-        return;
-      case "ready":
-        this.#settleLoading((loading) => loading.resolve(message.info));
-        return;
-      case "report":
-        this.#settleLoading((loading) => loading.resolve(message.report));
+        pending.onProgress?.(message);
         return;
       case "audio":
-        this.#pending.get(message.id)?.onAudio?.(message.samples);
-        return;
-      case "done":
-        this.#settle(message.id, (pending) => pending.resolve(message.stats));
-        return;
-      case "voice":
-        this.#settle(message.id, (pending) => pending.resolve({ voiceId: message.voiceId, seconds: message.seconds }));
-        return;
-      case "error":
-        if (message.id !== undefined) this.#settle(message.id, (pending) => pending.reject(new Error(message.message)));
-        else this.#settleLoading((loading) => loading.reject(new Error(message.message)));
+        pending.onAudio?.(message.samples);
         return;
     }
-  }
-
-  /** @param {number} id @param {(pending: any) => void} settle */
-  #settle(id, settle) {
-    const pending = this.#pending.get(id);
-    if (!pending) return;
-    this.#pending.delete(id);
-    settle(pending);
-  }
-
-  /** @param {(loading: any) => void} settle */
-  #settleLoading(settle) {
-    const loading = this.#loading;
-    this.#loading = null;
-    if (loading) settle(loading);
+    this.#pending.delete(message.id);
+    switch (message.type) {
+      case "ready":
+        pending.resolve(message.info);
+        return;
+      case "report":
+        pending.resolve(message.report);
+        return;
+      case "done":
+        pending.resolve(message.stats);
+        return;
+      case "voice":
+        pending.resolve({ voiceId: message.voiceId, seconds: message.seconds });
+        return;
+      case "error":
+        pending.reject(new Error(message.message));
+        return;
+    }
   }
 
   /** @param {Error} error */
   #failAll(error) {
     for (const pending of this.#pending.values()) pending.reject(error);
     this.#pending.clear();
-    this.#settleLoading((loading) => loading.reject(error));
   }
 }

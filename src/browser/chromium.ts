@@ -15,6 +15,8 @@ export interface ChromiumOptions {
   executablePath?: string;
   /** Offer WebGPU (`--enable-unsafe-webgpu`): on a machine without a GPU, Chromium's software adapter. */
   webgpu?: boolean;
+  /** More command-line switches. */
+  extraArgs?: readonly string[];
 }
 
 export async function launchChromium(options: ChromiumOptions = {}): Promise<Browser> {
@@ -27,5 +29,5 @@ export async function launchChromium(options: ChromiumOptions = {}): Promise<Bro
     throw new Error(`running the engine in a browser needs playwright-core, a development dependency: npm ci (${(error as Error).message})`);
   }
   const args = options.webgpu ? [...CHROMIUM_ARGS, "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-angle=swiftshader"] : [...CHROMIUM_ARGS, "--disable-gpu"];
-  return playwright.chromium.launch({ executablePath, args, headless: true });
+  return playwright.chromium.launch({ executablePath, args: [...args, ...(options.extraArgs ?? [])], headless: true });
 }

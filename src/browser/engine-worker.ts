@@ -9,20 +9,20 @@
  * (fp32) and the Mimi decoder on our WGSL kernels; otherwise everything runs on the wasm EP (int8 where the
  * bundle has it), with threads when the page is cross-origin isolated.
  *
- * Page → worker:
- *   {type: "load", model, apiKey?, source?: "server"|"hub", ep?: "auto"|"wasm"|"webgpu", threads?}
+ * Page → worker (every request carries the page's `id`; requests run one after another, in order):
+ *   {type: "load", id, model, apiKey?, source?: "server"|"hub", ep?: "auto"|"wasm"|"webgpu", threads?}
  *   {type: "speak", id, text, voice?, voiceId?, seed?, normalization?: "auto"|"on"|"off"}
  *   {type: "clone", id, samples: Float32Array (mono, 24 kHz)}
- *   {type: "cancel", id}
- *   {type: "conformance", listing, decoder?: "onnx"|"wgsl", batch?, ep?}
+ *   {type: "cancel", id}                                            a speak, running or still waiting
+ *   {type: "conformance", id, listing, decoder?: "onnx"|"wgsl", batch?, ep?}
  * Worker → page:
- *   {type: "progress", file, loadedBytes, totalBytes, from}        while files load
- *   {type: "ready", info}                                           after load (EngineInfo)
+ *   {type: "progress", id, file, loadedBytes, totalBytes, from}    while a load's files load
+ *   {type: "ready", id, info}                                       after a load (EngineInfo)
  *   {type: "audio", id, samples: Float32Array}                      one 80 ms frame, at info.sampleRateHz
  *   {type: "done", id, stats: SpeakStats}                           after a speak's last frame
  *   {type: "voice", id, voiceId, seconds}                           after a clone
- *   {type: "report", report}                                        a conformance report
- *   {type: "error", id?, message}                                   a request (or the load) failed
+ *   {type: "report", id, report}                                    a conformance report
+ *   {type: "error", id, message}                                    that request failed
  */
 import { mountFiles, unmountFiles } from "./platform/fs.ts";
 import { ModelFiles, fetchListing, type FileSource, type ListedFile } from "./model-files.ts";
@@ -34,6 +34,7 @@ import { generateSpeech } from "../models/pocket/loop.ts";
 import type { VoicePrompt } from "../models/contract.ts";
 import type { TextNormalizationMode } from "../api/speech.ts";
 import { spokenText } from "../speech/text-normalization.ts";
+import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
 import type { Logger } from "../log/logger.ts";
 
 const MODEL_ROOT = "/models";
@@ -67,11 +68,11 @@ export interface SpeakStats {
 }
 
 type Message =
-  | { type: "load"; model: string; apiKey?: string; source?: FileSource; ep?: ExecutionProviderChoice; threads?: number }
+  | { type: "load"; id: number; model: string; apiKey?: string; source?: FileSource; ep?: ExecutionProviderChoice; threads?: number }
   | { type: "speak"; id: number; text: string; voice?: string; voiceId?: string; seed?: number | string; normalization?: TextNormalizationMode }
   | { type: "clone"; id: number; samples: Float32Array }
   | { type: "cancel"; id: number }
-  | { type: "conformance"; listing: string; decoder?: "onnx" | "wgsl"; batch?: number; ep?: ExecutionProviderChoice };
+  | { type: "conformance"; id: number; listing: string; decoder?: "onnx" | "wgsl"; batch?: number; ep?: ExecutionProviderChoice };
 
 const post = (message: object, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(message, transfer);
 
@@ -94,6 +95,17 @@ const serially = <T>(task: () => Promise<T>): Promise<T> => {
   queue = run.catch(() => undefined);
   return run;
 };
+
+/**
+ * The built-in voice a name means, as the server reads it: a voice of the model, or "default" (or nothing, or
+ * an OpenAI voice name the model does not have) for the model's default voice.
+ */
+function builtInVoice(asked: string | undefined, voices: readonly string[], defaultVoice: string): string {
+  const name = asked?.trim().toLowerCase() || "default";
+  if (voices.includes(name)) return name;
+  if ((name === "default" || isOpenAiVoiceName(name)) && defaultVoice) return defaultVoice;
+  throw new Error(`this model has no voice '${name}'; it has ${voices.join(", ") || "none (clone one)"}`);
+}
 
 /** Resolves after the messages already queued for this worker have been handled. */
 function nextTask(): Promise<void> {
@@ -139,14 +151,17 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
   const started = performance.now();
   const threads = prepareRuntime(message.threads);
   const headers: Record<string, string> = message.apiKey ? { Authorization: `Bearer ${message.apiKey}` } : {};
-  const base = self.location.origin;
-  const listing = await fetchListing(`${base}/v1/models/${encodeURIComponent(message.model)}/files`, headers);
-  const files = new ModelFiles(listing, { base, headers, source: message.source ?? "server", onProgress: (progress) => post({ type: "progress", ...progress }) });
+  // The app's root as the worker (…/playground/engine.js) sees it, so a server behind a path prefix works.
+  const base = new URL("../", self.location.href).href;
+  const listing = await fetchListing(new URL(`v1/models/${encodeURIComponent(message.model)}/files`, base).href, headers);
+  const files = new ModelFiles(listing, { base, headers, source: message.source ?? "server", onProgress: (progress) => post({ type: "progress", id: message.id, ...progress }) });
   if (loaded) {
     await loaded.model.close();
     loaded = undefined;
     unmountFiles(MODEL_ROOT);
   }
+  // A voice cloned by the previous model is its state, meaningless to another one.
+  clonedVoices.clear();
   mountFiles(MODEL_ROOT, await files.mountable());
   const { device, adapter } = await placement(message.ep ?? "auto");
   const model = await PocketModel.load(
@@ -180,17 +195,15 @@ function requireModel(): PocketModel {
   return loaded.model;
 }
 
-async function speak(message: Extract<Message, { type: "speak" }>): Promise<SpeakStats> {
-  const model = requireModel();
-  const abort = new AbortController();
-  cancels.set(message.id, abort);
+async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortController): Promise<SpeakStats> {
+  // From its turn, not its arrival: a speak queued behind another is not charged for the wait.
+  const started = performance.now();
   try {
-    const received = performance.now();
+    const model = requireModel();
     const voicePrompt = message.voiceId ? clonedVoices.get(message.voiceId) : undefined;
     if (message.voiceId && !voicePrompt) throw new Error(`no cloned voice '${message.voiceId}' in this page`);
     const capabilities = model.capabilities;
-    const voice = (message.voice ?? capabilities.defaultVoice).toLowerCase();
-    if (!voicePrompt && !capabilities.voices.includes(voice)) throw new Error(`this model has no voice '${voice}'; it has ${capabilities.voices.join(", ") || "none (clone one)"}`);
+    const voice = voicePrompt ? capabilities.defaultVoice : builtInVoice(message.voice, capabilities.voices, capabilities.defaultVoice);
     const text = spokenText(message.text, message.normalization, capabilities);
     const generation = model.runner.generationOf({
       text,
@@ -204,7 +217,7 @@ async function speak(message: Extract<Message, { type: "speak" }>): Promise<Spea
     let firstAudioMs = -1;
     let samples = 0;
     for await (const frame of generateSpeech(model.runner, { ...generation, signal: abort.signal })) {
-      if (firstAudioMs < 0) firstAudioMs = performance.now() - received;
+      if (firstAudioMs < 0) firstAudioMs = performance.now() - started;
       samples += frame.samples.length;
       const copy = frame.samples.slice();
       post({ type: "audio", id: message.id, samples: copy }, [copy.buffer]);
@@ -212,7 +225,7 @@ async function speak(message: Extract<Message, { type: "speak" }>): Promise<Spea
       // for the whole utterance.
       await nextTask();
     }
-    const wallSeconds = (performance.now() - received) / 1000;
+    const wallSeconds = (performance.now() - started) / 1000;
     const audioSeconds = samples / capabilities.nativeSampleRateHz;
     return { firstAudioMs: Math.max(0, firstAudioMs), audioSeconds, wallSeconds, rtf: audioSeconds > 0 ? wallSeconds / audioSeconds : 0 };
   } finally {
@@ -232,9 +245,9 @@ async function clone(message: Extract<Message, { type: "clone" }>): Promise<{ vo
 /** The golden cases of a fixture the page fetched (its listing's URL), through the same harness as the CLI. */
 async function conformance(message: Extract<Message, { type: "conformance" }>): Promise<unknown> {
   prepareRuntime(undefined);
-  const listingUrl = new URL(message.listing, self.location.href).href;
-  const listing: ListedFile[] = await fetchListing(listingUrl, {});
-  const files = new ModelFiles(listing, { base: listingUrl, headers: {}, source: "server" });
+  const base = new URL("../", self.location.href).href;
+  const listing: ListedFile[] = await fetchListing(new URL(message.listing, self.location.href).href, {});
+  const files = new ModelFiles(listing, { base, headers: {}, source: "server" });
   unmountFiles(FIXTURE_ROOT);
   // The harness reads golden data synchronously: every file is in memory before it starts.
   mountFiles(FIXTURE_ROOT, await files.mountable(() => true));
@@ -246,14 +259,18 @@ async function conformance(message: Extract<Message, { type: "conformance" }>): 
 
 self.onmessage = (event: MessageEvent<Message>) => {
   const message = event.data;
-  const fail = (error: unknown, id?: number) => post({ type: "error", ...(id !== undefined ? { id } : {}), message: error instanceof Error ? error.message : String(error) });
+  const fail = (error: unknown, id: number) => post({ type: "error", id, message: error instanceof Error ? error.message : String(error) });
   switch (message.type) {
     case "load":
-      void serially(() => load(message)).then((info) => post({ type: "ready", info }), (error) => fail(error));
+      void serially(() => load(message)).then((info) => post({ type: "ready", id: message.id, info }), (error) => fail(error, message.id));
       return;
-    case "speak":
-      void serially(() => speak(message)).then((stats) => post({ type: "done", id: message.id, stats }), (error) => fail(error, message.id));
+    case "speak": {
+      // Registered now, so a speak still waiting for the one before it can be cancelled too.
+      const abort = new AbortController();
+      cancels.set(message.id, abort);
+      void serially(() => speak(message, abort)).then((stats) => post({ type: "done", id: message.id, stats }), (error) => fail(error, message.id));
       return;
+    }
     case "clone":
       void serially(() => clone(message)).then((voice) => post({ type: "voice", id: message.id, ...voice }), (error) => fail(error, message.id));
       return;
@@ -261,7 +278,7 @@ self.onmessage = (event: MessageEvent<Message>) => {
       cancels.get(message.id)?.abort();
       return;
     case "conformance":
-      void serially(() => conformance(message)).then((report) => post({ type: "report", report }), (error) => fail(error));
+      void serially(() => conformance(message)).then((report) => post({ type: "report", id: message.id, report }), (error) => fail(error, message.id));
       return;
   }
 };

@@ -108,6 +108,7 @@ export class ModelFiles {
 
   constructor(
     listing: readonly ListedFile[],
+    /** `base`: the app's root URL, which the listing's file URLs are relative to. */
     private readonly options: { base: string; headers: HeadersInit; source: FileSource; onProgress?: (progress: FileProgress) => void },
   ) {
     this.#listing = [...listing];
@@ -140,7 +141,8 @@ export class ModelFiles {
   async #load(file: ListedFile): Promise<Uint8Array> {
     this.#cache ??= openCache();
     const cache = await this.#cache;
-    const serverUrl = new URL(file.url, this.options.base).href;
+    // The listing's URLs start at the app's root: resolved against it, they hold behind a path prefix too.
+    const serverUrl = new URL(file.url.replace(/^\/+/, ""), this.options.base).href;
     const cached = await cache?.match(serverUrl);
     if (cached && cached.headers.get(CACHED_ETAG_HEADER) === file.etag) {
       const bytes = await readWithProgress(cached, file.size, (loaded) => this.#report(file, loaded, "cache"));

@@ -144,6 +144,31 @@ describe("the engine in the page", () => {
   });
 });
 
+describe("the engine's requests", () => {
+  test("a speak still waiting its turn can be cancelled, 'default' and OpenAI names mean the default voice, and two loads both settle", async () => {
+    const { page } = await openEngine();
+    const result = (await page.evaluate(async () => {
+      const { BrowserEngine } = await import("/playground/browser-engine.js");
+      const engine = new BrowserEngine();
+      const [first, second] = await Promise.all([engine.load({ model: "pocket-tts" }), engine.load({ model: "pocket-tts" })]);
+      const frames = { running: 0, waiting: 0, byDefault: 0, byAlloy: 0 };
+      const running = engine.speak({ text: "The first speak runs to its end.", voice: "alba", seed: 1 }, () => frames.running++);
+      const waiting = engine.speak({ text: "The second speak waits its turn, and is cancelled before it starts.", voice: "alba", seed: 1 }, () => frames.waiting++);
+      engine.cancel(waiting.id);
+      const [ran, cancelled] = await Promise.all([running.done, waiting.done]);
+      await engine.speak({ text: "Default.", voice: "default", seed: 9 }, () => frames.byDefault++).done;
+      await engine.speak({ text: "Default.", voice: "alloy", seed: 9 }, () => frames.byAlloy++).done;
+      return { loads: [first.voices, second.voices], frames, ran, cancelled };
+    })) as { loads: string[][]; frames: Record<string, number>; ran: { audioSeconds: number }; cancelled: { audioSeconds: number } };
+    expect(result.loads).toEqual([["alba"], ["alba"]]);
+    expect(result.frames.running).toBeGreaterThan(0);
+    expect(result.frames.waiting).toBe(0);
+    expect(result.cancelled.audioSeconds).toBe(0);
+    expect(result.frames.byDefault).toBeGreaterThan(0);
+    expect(result.frames.byAlloy).toBe(result.frames.byDefault);
+  });
+});
+
 describe("the engine in a page with WebGPU", () => {
   test("runs the language model on the WebGPU EP and the decoder on our WGSL kernels (Chromium's software adapter here)", async () => {
     const gpuBrowser = await launchChromium({ webgpu: true });
