@@ -5,8 +5,8 @@
  * file fetched) and a warm one (the same profile, a new page: files read from Cache Storage), then first
  * audio and RTF of `--runs` utterances, each listened to for `--seconds` of audio, as the worker measures them
  * (from the speak message to the first frame; wall time over audio time), and the resident memory of all the
- * bench's Chromium processes before the warm load opens its page, and at its peak from then to the last
- * utterance (the page holds the model: browser memory).
+ * bench's Chromium processes with no page open, and at its peak over both loads and the utterances (the page
+ * holds the model: browser memory).
  *   bun bench/browser-engine.ts [--model <bundle>] [--threads 1,2] [--runs 3] [--seconds 6] [--webgpu] [--markdown]
  * Without --model it serves the Pocket fixture (../shared/fixtures/pocket-tiny). Threads beyond 1 need the
  * page to be cross-origin isolated (the server sends COOP/COEP on /). --webgpu offers Chromium's WebGPU and
@@ -106,14 +106,14 @@ async function openAndLoad(context: BrowserContext, threads: number) {
   return { page, load: load as LoadOutcome };
 }
 
-const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "Chromium RSS MiB: before load → peak"], values.markdown);
+const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "Chromium RSS MiB: idle → peak"], values.markdown);
 try {
   for (const threads of threadCounts) {
     // A fresh profile each: the cold load fetches every file.
     const context = await browser.newContext();
+    const stopWatching = watchChromiumRss();
     const cold = await openAndLoad(context, threads);
     await cold.page.close();
-    const stopWatching = watchChromiumRss();
     const warm = await openAndLoad(context, threads);
     // Built-in voice where the bundle has one, else a voice cloned in the page from a 3 s synthetic clip.
     const voice = (await warm.page.evaluate(async () => {

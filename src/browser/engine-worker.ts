@@ -119,10 +119,15 @@ function nextTask(): Promise<void> {
   });
 }
 
-/** Threads onnxruntime-web may start: only where SharedArrayBuffer exists (a cross-origin isolated page). */
+/**
+ * Threads onnxruntime-web may start: only where SharedArrayBuffer exists (a cross-origin isolated page). By
+ * default one per core, at most 4 (FlowLM's small matmuls do not scale further, docs/pocket-tts.md §3.7): on
+ * 2 cores in headless Chromium, the real-size int8 bundle ran at RTF 0.62–0.70 on 2 threads against
+ * 0.79–0.84 on 1 (bench/browser-engine.ts), unlike onnxruntime-web under Bun (onnx/runtime.ts).
+ */
 function threadsFor(asked: number | undefined): number {
   if (!globalThis.crossOriginIsolated) return 1;
-  return Math.max(1, Math.min(8, asked ?? Math.ceil((navigator.hardwareConcurrency || 2) / 2)));
+  return Math.max(1, Math.min(8, asked ?? Math.min(4, navigator.hardwareConcurrency || 1)));
 }
 
 /** The GPU to run on, as the server's `--device auto` decides (a real adapter), or any adapter when asked. */
