@@ -230,6 +230,10 @@ async function deleteVoice(name) {
 // ---- the engine: this server, or the model in this page ----
 
 for (const radio of document.querySelectorAll('input[name="engine"]')) radio.addEventListener("change", () => chooseEngine(radio.value));
+// Where the page engine runs, or where its files come from, changed: the model loads again with the new choice.
+for (const id of ["engine-ep-choice", "engine-source"]) $(id).addEventListener("change", () => {
+  if (playground.engine === "browser" && pageEngine.state !== "loading") void loadPageEngine();
+});
 
 /** @param {"server" | "browser"} choice */
 function chooseEngine(choice) {
@@ -274,7 +278,8 @@ async function loadPageEngine() {
   $("engine-status").textContent = `Loading ${server.model.id} into this page…`;
   const apiKey = $("api-key").value.trim();
   try {
-    const info = await pageEngine.engine.load({ model: server.model.id, ...(apiKey ? { apiKey } : {}) }, (progress) => {
+    const choices = { ep: /** @type {"auto" | "wasm" | "webgpu"} */ ($("engine-ep-choice").value), source: /** @type {"server" | "hub"} */ ($("engine-source").value) };
+    const info = await pageEngine.engine.load({ model: server.model.id, ...choices, ...(apiKey ? { apiKey } : {}) }, (progress) => {
       files.set(progress.file, progress);
       showLoadProgress(files);
     });
