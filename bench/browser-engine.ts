@@ -54,6 +54,8 @@ interface SpeakOutcome {
   firstAudioMs: number;
   rtf: number;
   audioSeconds: number;
+  wallSeconds: number;
+  stageSeconds: Record<string, number>;
 }
 
 const server = await startChildServer(["--model", modelDir, "--cors", "false"], 120_000);
@@ -89,6 +91,13 @@ function watchChromiumRss(): () => { startMiB: number; peakMiB: number } {
 }
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
 
+/** Each runner stage's wall milliseconds per second of audio, over every run: where the page's time goes. */
+function stageShares(spoken: readonly SpeakOutcome[]): string {
+  const audio = spoken.reduce((sum, outcome) => sum + outcome.audioSeconds, 0);
+  const total = (stage: string) => spoken.reduce((sum, outcome) => sum + (outcome.stageSeconds[stage] ?? 0), 0);
+  return ["flow_lm", "flow_head", "decode", "prefill"].map((stage) => ((1000 * total(stage)) / audio).toFixed(0)).join(" / ");
+}
+
 /** Opens the server's page in `context` and loads the model into a new engine there. */
 async function openAndLoad(context: BrowserContext, threads: number) {
   const page = await context.newPage();
@@ -106,7 +115,7 @@ async function openAndLoad(context: BrowserContext, threads: number) {
   return { page, load: load as LoadOutcome };
 }
 
-const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "Chromium RSS MiB: idle → peak"], values.markdown);
+const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "ms per audio s: flow_lm / flow_head / decode / prefill", "Chromium RSS MiB: idle → peak"], values.markdown);
 try {
   for (const threads of threadCounts) {
     // A fresh profile each: the cold load fetches every file.
@@ -153,6 +162,7 @@ try {
       `${median(firstAudio).toFixed(0)} (${Math.max(...firstAudio).toFixed(0)})`,
       `${median(rtf).toFixed(3)} (${Math.max(...rtf).toFixed(3)})`,
       median(spoken.map((outcome) => outcome.audioSeconds)).toFixed(2),
+      stageShares(spoken),
       `${rss.startMiB.toFixed(0)} → ${rss.peakMiB.toFixed(0)}`,
     ]);
   }

@@ -8,7 +8,7 @@
  * @typedef {{ model: string, description: string, executionProvider: "wasm" | "webgpu", decoder: "wgsl" | "onnx",
  *   adapter?: string, threads: number, crossOriginIsolated: boolean, voices: string[], supportsCloning: boolean,
  *   sampleRateHz: number, loadSeconds: number, fetchedBytes: number, cachedBytes: number }} EngineInfo
- * @typedef {{ firstAudioMs: number, audioSeconds: number, wallSeconds: number, rtf: number }} SpeakStats
+ * @typedef {{ firstAudioMs: number, audioSeconds: number, wallSeconds: number, rtf: number, stageSeconds: Record<string, number> }} SpeakStats
  * @typedef {{ file: string, loadedBytes: number, totalBytes: number, from: "cache" | "server" | "hub" }} FileProgress
  */
 

@@ -65,6 +65,8 @@ export interface SpeakStats {
   audioSeconds: number;
   wallSeconds: number;
   rtf: number;
+  /** Wall seconds per runner stage (prefill, flow_lm, flow_head, decode), summed over the utterance. */
+  stageSeconds: Record<string, number>;
 }
 
 type Message =
@@ -221,7 +223,11 @@ async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortC
     });
     let firstAudioMs = -1;
     let samples = 0;
-    for await (const frame of generateSpeech(model.runner, { ...generation, signal: abort.signal })) {
+    const stageSeconds: Record<string, number> = {};
+    const onTick = (stages: Readonly<Record<string, number>>) => {
+      for (const [stage, seconds] of Object.entries(stages)) stageSeconds[stage] = (stageSeconds[stage] ?? 0) + seconds;
+    };
+    for await (const frame of generateSpeech(model.runner, { ...generation, signal: abort.signal }, { onTick })) {
       if (firstAudioMs < 0) firstAudioMs = performance.now() - started;
       samples += frame.samples.length;
       const copy = frame.samples.slice();
@@ -232,7 +238,7 @@ async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortC
     }
     const wallSeconds = (performance.now() - started) / 1000;
     const audioSeconds = samples / capabilities.nativeSampleRateHz;
-    return { firstAudioMs: Math.max(0, firstAudioMs), audioSeconds, wallSeconds, rtf: audioSeconds > 0 ? wallSeconds / audioSeconds : 0 };
+    return { firstAudioMs: Math.max(0, firstAudioMs), audioSeconds, wallSeconds, rtf: audioSeconds > 0 ? wallSeconds / audioSeconds : 0, stageSeconds };
   } finally {
     cancels.delete(message.id);
   }

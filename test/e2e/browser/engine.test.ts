@@ -70,7 +70,7 @@ const speakInPage = (page: Page, request: object) =>
     const frames: number[][] = [];
     const stats = await engine.speak(asked, (samples) => frames.push(Array.from(samples))).done;
     return { samples: frames.flat(), frames: frames.length, stats };
-  }, request) as Promise<{ samples: number[]; frames: number; stats: { firstAudioMs: number; rtf: number; audioSeconds: number } }>;
+  }, request) as Promise<{ samples: number[]; frames: number; stats: { firstAudioMs: number; rtf: number; audioSeconds: number; stageSeconds: Record<string, number> } }>;
 
 describe("the engine in the page", () => {
   test("loads the served model from its files and speaks what the server speaks for the same seed, with no speech request", async () => {
@@ -89,6 +89,8 @@ describe("the engine in the page", () => {
     expect(spoken.stats.firstAudioMs).toBeGreaterThan(0);
     expect(spoken.stats.rtf).toBeGreaterThan(0);
     expect(spoken.stats.audioSeconds).toBeCloseTo(spoken.samples.length / 24_000, 6);
+    // Where the worker's time went, stage by stage, as the server's engine observer hears it.
+    for (const stage of ["prefill", "flow_lm", "flow_head", "decode"]) expect(spoken.stats.stageSeconds[stage]).toBeGreaterThan(0);
 
     const response = await fetch(`${server.url}/v1/audio/speech`, {
       method: "POST",
