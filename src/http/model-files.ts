@@ -7,10 +7,11 @@
  * have), never read whole. Browsers keep them in their HTTP cache and revalidate (`Cache-Control: no-cache`
  * + ETag → 304); a broken download resumes with a single byte range (RFC 9110 §14).
  */
-import { open, readdir, realpath, stat, type FileHandle } from "node:fs/promises";
+import { readdir, realpath, stat } from "node:fs/promises";
 import { join, sep } from "node:path";
 import type { Context, Hono } from "hono";
 import { ApiError, echoed } from "../api/errors.ts";
+import { fileRangeBody } from "../runtime/file-body.ts";
 import type { SpeechService } from "../speech/service.ts";
 
 /** What a pulled bundle's complete.json says of one of its files. */
@@ -45,7 +46,6 @@ interface LentFile {
 const MAX_FOLDER_DEPTH = 3;
 /** What `models pull` names a file still arriving. */
 const PART_SUFFIX = ".part";
-const READ_CHUNK_BYTES = 256 * 1024;
 
 const FILE_HEADERS = {
   "Content-Type": "application/octet-stream",
@@ -108,14 +108,14 @@ function serveFile(c: Context, file: LentFile): Response {
 
   const { start, end } = range ?? { start: 0, end: file.sizeBytes - 1 };
   const byteCount = end - start + 1;
-  // Bun (1.4.5) sends a streamed body chunked and drops this (oven-sh/bun#10507); Deno keeps it, and so
-  // does Bun's HEAD. node:fs's openAsBlob would keep it under Bun, but Deno's reads the whole file into memory.
+  // Sent as set under Deno; under Bun the body is a lazy Blob of the file (runtime/file-body.ts), which Bun
+  // sends with its own Content-Length (a streamed body would go out chunked, without one).
   const headers: Record<string, string> = { ...FILE_HEADERS, ETag: file.etag, "Last-Modified": new Date(file.modifiedAtMs).toUTCString(), "Content-Length": String(byteCount) };
   if (range) headers["Content-Range"] = `bytes ${start}-${end}/${file.sizeBytes}`;
   const status = range ? 206 : 200;
   // Hono answers HEAD by running this GET handler and dropping whatever body it returns: make none.
   if (c.req.method === "HEAD") return c.body(null, status, headers);
-  return c.body(fileRangeStream(file.path, start, byteCount), status, headers);
+  return new Response(fileRangeBody(file.path, start, byteCount), { status, headers });
 }
 
 /** Every regular file under `directory` (sub-folders to MAX_FOLDER_DEPTH), by "/"-separated name, sorted. */
@@ -180,47 +180,3 @@ export function parseByteRange(header: string, sizeBytes: number): { start: numb
   return { start, end: Math.min(end, sizeBytes - 1) };
 }
 
-/**
- * `byteCount` bytes of the file from `start`, read a chunk at a time as the client takes them. The file is
- * opened on the first read, not before: a body nobody reads (a dropped Response) holds no handle, which
- * Bun would otherwise close at garbage collection and report as an error.
- */
-function fileRangeStream(path: string, start: number, byteCount: number): ReadableStream<Uint8Array> {
-  const end = start + byteCount;
-  let position = start;
-  let handle: FileHandle | undefined;
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await handle?.close();
-  };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          const wanted = Math.min(READ_CHUNK_BYTES, end - position);
-          if (wanted > 0) {
-            handle ??= await open(path, "r");
-            const chunk = new Uint8Array(wanted);
-            const { bytesRead } = await handle.read(chunk, 0, wanted, position);
-            if (bytesRead === 0) throw new Error(`the file ended ${end - position} bytes early (changed while it was served)`);
-            position += bytesRead;
-            controller.enqueue(bytesRead === wanted ? chunk : chunk.subarray(0, bytesRead));
-          }
-          if (position === end) {
-            await close();
-            controller.close();
-          }
-        } catch (error) {
-          await close();
-          controller.error(error);
-        }
-      },
-      // The client left: release the handle now rather than when the stream is collected.
-      cancel: close,
-    },
-    // No read ahead: nothing is read (or opened) until the runtime asks for the next chunk.
-    { highWaterMark: 0 },
-  );
-}

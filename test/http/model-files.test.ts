@@ -254,14 +254,16 @@ describe("a file", () => {
     expect(ranged.headers.get("content-length")).toBe("5");
   });
 
-  test("over a real Bun server: the whole file, a range, a HEAD with its Content-Length", async () => {
+  test("over a real Bun server: the whole file and a range with their Content-Length, a HEAD", async () => {
     const server = await startTestServer(new BundleAdapter(plainDir));
     try {
       const whole = await fetch(`${server.url}${MAIN}`);
       expect(whole.status).toBe(200);
+      expect(whole.headers.get("content-length")).toBe(String(MAIN_BYTES.length));
       expect(new Uint8Array(await whole.arrayBuffer())).toEqual(MAIN_BYTES);
       const ranged = await fetch(`${server.url}${MAIN}`, { headers: { Range: "bytes=262000-262299" } });
       expect(ranged.headers.get("content-range")).toBe("bytes 262000-262299/300000");
+      expect(ranged.headers.get("content-length")).toBe("300");
       expect(new Uint8Array(await ranged.arrayBuffer())).toEqual(MAIN_BYTES.subarray(262_000, 262_300));
       const head = await fetch(`${server.url}${MAIN}`, { method: "HEAD" });
       expect(head.headers.get("content-length")).toBe(String(MAIN_BYTES.length));
