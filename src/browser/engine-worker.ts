@@ -176,6 +176,11 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
     { provider: "onnxruntime-web" },
     { logger, decoderWorker: false, encoderWorker: false, device, decoder: device === "gpu" ? "wgsl" : "onnx" },
   );
+  // The default voice's state is read at the first speak: fetched now, it is in the cache by then, and its
+  // bytes count in this load's totals and progress.
+  const defaultVoice = model.capabilities.defaultVoice;
+  const defaultVoiceFile = defaultVoice ? listing.find((file) => file.name.toLowerCase().endsWith(`/${defaultVoice}.safetensors`)) : undefined;
+  if (defaultVoiceFile) await files.bytes(defaultVoiceFile);
   // The sessions hold their own copies; voices and later reads come from the cache.
   files.release();
   const info: EngineInfo = {
