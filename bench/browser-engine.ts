@@ -7,7 +7,9 @@
  * (from the speak message to the first frame; wall time over audio time), and the resident memory of all the
  * bench's Chromium processes with no page open, and at its peak over both loads and the utterances (the page
  * holds the model: browser memory).
- *   bun bench/browser-engine.ts [--model <bundle>] [--threads 1,2] [--runs 3] [--seconds 6] [--webgpu] [--markdown]
+ *   bun bench/browser-engine.ts [--model <bundle>] [--threads 1,2] [--decoder-worker off,on] [--runs 3] [--seconds 6] [--webgpu] [--markdown]
+ * --decoder-worker: the ONNX Mimi decoder in the engine's worker (off) or in a worker of its own (on), where
+ * it overlaps sampling as the server's decoder threads do. Each row's threads are per onnxruntime instance.
  * Without --model it serves the Pocket fixture (../shared/fixtures/pocket-tiny). Threads beyond 1 need the
  * page to be cross-origin isolated (the server sends COOP/COEP on /). --webgpu offers Chromium's WebGPU and
  * asks the page for its WebGPU EP and the WGSL decoder (on a machine without a GPU: a software adapter).
@@ -27,6 +29,7 @@ const { values } = parseArgs({
   options: {
     model: { type: "string" },
     threads: { type: "string", default: "1,2" },
+    "decoder-worker": { type: "string", default: "off,on" },
     runs: { type: "string", default: "3" },
     seconds: { type: "string", default: "6" },
     webgpu: { type: "boolean", default: false },
@@ -36,6 +39,7 @@ const { values } = parseArgs({
 const modelDir = resolve(values.model ?? "../shared/fixtures/pocket-tiny");
 if (!existsSync(modelDir)) throw new Error(`no bundle at ${modelDir}: pass --model <bundle folder>`);
 const threadCounts = values.threads!.split(",").map(Number);
+const decoderWorkerChoices = values["decoder-worker"]!.split(",").map((choice) => choice === "on");
 const runs = Number(values.runs);
 const listenSeconds = Number(values.seconds);
 const ep = values.webgpu ? "webgpu" : "wasm";
@@ -46,6 +50,7 @@ interface LoadOutcome {
   cachedBytes: number;
   executionProvider: string;
   decoder: string;
+  decoderWorker: boolean;
   threads: number;
   crossOriginIsolated: boolean;
 }
@@ -99,31 +104,31 @@ function stageShares(spoken: readonly SpeakOutcome[]): string {
 }
 
 /** Opens the server's page in `context` and loads the model into a new engine there. */
-async function openAndLoad(context: BrowserContext, threads: number) {
+async function openAndLoad(context: BrowserContext, threads: number, decoderWorker: boolean) {
   const page = await context.newPage();
   page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
   await page.goto(`${server.base}/`);
   const load = await page.evaluate(
-    async ({ threads, ep }) => {
-      const { BrowserEngine } = await import("/playground/browser-engine.js");
+    async ({ threads, ep, decoderWorker }) => {
+      const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
       const engine = new BrowserEngine();
       (window as unknown as { benchEngine: unknown }).benchEngine = engine;
-      return engine.load({ model: "pocket-tts", threads, ep });
+      return engine.load({ model: "pocket-tts", threads, ep, decoderWorker });
     },
-    { threads, ep },
+    { threads, ep, decoderWorker },
   );
   return { page, load: load as LoadOutcome };
 }
 
 const row = tablePrinter(["threads", "EP / decoder", "isolated", "cold load s (MiB fetched)", "warm load s (MiB cached)", "first audio ms p50 (max)", "RTF p50 (max)", "audio s / run", "ms per audio s: flow_lm / flow_head / decode / prefill", "Chromium RSS MiB: idle → peak"], values.markdown);
 try {
-  for (const threads of threadCounts) {
+  for (const threads of threadCounts) for (const decoderWorker of decoderWorkerChoices) {
     // A fresh profile each: the cold load fetches every file.
     const context = await browser.newContext();
     const stopWatching = watchChromiumRss();
-    const cold = await openAndLoad(context, threads);
+    const cold = await openAndLoad(context, threads, decoderWorker);
     await cold.page.close();
-    const warm = await openAndLoad(context, threads);
+    const warm = await openAndLoad(context, threads, decoderWorker);
     // Built-in voice where the bundle has one, else a voice cloned in the page from a 3 s synthetic clip.
     const voice = (await warm.page.evaluate(async () => {
       const engine = (window as unknown as { benchEngine: { info: { voices: string[]; sampleRateHz: number }; clone(samples: Float32Array): Promise<{ voiceId: string }> } }).benchEngine;
@@ -155,7 +160,7 @@ try {
     const rtf = spoken.map((outcome) => outcome.rtf);
     row([
       warm.load.threads,
-      `${warm.load.executionProvider} / ${warm.load.decoder}`,
+      `${warm.load.executionProvider} / ${warm.load.decoder}${warm.load.decoderWorker ? " in a worker" : ""}`,
       warm.load.crossOriginIsolated ? "yes" : "no",
       `${cold.load.loadSeconds.toFixed(2)} (${mib(cold.load.fetchedBytes)})`,
       `${warm.load.loadSeconds.toFixed(2)} (${mib(warm.load.cachedBytes)})`,

@@ -6,7 +6,7 @@
 
 /**
  * @typedef {{ model: string, description: string, executionProvider: "wasm" | "webgpu", decoder: "wgsl" | "onnx",
- *   adapter?: string, threads: number, crossOriginIsolated: boolean, voices: string[], supportsCloning: boolean,
+ *   decoderWorker: boolean, warnings: string[], adapter?: string, threads: number, crossOriginIsolated: boolean, voices: string[], supportsCloning: boolean,
  *   sampleRateHz: number, loadSeconds: number, fetchedBytes: number, cachedBytes: number }} EngineInfo
  * @typedef {{ firstAudioMs: number, audioSeconds: number, wallSeconds: number, rtf: number, stageSeconds: Record<string, number> }} SpeakStats
  * @typedef {{ file: string, loadedBytes: number, totalBytes: number, from: "cache" | "server" | "hub" }} FileProgress
@@ -33,7 +33,7 @@ export class BrowserEngine {
 
   /**
    * Fetches the model's files (from the cache where they are current) and opens the model in the worker.
-   * @param {{ model: string, apiKey?: string, source?: "server" | "hub", ep?: "auto" | "wasm" | "webgpu", threads?: number }} options
+   * @param {{ model: string, apiKey?: string, source?: "server" | "hub", ep?: "auto" | "wasm" | "webgpu", threads?: number, decoderWorker?: boolean }} options
    * @param {(progress: FileProgress) => void} [onProgress]
    * @returns {Promise<EngineInfo>}
    */

@@ -8,8 +8,10 @@
  * - what is imported only dynamically, where the caller already copes with its absence (onnxruntime-node,
  *   whose failure makes "auto" take onnxruntime-web; bun-webgpu and bun:ffi, Bun's WebGPU binding), is a
  *   module that fails to load;
+ * - `node:worker_threads` is platform/worker-threads.ts, its Worker and parentPort over Web Workers, so the
+ *   Mimi decoder's worker and its client run in the page as on the server (decoder-worker.ts);
  * - `node:path` is Bun's browser polyfill (POSIX paths, as the mounted files have);
- * - every other built-in (worker threads, os, util, crypto, url) is a module with the same export
+ * - every other built-in (os, util, crypto, url) is a module with the same export
  *   names whose functions throw when called: the browser's code paths never call them, and one that did would
  *   fail with the name of what it reached for rather than with a missing export at load.
  *
@@ -19,11 +21,14 @@
  */
 import { fileURLToPath } from "node:url";
 
-const ENTRY = fileURLToPath(new URL("./engine-worker.ts", import.meta.url));
+const ENGINE_ENTRY = fileURLToPath(new URL("./engine-worker.ts", import.meta.url));
+const DECODER_ENTRY = fileURLToPath(new URL("./decoder-worker.ts", import.meta.url));
 const FILE_SYSTEM = fileURLToPath(new URL("./platform/fs.ts", import.meta.url));
+const WORKER_THREADS = fileURLToPath(new URL("./platform/worker-threads.ts", import.meta.url));
 
 const LOAD_FAILS = new Set(["onnxruntime-node", "bun-webgpu", "bun:ffi"]);
 const FILE_SYSTEM_MODULES = new Set(["node:fs", "fs", "node:fs/promises", "fs/promises"]);
+const WORKER_THREADS_MODULES = new Set(["node:worker_threads", "worker_threads"]);
 /** Bun's own browser polyfill serves these (path-browserify's POSIX paths, which the mounted files use). */
 const POLYFILLED = new Set(["node:path", "path"]);
 const BUILT_IN = /^(node:|bun:)|^(worker_threads|os|util|crypto|url|bun-webgpu|onnxruntime-node)$/;
@@ -45,27 +50,40 @@ const browserBuiltIns = {
     build.onResolve({ filter: BUILT_IN }, (args: { path: string }) => {
       if (POLYFILLED.has(args.path)) return undefined;
       if (FILE_SYSTEM_MODULES.has(args.path)) return { path: FILE_SYSTEM };
+      if (WORKER_THREADS_MODULES.has(args.path)) return { path: WORKER_THREADS };
       return { path: args.path, namespace: "unavailable-in-browser" };
     });
     build.onLoad({ filter: /.*/, namespace: "unavailable-in-browser" }, async (args: { path: string }) => ({ contents: await unavailableModule(args.path), loader: "js" }));
   },
 };
 
-export interface BrowserEngineBuild {
-  /** The worker module's source. */
+export interface BuiltModule {
+  /** The module's source. */
   source: string;
-  /** A strong validator of the source (its SHA-256), for ETag. */
+  /** A strong validator of the source (part of its SHA-256), for ETag. */
   etag: string;
+}
+
+export interface BrowserEngineBuild {
+  /** The engine's worker (engine-worker.ts). */
+  engine: BuiltModule;
+  /** The Mimi decoder's worker, which the engine starts (decoder-worker.ts). */
+  decoder: BuiltModule;
   buildSeconds: number;
 }
 
-/** Bundles the worker. Needs Bun (Bun.build); other runtimes get an Error saying so. */
+async function builtModule(source: string): Promise<BuiltModule> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(source)));
+  return { source, etag: `"${Array.from(digest.subarray(0, 16), (byte) => byte.toString(16).padStart(2, "0")).join("")}"` };
+}
+
+/** Bundles the workers, each whole. Needs Bun (Bun.build); other runtimes get an Error saying so. */
 export async function buildBrowserEngine(options: { minify?: boolean } = {}): Promise<BrowserEngineBuild> {
   const bun = (globalThis as { Bun?: typeof Bun }).Bun;
   if (!bun) throw new Error("the browser engine is built with Bun.build: serve with Bun (`bun run voxedge serve`) to offer it");
   const started = performance.now();
   const result = await bun.build({
-    entrypoints: [ENTRY],
+    entrypoints: [ENGINE_ENTRY, DECODER_ENTRY],
     target: "browser",
     format: "esm",
     minify: options.minify ?? true,
@@ -74,10 +92,12 @@ export async function buildBrowserEngine(options: { minify?: boolean } = {}): Pr
     throw: false,
   });
   if (!result.success) throw new Error(`the browser engine did not build: ${result.logs.map(String).join("; ")}`);
-  const source = await result.outputs[0]!.text();
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(source)));
-  const etag = `"${Array.from(digest.subarray(0, 16), (byte) => byte.toString(16).padStart(2, "0")).join("")}"`;
-  return { source, etag, buildSeconds: (performance.now() - started) / 1000 };
+  const output = (name: string) => {
+    const found = result.outputs.find((candidate) => candidate.kind === "entry-point" && candidate.path.endsWith(`/${name}.js`));
+    if (!found) throw new Error(`the browser build made no ${name}.js`);
+    return found.text();
+  };
+  return { engine: await builtModule(await output("engine-worker")), decoder: await builtModule(await output("decoder-worker")), buildSeconds: (performance.now() - started) / 1000 };
 }
 
 let built: Promise<BrowserEngineBuild> | undefined;

@@ -10,7 +10,7 @@
  * bundle has it), with threads when the page is cross-origin isolated.
  *
  * Page → worker (every request carries the page's `id`; requests run one after another, in order):
- *   {type: "load", id, model, apiKey?, source?: "server"|"hub", ep?: "auto"|"wasm"|"webgpu", threads?}
+ *   {type: "load", id, model, apiKey?, source?: "server"|"hub", ep?: "auto"|"wasm"|"webgpu", threads?, decoderWorker?: boolean}
  *   {type: "speak", id, text, voice?, voiceId?, seed?, normalization?: "auto"|"on"|"off"}
  *   {type: "clone", id, samples: Float32Array (mono, 24 kHz)}
  *   {type: "cancel", id}                                            a speak, running or still waiting
@@ -23,6 +23,7 @@
  *   {type: "voice", id, voiceId, seconds}                           after a clone
  *   {type: "report", id, report}                                    a conformance report
  *   {type: "error", id, message}                                    that request failed
+ *   {type: "log", level, message}                                   the model's log (why a decoder worker did not start)
  */
 import { mountFiles, unmountFiles } from "./platform/fs.ts";
 import { ModelFiles, fetchListing, type FileSource, type ListedFile } from "./model-files.ts";
@@ -35,6 +36,9 @@ import type { VoicePrompt } from "../models/contract.ts";
 import type { TextNormalizationMode } from "../api/speech.ts";
 import { spokenText } from "../speech/text-normalization.ts";
 import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
+import { Worker as PageWorker } from "./platform/worker-threads.ts";
+import type { SpawnDecoderWorker } from "../models/pocket/decoder/worker-client.ts";
+import type { DecoderWorkerMount } from "./decoder-worker.ts";
 import type { Logger } from "../log/logger.ts";
 
 const MODEL_ROOT = "/models";
@@ -49,6 +53,10 @@ export interface EngineInfo {
   executionProvider: "wasm" | "webgpu";
   /** Which Mimi decoder runs: our WGSL kernels or the ONNX graph. */
   decoder: "wgsl" | "onnx";
+  /** The ONNX decoder runs in a worker of its own, overlapping sampling (as the server's decoder threads). */
+  decoderWorker: boolean;
+  /** What the model warned of while it loaded. */
+  warnings: string[];
   adapter?: string;
   threads: number;
   crossOriginIsolated: boolean;
@@ -70,7 +78,7 @@ export interface SpeakStats {
 }
 
 type Message =
-  | { type: "load"; id: number; model: string; apiKey?: string; source?: FileSource; ep?: ExecutionProviderChoice; threads?: number }
+  | { type: "load"; id: number; model: string; apiKey?: string; source?: FileSource; ep?: ExecutionProviderChoice; threads?: number; decoderWorker?: boolean }
   | { type: "speak"; id: number; text: string; voice?: string; voiceId?: string; seed?: number | string; normalization?: TextNormalizationMode }
   | { type: "clone"; id: number; samples: Float32Array }
   | { type: "cancel"; id: number }
@@ -78,12 +86,15 @@ type Message =
 
 const post = (message: object, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(message, transfer);
 
-const logger: Logger = {
-  debug: () => undefined,
-  info: (message, fields) => console.info(message, fields ?? ""),
-  warn: (message, fields) => console.warn(message, fields ?? ""),
-  error: (message, fields) => console.error(message, fields ?? ""),
+/** The model's log, to the console and to the page (a "log" message), which keeps the warnings (EngineInfo.warnings). */
+const warnings: string[] = [];
+const logTo = (level: "info" | "warn" | "error") => (message: string, fields?: Record<string, unknown>) => {
+  const line = fields && Object.keys(fields).length > 0 ? `${message} ${JSON.stringify(fields)}` : message;
+  console[level](line);
+  if (level !== "info") warnings.push(line);
+  post({ type: "log", level, message: line });
 };
+const logger: Logger = { debug: () => undefined, info: logTo("info"), warn: logTo("warn"), error: logTo("error") };
 
 provideKernelSources(KERNEL_SOURCES);
 
@@ -148,10 +159,25 @@ async function placement(ep: ExecutionProviderChoice): Promise<{ device: "gpu" |
   }
 }
 
+/** onnxruntime-web's files, beside this worker on the server (routes.ts). */
+const wasmPaths = () => new URL("ort/", self.location.href).href;
+
 function prepareRuntime(threads: number | undefined): number {
   const count = threadsFor(threads);
-  configureOnnxRuntime({ threads: count, wasmPaths: new URL("ort/", self.location.href).href });
+  configureOnnxRuntime({ threads: count, wasmPaths: wasmPaths() });
   return configuredOnnxThreads();
+}
+
+/**
+ * Starts the Mimi decoder's worker (`decoder.js`, decoder-worker.ts) as the model's decoder client expects a
+ * worker thread: it first learns where the model's files are, then takes the client's messages.
+ */
+function decoderWorkerSpawner(mount: Omit<DecoderWorkerMount, "kind">): SpawnDecoderWorker {
+  return () => {
+    const worker = new PageWorker(new URL("decoder.js", self.location.href));
+    worker.postMessage({ kind: "mount", ...mount } satisfies DecoderWorkerMount);
+    return worker as unknown as ReturnType<SpawnDecoderWorker>;
+  };
 }
 
 async function load(message: Extract<Message, { type: "load" }>): Promise<EngineInfo> {
@@ -171,10 +197,16 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
   clonedVoices.clear();
   mountFiles(MODEL_ROOT, await files.mountable());
   const { device, adapter } = await placement(message.ep ?? "auto");
+  warnings.length = 0;
+  // Off unless asked for: on 2 cores in headless Chromium the decoder's own worker made decodes ~4× slower
+  // and first audio ~7 s (real-size int8, bench/browser-engine.ts --decoder-worker off,on), unlike the
+  // server's worker threads.
+  const decoderWorker = device === "cpu" && (message.decoderWorker ?? false);
+  const spawnDecoderWorker = decoderWorkerSpawner({ root: MODEL_ROOT, base, headers, listing, wasmPaths: wasmPaths() });
   const model = await PocketModel.load(
     MODEL_ROOT,
     { provider: "onnxruntime-web" },
-    { logger, decoderWorker: false, encoderWorker: false, device, decoder: device === "gpu" ? "wgsl" : "onnx" },
+    { logger, decoderWorker, decoderWorkers: 1, spawnDecoderWorker, encoderWorker: false, device, decoder: device === "gpu" ? "wgsl" : "onnx" },
   );
   // The default voice's state is read at the first speak: fetched now, it is in the cache by then, and its
   // bytes count in this load's totals and progress.
@@ -188,6 +220,8 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
     description: model.capabilities.description,
     executionProvider: device === "gpu" ? "webgpu" : "wasm",
     decoder: device === "gpu" ? "wgsl" : "onnx",
+    decoderWorker: model.decoderPlacement === "worker",
+    warnings: [...warnings],
     ...(adapter ? { adapter } : {}),
     threads,
     crossOriginIsolated: Boolean(globalThis.crossOriginIsolated),

@@ -277,6 +277,13 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   });
   registry.registerPath({
     method: "get",
+    path: "/playground/decoder.js",
+    summary: "The in-browser engine's Mimi decoder worker, which the engine starts so decoding overlaps sampling (built with Bun; 503 under other runtimes)",
+    security: [{}],
+    responses: { 200: { description: "JavaScript, with an ETag", content: { "text/javascript": { schema: { type: "string" } } } }, 304: { description: "the ETag in If-None-Match is current" }, ...errorResponses(503) },
+  });
+  registry.registerPath({
+    method: "get",
     path: "/playground/ort/{file}",
     summary: "onnxruntime-web's loaders and .wasm files for the in-browser engine, by name; any other name is a 404",
     security: [{}],

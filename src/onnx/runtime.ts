@@ -97,7 +97,11 @@ let configuredWasmPaths: string | undefined;
  * its wasm backend, so a later call with a different count is an error rather than silently ignored.
  */
 export function configureOnnxRuntime(options: OnnxRuntimeOptions = {}): void {
-  if (options.wasmPaths !== undefined) configuredWasmPaths = options.wasmPaths;
+  if (options.wasmPaths !== undefined) {
+    configuredWasmPaths = options.wasmPaths;
+    // Where the files are, alone, leaves the thread count to a later call.
+    if (options.threads === undefined) return;
+  }
   const threads = options.threads ?? 1;
   if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`onnxruntime threads must be a positive integer, got ${threads}`);
   if (configuredThreads !== undefined) {

@@ -20,16 +20,21 @@ beforeAll(async () => {
 describe("the browser build", () => {
   test("bundles the pipeline with no import left for the browser to resolve", () => {
     // Every module is inside: a bare or node: specifier would fail to load in a page.
-    expect(build.source).not.toMatch(/^\s*(import\b|export\s.*\bfrom\b)/m);
-    expect(build.source).not.toMatch(/\bimport\s*\(\s*["'](node:|bun:)/);
+    for (const { source } of [build.engine, build.decoder]) {
+      expect(source).not.toMatch(/^\s*(import\b|export\s.*\bfrom\b)/m);
+      expect(source).not.toMatch(/\bimport\s*\(\s*["'](node:|bun:)/);
+    }
     // The server's own modules, not copies: the model, the loop and the harness are in it.
-    for (const name of ["PocketModel", "generateSpeechTogether", "runConformance", "loadPocketBundle", "rewriteCacheWrites"]) expect(build.source).toContain(name);
-    expect(build.etag).toMatch(/^"[0-9a-f]{32}"$/);
+    for (const name of ["PocketModel", "generateSpeechTogether", "runConformance", "loadPocketBundle", "rewriteCacheWrites", "WorkerMimiDecoderPool"]) expect(build.engine.source).toContain(name);
+    // The decoder's worker is the server's: its session, its states and the same messages.
+    for (const name of ["openMimiDecoderSession", "the decoder worker has no open decoder"]) expect(build.decoder.source).toContain(name);
+    expect(build.engine.etag).toMatch(/^"[0-9a-f]{32}"$/);
+    expect(build.decoder.etag).not.toBe(build.engine.etag);
   });
 
   test("fails a built-in the page reached for with its name, not at load", () => {
-    expect(build.source).toContain("node:os availableParallelism() is not available in the browser");
-    expect(build.source).toContain("onnxruntime-node is not available in the browser");
+    expect(build.engine.source).toContain("node:os availableParallelism() is not available in the browser");
+    expect(build.engine.source).toContain("onnxruntime-node is not available in the browser");
   });
 
   test("carries every WGSL kernel of kernels/", () => {
@@ -43,7 +48,11 @@ describe("the browser engine's routes", () => {
   const app = new Hono();
   registerBrowserEngineRoutes(app);
 
-  test("/playground/engine.js is the worker, revalidated by its ETag", async () => {
+  test("/playground/engine.js and /playground/decoder.js are the workers, revalidated by their ETags", async () => {
+    const decoder = await app.request("/playground/decoder.js");
+    expect(decoder.status).toBe(200);
+    expect(decoder.headers.get("Content-Type")).toContain("text/javascript");
+    expect(await decoder.text()).toContain("the decoder worker has no open decoder");
     const response = await app.request("/playground/engine.js");
     expect(response.status).toBe(200);
     expect(response.headers.get("Content-Type")).toContain("text/javascript");

@@ -37,7 +37,7 @@ function routesOf(app: App): { method: string; path: string }[] {
 }
 
 /** Routes that answer without a key whatever the flags: the API's description, the playground page and its engine's code. */
-const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-dist/swagger-ui.css", "/", "/playground/playground.js", "/playground/engine.js", "/playground/ort/ort-wasm-simd-threaded.wasm", "/favicon.ico"]);
+const ALWAYS_OPEN = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-dist/swagger-ui.css", "/", "/playground/playground.js", "/playground/engine.js", "/playground/decoder.js", "/playground/ort/ort-wasm-simd-threaded.wasm", "/favicon.ico"]);
 
 const call = (app: App, method: string, path: string, headers: Record<string, string> = {}) => app.request(path, { method, headers });
 

@@ -26,7 +26,7 @@ import { voiceStateFromSafetensors } from "./stages/flow-lm.ts";
 import { stateBytes, type FlowLmState, type MimiState } from "./stages/state.ts";
 import { MimiDecoder, openMimiDecoderSession, type LatentDecoder } from "./stages/mimi-decoder.ts";
 import { SentencePieceTokenizer } from "../../text/sentencepiece.ts";
-import { startDecoderWorkers, type PooledDecoderState, type WorkerMimiDecoderPool } from "./decoder/worker-client.ts";
+import { startDecoderWorkers, type PooledDecoderState, type SpawnDecoderWorker, type WorkerMimiDecoderPool } from "./decoder/worker-client.ts";
 import { chooseLanguageModelGpu, chooseWgslDecoder, knownCpuPlacement, WGSL_DECODER_STREAMS, type DecoderChoice, type DevicePolicy } from "./decoder/choice.ts";
 import type { MimiGpuDecoder, MimiGpuState } from "./mimi-wgsl/decoder.ts";
 import { prepareTextPrompt } from "./text-prompt.ts";
@@ -68,9 +68,9 @@ async function defaultDecoderWorkers(): Promise<number> {
 }
 
 /** The decoder workers of a CPU-only load, started from the int8 bundle before the main thread's sessions. */
-async function startEarlyDecoderWorkers(bundleDir: string, providerOptions: OnnxProviderOptions, options: { logger: Logger; decoderWorkers?: number }): Promise<WorkerMimiDecoderPool | null> {
+async function startEarlyDecoderWorkers(bundleDir: string, providerOptions: OnnxProviderOptions, options: { logger: Logger; decoderWorkers?: number; spawnDecoderWorker?: SpawnDecoderWorker }): Promise<WorkerMimiDecoderPool | null> {
   const [bundle, runtime] = await Promise.all([loadPocketBundle(bundleDir, { precision: "int8" }), loadOnnxRuntime(providerOptions)]);
-  return startDecoderWorkers(bundle, runtime.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()));
+  return startDecoderWorkers(bundle, runtime.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()), options.spawnDecoderWorker);
 }
 
 /**
@@ -185,7 +185,17 @@ export class PocketModel implements SpeechModel {
   static async load(
     bundleDir: string,
     providerOptions: OnnxProviderOptions,
-    options: { logger: Logger; decoderWorker?: boolean; decoderWorkers?: number; encoderWorker?: boolean; decoder?: DecoderChoice; device?: DevicePolicy; graphCacheDir?: string },
+    options: {
+      logger: Logger;
+      decoderWorker?: boolean;
+      decoderWorkers?: number;
+      /** How a decoder worker starts; default: a worker thread (a page starts a Web Worker). */
+      spawnDecoderWorker?: SpawnDecoderWorker;
+      encoderWorker?: boolean;
+      decoder?: DecoderChoice;
+      device?: DevicePolicy;
+      graphCacheDir?: string;
+    },
   ): Promise<PocketModel> {
     // Where the CPU is known to run everything, the decoder workers start on the other core while this
     // thread rewrites graphs and makes its sessions (first start, real-size int8, 1 GiB cgroup, 2 cores:
@@ -213,13 +223,18 @@ export class PocketModel implements SpeechModel {
     const wgsl = await chooseWgslDecoder(bundleDir, bundle, options);
     if ("decoder" in wgsl) return new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), { kind: "wgsl", ...wgsl }, options.logger);
     const early = await earlyWorkers;
-    const decoderWorker = early !== undefined ? early : options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()));
+    const decoderWorker = early !== undefined ? early : options.decoderWorker === false ? null : await startDecoderWorkers(bundle, sessions.provider, options.logger, options.decoderWorkers ?? (await defaultDecoderWorkers()), options.spawnDecoderWorker);
     const model = new PocketModel(bundle, sessions, stages, tokenizer, await findVoiceFiles(bundle), decoderWorker ? { kind: "worker", decoder: decoderWorker } : { kind: "in-process" }, options.logger);
     // Decoding runs in the workers: the main thread's decoder session is opened again only if they stop.
     if (decoderWorker) await model.#releaseInProcessDecoder();
     if (options.encoderWorker !== false) await model.#useEncoderWorker();
     collectGarbage();
     return model;
+  }
+
+  /** Where the Mimi decoder runs: this thread, a worker of its own, or our WGSL kernels. */
+  get decoderPlacement(): MimiDecoderPlacement["kind"] {
+    return this.#decoder.kind;
   }
 
   countInputTokens(text: string): number {

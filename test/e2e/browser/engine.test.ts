@@ -57,7 +57,7 @@ async function openEngine(): Promise<PageEngine> {
 /** Loads the served model in the page; resolves to the engine's info. */
 const loadInPage = (page: Page) =>
   page.evaluate(async () => {
-    const { BrowserEngine } = await import("/playground/browser-engine.js");
+    const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
     const engine = new BrowserEngine();
     (window as unknown as { engine: unknown }).engine = engine;
     return engine.load({ model: "pocket-tts" });
@@ -150,7 +150,7 @@ describe("the engine's requests", () => {
   test("a speak still waiting its turn can be cancelled, 'default' and OpenAI names mean the default voice, and two loads both settle", async () => {
     const { page } = await openEngine();
     const result = (await page.evaluate(async () => {
-      const { BrowserEngine } = await import("/playground/browser-engine.js");
+      const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
       const engine = new BrowserEngine();
       const [first, second] = await Promise.all([engine.load({ model: "pocket-tts" }), engine.load({ model: "pocket-tts" })]);
       const frames = { running: 0, waiting: 0, byDefault: 0, byAlloy: 0 };
@@ -171,6 +171,30 @@ describe("the engine's requests", () => {
   });
 });
 
+describe("the Mimi decoder in a worker of its own", () => {
+  test("decodes in a second worker, as the server's decoder threads do, with the same samples as in the engine's worker", async () => {
+    const { page, errors } = await openEngine();
+    const result = (await page.evaluate(async () => {
+      const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
+      const run = async (decoderWorker: boolean) => {
+        const engine = new BrowserEngine();
+        const info = await engine.load({ model: "pocket-tts", decoderWorker });
+        const samples: number[] = [];
+        await engine.speak({ text: "Decoded beside the sampling. Then a second sentence.", voice: "alba", seed: 11 }, (frame: Float32Array) => samples.push(...frame)).done;
+        engine.terminate();
+        return { decoderWorker: info.decoderWorker, warnings: info.warnings, samples };
+      };
+      return { apart: await run(true), together: await run(false) };
+    })) as Record<"apart" | "together", { decoderWorker: boolean; warnings: string[]; samples: number[] }>;
+    expect(result.apart.decoderWorker).toBe(true);
+    expect(result.apart.warnings).toEqual([]);
+    expect(result.together.decoderWorker).toBe(false);
+    expect(result.apart.samples.length).toBeGreaterThan(0);
+    expect(result.apart.samples).toEqual(result.together.samples);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe("the engine in a page with WebGPU", () => {
   test("runs the language model on the WebGPU EP and the decoder on our WGSL kernels (Chromium's software adapter here)", async () => {
     const gpuBrowser = await launchChromium({ webgpu: true });
@@ -178,7 +202,7 @@ describe("the engine in a page with WebGPU", () => {
       const page = await gpuBrowser.newPage();
       await page.goto(`${server.url}/`);
       const result = (await page.evaluate(async () => {
-        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
         const engine = new BrowserEngine();
         // "auto" would keep a software adapter off, as the server's --device auto does: asked for explicitly.
         const info = await engine.load({ model: "pocket-tts", ep: "webgpu" });
@@ -226,7 +250,7 @@ describe("a pulled model in the page", () => {
       await page.goto(`${pulledServer.url}/`);
       hub.requests.length = 0;
       const info = (await page.evaluate(async () => {
-        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
         const engine = new BrowserEngine();
         (window as unknown as { engine: unknown }).engine = engine;
         return engine.load({ model: "pocket-tts", source: "hub" });
@@ -251,7 +275,7 @@ describe("a pulled model in the page", () => {
       });
       await fresh.goto(`${pulledServer.url}/`);
       await fresh.evaluate(async () => {
-        const { BrowserEngine } = await import("/playground/browser-engine.js");
+        const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
         return new BrowserEngine().load({ model: "pocket-tts", source: "hub" });
       });
       expect(freshServerRequests).toEqual(["/v1/models/pocket-tts/files/flow_lm_flow.onnx"]);

@@ -35,7 +35,12 @@ export interface DecoderWorkerOptions {
   startTimeoutMs?: number;
   /** Where the worker's log messages go. */
   logger: Logger;
+  /** Starts the worker; default: worker.ts as a worker thread. A page starts its own (browser/engine-worker.ts). */
+  spawn?: SpawnDecoderWorker;
 }
+
+/** Starts one decoder worker, running worker.ts's code. */
+export type SpawnDecoderWorker = () => Worker;
 
 function logFromWorker(logger: Logger, reply: Extract<DecoderWorkerReply, { kind: "log" }>): void {
   logger[reply.level](reply.message);
@@ -81,7 +86,7 @@ export class WorkerMimiDecoder {
     // node:worker_threads rather than the global Worker: onnxruntime-web replaces globalThis.Worker with
     // worker_threads' class once it initialises in a process (a different event API), so the global one
     // cannot be relied on; worker_threads behaves the same under Bun and Deno.
-    const worker = new Worker(new URL("./worker.ts", import.meta.url));
+    const worker = options.spawn ? options.spawn() : new Worker(new URL("./worker.ts", import.meta.url));
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("the Mimi decoder worker did not start in time")), options.startTimeoutMs ?? 60_000);
@@ -181,14 +186,15 @@ export class WorkerMimiDecoder {
  * The bundle's Mimi decoder in a worker thread on onnxruntime-node, or null where that does not pay or
  * cannot start (the reason logged as a warning): generation then decodes in-process.
  */
-export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider, logger: Logger): Promise<WorkerMimiDecoder | null> {
+export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProvider, logger: Logger, spawn?: SpawnDecoderWorker): Promise<WorkerMimiDecoder | null> {
   // Measured (bench/pocket-providers.ts, 2 cores): with onnxruntime-node the worker takes RTF from 0.28 to
-  // 0.18; with onnxruntime-web the worker's wasm decoder ran at ~55 ms/frame and first audio took ~3 s, so
-  // onnxruntime-web decodes in-process.
-  if (provider !== "onnxruntime-node") return null;
+  // 0.18; with onnxruntime-web under Bun the worker's wasm decoder ran at ~55 ms/frame and first audio took
+  // ~3 s, so onnxruntime-web decodes in-process there. A page that starts its own worker (`spawn`) is
+  // another runtime: it decides (browser/engine-worker.ts, measured with bench/browser-engine.ts).
+  if (provider !== "onnxruntime-node" && !spawn) return null;
   const { latentDim, samplesPerFrame } = bundle.dims;
   try {
-    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads(), logger });
+    return await WorkerMimiDecoder.start({ path: bundle.graphs.mimiDecoder.path, manifest: bundle.mimiStateManifest, config: { latentDim, samplesPerFrame }, provider, threads: configuredOnnxThreads(), logger, ...(spawn ? { spawn } : {}) });
   } catch (error) {
     logger.warn("decoding in the main thread: the Mimi decoder worker could not start", { error: (error as Error).message });
     return null;
@@ -253,10 +259,10 @@ export class WorkerMimiDecoderPool {
 }
 
 /** `count` decoder workers in a pool, or null where none starts (see startDecoderWorker). */
-export async function startDecoderWorkers(bundle: PocketBundle, provider: CpuProvider, logger: Logger, count: number): Promise<WorkerMimiDecoderPool | null> {
+export async function startDecoderWorkers(bundle: PocketBundle, provider: CpuProvider, logger: Logger, count: number, spawn?: SpawnDecoderWorker): Promise<WorkerMimiDecoderPool | null> {
   // One after another: each start's transient (a runtime and a session being made) is over before the next.
   const started: (WorkerMimiDecoder | null)[] = [];
-  for (let index = 0; index < count; index++) started.push(await startDecoderWorker(bundle, provider, logger));
+  for (let index = 0; index < count; index++) started.push(await startDecoderWorker(bundle, provider, logger, spawn));
   const workers = started.filter((worker): worker is WorkerMimiDecoder => worker !== null);
   if (workers.length < count && workers.length > 0) logger.warn(`${count - workers.length} of ${count} Mimi decoder workers could not start`);
   return workers.length > 0 ? new WorkerMimiDecoderPool(workers) : null;
