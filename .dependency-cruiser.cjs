@@ -182,10 +182,10 @@ module.exports = {
     {
       name: "browser-runs-a-model-in-a-page",
       comment:
-        "The page's engine (browser/: its build, the worker, the routes that serve them) runs a model's own modules in the page: the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, and the golden-case harness for `conformance --browser`. Nothing but the composition root imports it.",
+        "The page's engine (browser/: its build, the worker, the routes that serve them) runs a model's own modules in the page: the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, and the golden-case harness for `conformance --browser`, whose loopback server lends the fixture with the model files route's code and isolates its page as the playground is. Nothing but the composition root imports it.",
       severity: "error",
       from: { path: "^src/browser/" },
-      to: onlyTo("^src/(browser|models|onnx|gpu|text|conformance)/", "^src/speech/text-normalization\\.ts$"),
+      to: onlyTo("^src/(browser|models|onnx|gpu|text|conformance)/", "^src/speech/text-normalization\\.ts$", "^src/http/(model-files|isolation)\\.ts$"),
     },
     {
       name: "conformance-only-from-the-cli",

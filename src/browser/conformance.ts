@@ -1,13 +1,14 @@
 /**
  * `voxedge conformance <fixture> --browser`: the golden cases inside headless Chromium, through the page's
  * engine worker (`/playground/engine.js` and the playground's browser-engine.js client). A loopback server
- * offers the worker, onnxruntime-web's files and the fixture's files (listed as the model files route lists a
- * bundle); the page is cross-origin isolated, as the playground is. The report is the harness's own, made
+ * offers the worker, onnxruntime-web's files and the fixture's files (listed and served by the model files
+ * route's own code); the page is cross-origin isolated, as the playground is. The report is the harness's own, made
  * in the page by the same code (src/conformance/harness.ts), with the browser's version added.
  */
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { readFile, stat } from "node:fs/promises";
 import { Hono } from "hono";
+import { listFiles, listingEntries, serveFile } from "../http/model-files.ts";
+import { registerCrossOriginIsolation } from "../http/isolation.ts";
 import { registerBrowserEngineRoutes } from "./routes.ts";
 import { launchChromium, type ChromiumOptions } from "./chromium.ts";
 import type { ConformanceReport } from "../conformance/harness.ts";
@@ -31,36 +32,21 @@ window.runConformance = (options) => new BrowserEngine().conformance(options);
 window.conformanceReady = true;
 </script>`;
 
-async function filesUnder(root: string, dir = root): Promise<Array<{ name: string; path: string; size: number }>> {
-  const found = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) found.push(...(await filesUnder(root, path)));
-    else if (entry.isFile()) found.push({ name: relative(root, path).split("\\").join("/"), path, size: (await stat(path)).size });
-  }
-  return found.sort((a, b) => a.name.localeCompare(b.name));
-}
-
 /** A loopback app offering the page, the engine and the fixture's files. */
 async function conformanceApp(fixtureDir: string): Promise<Hono> {
-  const files = await filesUnder(fixtureDir);
+  const files = await listFiles(fixtureDir);
   const app = new Hono();
-  app.use("*", async (c, next) => {
-    await next();
-    c.res.headers.set("Cross-Origin-Opener-Policy", "same-origin");
-    c.res.headers.set("Cross-Origin-Embedder-Policy", "require-corp");
-  });
+  // Isolated as the playground is, so the page's engine runs as it does there.
+  registerCrossOriginIsolation(app);
   app.get("/", (c) => c.html(PAGE));
   app.get("/favicon.ico", (c) => c.body(null, 204));
   registerBrowserEngineRoutes(app);
   app.get("/playground/browser-engine.js", async (c) => c.body(await readFile(new URL("browser-engine.js", PUBLIC_DIR), "utf-8"), 200, { "Content-Type": "text/javascript; charset=utf-8" }));
-  app.get("/fixture/files", (c) =>
-    c.json({ object: "list", data: files.map(({ name, size }) => ({ name, size, etag: `"${size}"`, url: `/fixture/files/${name.split("/").map(encodeURIComponent).join("/")}` })) }),
-  );
-  app.get("/fixture/files/:name{.+}", async (c) => {
+  // The fixture's files, listed and served as the model files route lends a bundle.
+  app.get("/fixture/files", (c) => c.json({ object: "list", data: listingEntries(files, "/fixture/files/") }));
+  app.get("/fixture/files/:name{.+}", (c) => {
     const file = files.find((entry) => entry.name === c.req.param("name"));
-    if (!file) return c.notFound();
-    return c.body(new Uint8Array(await readFile(file.path)), 200, { "Content-Type": "application/octet-stream" });
+    return file ? serveFile(c, file) : c.notFound();
   });
   return app;
 }

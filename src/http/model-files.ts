@@ -32,7 +32,7 @@ export interface ModelFileRouteDeps {
 }
 
 /** One file as the listing shows it; `path` (its real path on disk) never leaves the server. */
-interface LentFile {
+export interface LentFile {
   name: string;
   path: string;
   sizeBytes: number;
@@ -70,18 +70,7 @@ export function registerModelFileRoutes(app: Hono, { service, pulledFiles }: Mod
   app.get("/v1/models/:model/files", async (c) => {
     const model = c.req.param("model");
     const files = await filesOf(model);
-    const base = `/v1/models/${encodeURIComponent(model)}/files/`;
-    return c.json({
-      object: "list",
-      model,
-      data: files.map((file) => ({
-        name: file.name,
-        size: file.sizeBytes,
-        etag: file.etag,
-        url: base + file.name.split("/").map(encodeURIComponent).join("/"),
-        ...(file.hubUrl === undefined ? {} : { hub_url: file.hubUrl, sha256: file.sha256 }),
-      })),
-    });
+    return c.json({ object: "list", model, data: listingEntries(files, `/v1/models/${encodeURIComponent(model)}/files/`) });
   });
 
   app.get("/v1/models/:model/files/:name{.+}", async (c) => {
@@ -93,7 +82,19 @@ export function registerModelFileRoutes(app: Hono, { service, pulledFiles }: Mod
   });
 }
 
-function serveFile(c: Context, file: LentFile): Response {
+/** The listing's entries, each file's URL under `base` (which ends with "/"). */
+export function listingEntries(files: readonly LentFile[], base: string) {
+  return files.map((file) => ({
+    name: file.name,
+    size: file.sizeBytes,
+    etag: file.etag,
+    url: base + file.name.split("/").map(encodeURIComponent).join("/"),
+    ...(file.hubUrl === undefined ? {} : { hub_url: file.hubUrl, sha256: file.sha256 }),
+  }));
+}
+
+/** One listed file's bytes: 304 on its ETag, a single byte range, HEAD, streamed in either runtime. */
+export function serveFile(c: Context, file: LentFile): Response {
   const validators = { ETag: file.etag, "Cache-Control": FILE_HEADERS["Cache-Control"], "Cross-Origin-Resource-Policy": FILE_HEADERS["Cross-Origin-Resource-Policy"] };
   if (noneMatch(c.req.header("If-None-Match"), file.etag)) return c.body(null, 304, validators);
 
@@ -119,7 +120,7 @@ function serveFile(c: Context, file: LentFile): Response {
 }
 
 /** Every regular file under `directory` (sub-folders to MAX_FOLDER_DEPTH), by "/"-separated name, sorted. */
-async function listFiles(directory: string, pulled: ReadonlyMap<string, PulledFile>): Promise<LentFile[]> {
+export async function listFiles(directory: string, pulled: ReadonlyMap<string, PulledFile> = new Map()): Promise<LentFile[]> {
   const root = await realpath(directory);
   const files: LentFile[] = [];
   await collectFiles(root, root, "", 0, pulled, files);

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { DEFAULT_CHROMIUM, launchChromium } from "../../../src/browser/chromium.ts";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { createClassicModel } from "../../../src/models/classic/model.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
@@ -19,7 +20,6 @@ import { REPO_ROOT } from "../../support/repo.ts";
 // @ts-expect-error plain browser modules, without type declarations
 import { loadProgress, pcm16FromFloat } from "../../../public/playground-lib.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(REPO_ROOT, "artifacts", "playground");
 /** The page engine on the tiny fixture loads in a few seconds; a cold onnxruntime-web compile takes longer. */
 const LOAD_TIMEOUT_MS = 60_000;
@@ -54,26 +54,13 @@ let classic: TestServer;
 let pocketModel: PocketModel;
 let browser: Browser;
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
+  if (!existsSync(DEFAULT_CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
   mkdirSync(ARTIFACTS, { recursive: true });
   pocketModel = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
   pocket = await startTestServer(pocketModel);
   classic = await startTestServer(await createClassicModel());
-  // As playground.test.ts: no sandbox as root, no background traffic to a closed network, a fake microphone.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--use-fake-device-for-media-stream",
-      "--use-fake-ui-for-media-stream",
-    ],
-  });
+  // No sandbox as root, no background traffic to a closed network; a fake microphone needing no prompt.
+  browser = await launchChromium({ fakeMicrophone: true });
 });
 afterAll(async () => {
   await browser?.close();

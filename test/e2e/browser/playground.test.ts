@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { DEFAULT_CHROMIUM, launchChromium } from "../../../src/browser/chromium.ts";
+import { type Browser, type Page } from "playwright-core";
 import { createClassicModel } from "../../../src/models/classic/model.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
@@ -19,7 +20,6 @@ import { wavFile } from "../../support/uploads.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
 import { scrapeMetrics, sumOfSamples } from "../../support/metrics.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(REPO_ROOT, "artifacts", "playground");
 
 const sentences = (count: number) => Array.from({ length: count }, (_, index) => `Sentence ${index + 1} is spoken as it streams.`).join(" ");
@@ -40,27 +40,13 @@ let pocket: TestServer;
 let pocketModel: PocketModel;
 let browser: Browser;
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
+  if (!existsSync(DEFAULT_CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
   mkdirSync(ARTIFACTS, { recursive: true });
   classic = await startTestServer(await createClassicModel());
   pocketModel = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
   pocket = await startTestServer(pocketModel);
-  // Flags as this machine needs them: no sandbox as root, no background traffic to a closed network; a fake
-  // microphone (a beep) that needs no permission prompt.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--use-fake-device-for-media-stream",
-      "--use-fake-ui-for-media-stream",
-    ],
-  });
+  // No sandbox as root, no background traffic to a closed network; a fake microphone needing no prompt.
+  browser = await launchChromium({ fakeMicrophone: true });
 });
 afterAll(async () => {
   await browser?.close();
