@@ -4,7 +4,7 @@
  * The model's files come from the server's listing (model-files.ts) and are mounted at MODEL_ROOT, so the
  * bundle loaders read them by path as on the server.
  *
- * Placement, like the server's `--device`: with an adapter from `navigator.gpu` that is a real GPU (or any
+ * Placement is the server's own (`--device`, decoder/choice.ts): with an adapter from `navigator.gpu` that is a real GPU (or any
  * adapter when the page asks for "webgpu"), the language-model graphs run on onnxruntime-web's WebGPU EP
  * (fp32) and the Mimi decoder on our WGSL kernels; otherwise everything runs on the wasm EP (int8 where the
  * bundle has it), with threads when the page is cross-origin isolated.
@@ -39,6 +39,7 @@ import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
 import { Worker as PageWorker } from "./platform/worker-threads.ts";
 import type { SpawnDecoderWorker } from "../models/pocket/decoder/worker-client.ts";
 import type { DecoderWorkerMount } from "./decoder-worker.ts";
+import type { DevicePolicy } from "../models/pocket/decoder/choice.ts";
 import type { Logger } from "../log/logger.ts";
 
 const MODEL_ROOT = "/models";
@@ -143,21 +144,8 @@ function threadsFor(asked: number | undefined): number {
   return Math.max(1, Math.min(8, asked ?? Math.min(4, navigator.hardwareConcurrency || 1)));
 }
 
-/** The GPU to run on, as the server's `--device auto` decides (a real adapter), or any adapter when asked. */
-async function placement(ep: ExecutionProviderChoice): Promise<{ device: "gpu" | "cpu"; adapter?: string }> {
-  if (ep === "wasm" || !(navigator as Navigator & { gpu?: GPU }).gpu) {
-    if (ep === "webgpu") throw new Error("this browser has no WebGPU (navigator.gpu)");
-    return { device: "cpu" };
-  }
-  const { acquireGpu } = await import("../gpu/device.ts");
-  try {
-    const context = await acquireGpu({ allowSoftware: ep === "webgpu" });
-    return { device: "gpu", adapter: context.adapterDescription };
-  } catch (error) {
-    if (ep === "webgpu") throw error;
-    return { device: "cpu" };
-  }
-}
+/** The server's `--device` for the page's choice: "auto" takes a real GPU adapter only, "webgpu" any adapter. */
+const DEVICE_POLICIES: Readonly<Record<ExecutionProviderChoice, DevicePolicy>> = { auto: "auto", wasm: "cpu", webgpu: "gpu" };
 
 /** onnxruntime-web's files, beside this worker on the server (routes.ts). */
 const wasmPaths = () => new URL("ort/", self.location.href).href;
@@ -196,17 +184,16 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
   // A voice cloned by the previous model is its state, meaningless to another one.
   clonedVoices.clear();
   mountFiles(MODEL_ROOT, await files.mountable());
-  const { device, adapter } = await placement(message.ep ?? "auto");
   warnings.length = 0;
   // Off unless asked for: on 2 cores in headless Chromium the decoder's own worker made decodes ~4× slower
   // and first audio ~7 s (real-size int8, bench/browser-engine.ts --decoder-worker off,on), unlike the
   // server's worker threads.
-  const decoderWorker = device === "cpu" && (message.decoderWorker ?? false);
+  const decoderWorker = message.decoderWorker ?? false;
   const spawnDecoderWorker = decoderWorkerSpawner({ root: MODEL_ROOT, base, headers, listing, wasmPaths: wasmPaths() });
   const model = await PocketModel.load(
     MODEL_ROOT,
     { provider: "onnxruntime-web" },
-    { logger, decoderWorker, decoderWorkers: 1, spawnDecoderWorker, encoderWorker: false, device, decoder: device === "gpu" ? "wgsl" : "onnx" },
+    { logger, decoderWorker, decoderWorkers: 1, spawnDecoderWorker, encoderWorker: false, device: DEVICE_POLICIES[message.ep ?? "auto"] },
   );
   // The default voice's state is read at the first speak: fetched now, it is in the cache by then, and its
   // bytes count in this load's totals and progress.
@@ -218,11 +205,11 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
   const info: EngineInfo = {
     model: message.model,
     description: model.capabilities.description,
-    executionProvider: device === "gpu" ? "webgpu" : "wasm",
-    decoder: device === "gpu" ? "wgsl" : "onnx",
+    executionProvider: model.executionProvider === "webgpu" ? "webgpu" : "wasm",
+    decoder: model.decoderPlacement === "wgsl" ? "wgsl" : "onnx",
     decoderWorker: model.decoderPlacement === "worker",
     warnings: [...warnings],
-    ...(adapter ? { adapter } : {}),
+    ...(model.wgslAdapter ? { adapter: model.wgslAdapter } : {}),
     threads,
     crossOriginIsolated: Boolean(globalThis.crossOriginIsolated),
     voices: [...model.capabilities.voices],

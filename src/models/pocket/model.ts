@@ -237,6 +237,16 @@ export class PocketModel implements SpeechModel {
     return this.#decoder.kind;
   }
 
+  /** Where the language-model graphs run: the CPU, or onnxruntime-web's WebGPU EP. */
+  get executionProvider(): PocketSessions["executionProvider"] {
+    return this.sessions.executionProvider;
+  }
+
+  /** The adapter the WGSL decoder runs on; undefined when it does not run. */
+  get wgslAdapter(): string | undefined {
+    return this.#decoder.kind === "wgsl" ? this.#decoder.adapterDescription : undefined;
+  }
+
   countInputTokens(text: string): number {
     const options = { padWithSpacesForShortInputs: this.bundle.flags.padWithSpacesForShortInputs, removeSemicolons: this.bundle.flags.removeSemicolons };
     return this.tokenizer.encode(prepareTextPrompt(text, options).text).length;

@@ -93,7 +93,8 @@ export async function chooseWgslDecoder(bundleDir: string, bundle: PocketBundle,
  * Elsewhere the probe decides.
  */
 function mayHaveRealGpu(): boolean {
-  if (process.platform !== "linux") return true;
+  // A page has no process: there navigator.gpu's adapter decides.
+  if (typeof process === "undefined" || process.platform !== "linux") return true;
   try {
     if (existsSync("/dev/dxg") || existsSync("/dev/nvidia0")) return true;
   } catch {
