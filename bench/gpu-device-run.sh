@@ -64,7 +64,7 @@ if [[ " ${args[*]} " != *" --model "* ]]; then
 import functools, inspect, runpy, sys, torch
 if "dynamo" in inspect.signature(torch.onnx.export).parameters:
     torch.onnx.export = functools.partial(torch.onnx.export, dynamo=False)
-sys.argv = ["generate.py", "--config", "full", "--only", "decoder", "--seed", "1", "--out", "$model", "--tokenizer", "/tmp/empty-tokenizer.model"]
+sys.argv = ["generate.py", "--config", "full", "--only", "decoder", "--seed", "1", "--save-weights", "--out", "$model", "--tokenizer", "/tmp/empty-tokenizer.model"]
 runpy.run_path("bench/bundle-generator/generate.py", run_name="__main__")
 EOF
     fi

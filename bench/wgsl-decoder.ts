@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { acquireGpu } from "../src/gpu/device.ts";
 import { concatFloat32 } from "../src/lib/concat.ts";
 import { MimiGpuDecoder, type MimiGpuState } from "../src/models/pocket/mimi-wgsl/decoder.ts";
-import { readMimiWeightsFromOnnx } from "../src/models/pocket/mimi-wgsl/weights.ts";
+import { readMimiWeightsFromOnnx, readMimiWeightsFromSafetensors } from "../src/models/pocket/mimi-wgsl/weights.ts";
 import type { StateEntry } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type OnnxSession } from "../src/onnx/runtime.ts";
@@ -171,7 +171,11 @@ for (const backend of backends) {
       const gpu = await acquireGpu({ allowSoftware: true });
       adapter = `${gpu.adapterDescription} (${gpu.isSoftware ? "software" : "hardware"}, ${gpu.backend})`;
       if (backend === "wgsl") {
-        const decoder = new MimiGpuDecoder(gpu.device, await readMimiWeightsFromOnnx(modelPath), { maxStreams: Math.max(...batches) });
+        // A bundle exported with its upstream-named weights beside the graph (generate.py --save-weights) is read
+        // from those: newer torch exporters name the transformer's MatMul nodes in ways the ONNX reader does not map.
+        const weightsPath = join(modelDir, "model.safetensors");
+        const weights = existsSync(weightsPath) ? await readMimiWeightsFromSafetensors(weightsPath) : await readMimiWeightsFromOnnx(modelPath);
+        const decoder = new MimiGpuDecoder(gpu.device, weights, { maxStreams: Math.max(...batches) });
         makeRunner = (batch) => wgslRunner(decoder, batch);
         release = async () => decoder.destroy();
       } else {
