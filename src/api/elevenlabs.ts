@@ -18,13 +18,20 @@ export interface ElevenLabsOutputFormat {
 }
 
 /**
+ * LAME, as lamejs builds it, codes mono below 64 kbps at 32 kHz at most (at 32 kbps 22.05 kHz), resampling a
+ * 44.1 kHz input on its own, and its encoder cannot be told a rate. A format whose name says 44.1 kHz comes at
+ * 44.1 kHz, so a bitrate below this one is coded at this one: the rate is what a client plays the audio at.
+ */
+const LOWEST_MP3_KBPS_AT_44100_HZ = 64;
+
+/**
  * ElevenLabs' `output_format` names: codec, rate and (lossy codecs) bitrate. pcm is raw little-endian int16,
- * ulaw and alaw raw G.711, wav a RIFF file, mp3 CBR, opus Ogg Opus; all mono.
+ * ulaw and alaw raw G.711, wav a RIFF file, mp3 CBR, opus Ogg Opus; all mono; each at the rate its name says.
  */
 export const ELEVENLABS_OUTPUT_FORMATS: Readonly<Record<string, ElevenLabsOutputFormat>> = {
   mp3_22050_32: { responseFormat: "mp3", sampleRateHz: 22050, bitrateKbps: 32 },
   mp3_24000_48: { responseFormat: "mp3", sampleRateHz: 24000, bitrateKbps: 48 },
-  ...Object.fromEntries([32, 64, 96, 128, 192].map((kbps) => [`mp3_44100_${kbps}`, { responseFormat: "mp3", sampleRateHz: 44100, bitrateKbps: kbps }])),
+  ...Object.fromEntries([32, 64, 96, 128, 192].map((kbps) => [`mp3_44100_${kbps}`, { responseFormat: "mp3", sampleRateHz: 44100, bitrateKbps: Math.max(kbps, LOWEST_MP3_KBPS_AT_44100_HZ) }])),
   ...Object.fromEntries([32, 64, 96, 128, 192].map((kbps) => [`opus_48000_${kbps}`, { responseFormat: "opus", sampleRateHz: 48000, bitrateKbps: kbps }])),
   ...Object.fromEntries([8000, 16000, 22050, 24000, 44100, 48000].flatMap((rateHz) => ["pcm", "wav"].map((codec) => [`${codec}_${rateHz}`, { responseFormat: codec, sampleRateHz: rateHz }]))),
   ulaw_8000: { responseFormat: "ulaw", sampleRateHz: 8000 },
