@@ -9,7 +9,7 @@ import { containerMemoryLimitBytes } from "./system/memory-limit.ts";
 import { join, sep } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
-import { OPENAI_VOICE_NAMES, voiceAliasTableText } from "./api/voice-aliases.ts";
+import { voiceAliasTableText } from "./api/voice-aliases.ts";
 
 const commaList = z
   .string()
@@ -169,7 +169,7 @@ const OPTIONS = {
     flag: "voice-aliases",
     env: "VOXEDGE_VOICE_ALIASES",
     schema: voiceAliasTableText.default({}),
-    description: `voices that OpenAI's voice names speak with, as alloy=<voice>,nova=<voice>; a name left out speaks with the model's default voice, a name the model or an upload has keeps its own (${OPENAI_VOICE_NAMES.join(", ")})`,
+    description: "voices that names or ids speak with, as alloy=<voice>,21m00Tcm4TlvDq8ikWAM=<voice>,narrator=<voice> (case-insensitive); OpenAI's voice names and ElevenLabs' premade voice ids and names left out speak with the model's default voice; a name the model or an upload has keeps its own",
   },
   apiKeys: {
     flag: "api-key",

@@ -19,13 +19,14 @@ test("bad values name the option", () => {
   expect(() => loadConfig({}, { VOXEDGE_DEVICE: "tpu" })).toThrow("VOXEDGE_DEVICE");
 });
 
-test("--voice-aliases: OpenAI voice names to voices, case-insensitive; a malformed table names the option and the entry", () => {
+test("--voice-aliases: any name or id to a voice, case-insensitive; a malformed table names the option and the entry", () => {
   expect(loadConfig({}, {}).voiceAliases).toEqual({});
   expect(loadConfig({}, { VOXEDGE_VOICE_ALIASES: " Alloy = RMS ,nova=slt," }).voiceAliases).toEqual({ alloy: "rms", nova: "slt" });
   expect(() => loadConfig({ "voice-aliases": "alloy" }, {})).toThrow("--voice-aliases: 'alloy' is not alias=voice");
   expect(() => loadConfig({ "voice-aliases": "alloy=" }, {})).toThrow("'alloy=' is not alias=voice");
   expect(() => loadConfig({ "voice-aliases": "alloy=a=b" }, {})).toThrow("is not alias=voice");
-  expect(() => loadConfig({}, { VOXEDGE_VOICE_ALIASES: "rachel=rms" })).toThrow("VOXEDGE_VOICE_ALIASES: 'rachel' is not one of OpenAI's voice names");
+  expect(loadConfig({}, { VOXEDGE_VOICE_ALIASES: "Rachel=rms,21m00Tcm4TlvDq8ikWAM=slt,Narrator=slt,__proto__=rms" }).voiceAliases).toEqual({ rachel: "rms", "21m00tcm4tlvdq8ikwam": "slt", narrator: "slt", ["__proto__"]: "rms" });
+  expect(() => loadConfig({}, { VOXEDGE_VOICE_ALIASES: "default=rms" })).toThrow("VOXEDGE_VOICE_ALIASES: 'default' is the model's default voice");
   expect(() => loadConfig({ "voice-aliases": "alloy=rms,ALLOY=slt" }, {})).toThrow("'alloy' is mapped twice");
 });
 

@@ -109,7 +109,7 @@ function optional<Schema extends z.ZodType>(schema: Schema) {
 
 const unitInterval = (field: string) => z.number({ error: `${field} must be a number from 0 to 1` }).min(0, `${field} must be from 0 to 1`).max(1, `${field} must be from 0 to 1`);
 
-/** Accepted as ElevenLabs defines them; no model here reads them (docs/api.md says so). */
+/** As ElevenLabs defines them: `speed` is applied as OpenAI's `speed` is; no model here reads the others. */
 export const voiceSettingsSchema = z.object({
   stability: optional(unitInterval("stability")),
   similarity_boost: optional(unitInterval("similarity_boost")),
@@ -139,7 +139,6 @@ export type TextToSpeechBody = z.infer<typeof textToSpeechBodySchema>;
 
 /** Body fields that shape ElevenLabs' own models only; a request that sets them hears them named as ignored. */
 export const IGNORED_BODY_FIELDS = [
-  "voice_settings",
   "pronunciation_dictionary_locators",
   "previous_text",
   "next_text",
@@ -149,6 +148,13 @@ export const IGNORED_BODY_FIELDS = [
   "apply_language_text_normalization",
   "audio_effects",
 ] as const satisfies readonly (keyof TextToSpeechBody)[];
+
+/** The voice settings no model here reads (all but speed), as `voice_settings.<name>` for X-Ignored-Fields. */
+export function ignoredVoiceSettings(settings: VoiceSettings | undefined): string[] {
+  if (settings === undefined) return [];
+  return (Object.keys(settings) as (keyof VoiceSettings)[]).filter((name) => name !== "speed" && settings[name] !== undefined).map((name) => `voice_settings.${name}`);
+}
+export type VoiceSettings = z.infer<typeof voiceSettingsSchema>;
 
 /** The query of the text-to-speech routes. An unknown output_format is a 400 naming it (see outputFormatOf). */
 export const textToSpeechQuerySchema = z.object({

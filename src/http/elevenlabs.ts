@@ -2,7 +2,8 @@
  * ElevenLabs' API under /elevenlabs (docs/api.md, "ElevenLabs API"): a caller written for ElevenLabs works by
  * changing its base URL to http://host:port/elevenlabs. Text-to-speech goes through the speech service as
  * every other route does (the same checks, admission, backpressure and cancellation); voices are the voice
- * store's, a voice_id being a built-in voice's name or an uploaded voice's. Errors are ElevenLabs'
+ * store's, a voice_id being a built-in voice's name or an uploaded voice's, or an alias (ElevenLabs' premade
+ * voices, which its clients send by default, and --voice-aliases). Errors are ElevenLabs'
  * `{"detail": {"status", "message"}}` (app.ts renders every error under the prefix so).
  */
 import type { Context, Hono } from "hono";
@@ -10,6 +11,7 @@ import {
   ELEVENLABS_MODEL_IDS,
   ElevenLabsError,
   IGNORED_BODY_FIELDS,
+  ignoredVoiceSettings,
   outputFormatOf,
   parseElevenLabs,
   textToSpeechBodySchema,
@@ -19,6 +21,7 @@ import {
   type TextToSpeechBody,
 } from "../api/elevenlabs.ts";
 import { badRequest, echoed } from "../api/errors.ts";
+import { ELEVENLABS_PREMADE_VOICES, isOpenAiVoiceName, premadeVoiceNamed, voiceAliasTarget } from "../api/voice-aliases.ts";
 import { parseVoiceUpload } from "../api/voices.ts";
 import { DEFAULT_MAX_INPUT_CHARS, type SpeechRequest } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
@@ -55,23 +58,37 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     const body = parseElevenLabs(textToSpeechBodySchema, await readJsonBody(c, deps.body));
     checkModelId(service, body.model_id);
     const voice = await voiceNamed(service, voices, c.req.param("voice_id") ?? "");
-    return { request: speechRequestOf(body, voice, format), format, ignoredFields: IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined) };
+    const ignoredFields = [...IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined), ...ignoredVoiceSettings(body.voice_settings)];
+    return { request: speechRequestOf(body, voice, format), format, ignoredFields };
   };
+  /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
+  const fileResponse = async (c: Context, request: SpeechRequest, format: ElevenLabsOutputFormat, ignoredFields: readonly string[]) => {
+    const abort = clientAbort(c.req.raw.signal);
+    const speech = await service.start(request, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
+    const file = await wholeAudio(speech.audio);
+    const headers = { ...fileHeaders(speech.prepared, file.byteLength, await speech.done), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
+    return new Response(file as Uint8Array<ArrayBuffer>, { headers });
+  };
+  /**
+   * The timed routes speak sentence by sentence as each is made, which a time-stretch of the whole utterance
+   * cannot follow: they speak at speed 1, and a speed set is named as ignored.
+   */
+  const atNaturalSpeed = (request: SpeechRequest, ignoredFields: readonly string[]) =>
+    request.speed === undefined || request.speed === 1 ? { request, ignoredFields } : { request: { ...request, speed: undefined }, ignoredFields: [...ignoredFields, "voice_settings.speed"] };
   /** The service names `language` when it ignores it; here the caller sent it as language_code. */
   const ignoredHeader = (serviceIgnored: readonly string[], routeIgnored: readonly string[]) =>
     ignoredFieldsHeader([...serviceIgnored.map((field) => (field === "language" ? "language_code" : field)), ...routeIgnored]);
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id", async (c) => {
     const { request, format, ignoredFields } = await textToSpeech(c);
-    const abort = clientAbort(c.req.raw.signal);
-    const speech = await service.start(request, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
-    const file = await wholeAudio(speech.audio);
-    const headers = { ...fileHeaders(speech.prepared, file.byteLength, await speech.done), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
-    return new Response(file as Uint8Array<ArrayBuffer>, { headers });
+    return fileResponse(c, request, format, ignoredFields);
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream", async (c) => {
     const { request, format, ignoredFields } = await textToSpeech(c);
+    // A time-stretch needs the whole utterance (OpenAI's route refuses speed with streaming); ElevenLabs'
+    // clients stream by default and send a speed with it, so they get the changed audio once it is all made.
+    if (request.speed !== undefined && request.speed !== 1) return fileResponse(c, request, format, ignoredFields);
     const abort = clientAbort(c.req.raw.signal);
     const speech = await service.start({ ...request, stream_format: "audio" }, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
     // As the speech route: until the body is handed over nobody stops the generation, so a failure gives it up.
@@ -90,7 +107,9 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
+    const spoken = await textToSpeech(c);
+    const { format } = spoken;
+    const { request, ignoredFields } = atNaturalSpeed(spoken.request, spoken.ignoredFields);
     // As a file on the speech route: the whole utterance is held until it is encoded.
     if (request.input.length > DEFAULT_MAX_INPUT_CHARS) {
       throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
@@ -107,7 +126,9 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
+    const spoken = await textToSpeech(c);
+    const { format } = spoken;
+    const { request, ignoredFields } = atNaturalSpeed(spoken.request, spoken.ignoredFields);
     const abort = clientAbort(c.req.raw.signal);
     const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
     try {
@@ -147,7 +168,9 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   app.delete("/elevenlabs/v1/voices/:voice_id", async (c) => {
     const id = c.req.param("voice_id");
     if (await voices.delete(id.trim())) return c.json({ status: "ok" });
-    if (service.model().capabilities.voices.includes(id.trim().toLowerCase())) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is built in; only uploaded voices can be deleted`, "voice_id");
+    const name = id.trim().toLowerCase();
+    if (service.model().capabilities.voices.includes(name)) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is built in; only uploaded voices can be deleted`, "voice_id");
+    if (voiceAliasTarget(service.voiceAliases, name) !== undefined) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is an alias of another voice; only uploaded voices can be deleted`, "voice_id");
     throw voiceNotFound(id);
   });
 
@@ -202,6 +225,7 @@ function speechRequestOf(body: TextToSpeechBody, voice: string, format: ElevenLa
     voice,
     response_format: format.responseFormat,
     sample_rate: format.sampleRateHz,
+    speed: body.voice_settings?.speed,
     seed: body.seed === undefined ? undefined : BigInt(body.seed),
     language: body.language_code,
     apply_text_normalization: body.apply_text_normalization,
@@ -238,12 +262,16 @@ function voiceNotFound(voiceId: string): ElevenLabsError {
   return new ElevenLabsError(404, "voice_not_found", `A voice with voice_id '${echoed(voiceId)}' was not found`, "voice_id");
 }
 
-/** The voice a voice_id names (a built-in voice or an upload, case-insensitive), or 404. */
+/**
+ * The voice a voice_id names (case-insensitive): an upload, a built-in voice, "default", or an alias (one of
+ * ElevenLabs' premade voices by id or name, one of OpenAI's names, --voice-aliases), which the speech service
+ * resolves; anything else is a 404.
+ */
 export async function voiceNamed(service: SpeechService, voices: VoiceStore, voiceId: string): Promise<string> {
   const name = voiceId.trim().toLowerCase();
   // Replicas share the speaker folder: the upload as the folder holds it now.
   await voices.refreshName(name);
-  if (voices.get(name) || service.model().capabilities.voices.includes(name)) return name;
+  if (voices.get(name) || name === "default" || service.model().capabilities.voices.includes(name) || voiceAliasTarget(service.voiceAliases, name) !== undefined) return name;
   throw voiceNotFound(voiceId);
 }
 
@@ -263,17 +291,37 @@ interface ElevenLabsVoice {
   created_at_unix: number | null;
 }
 
-/** Every voice as ElevenLabs lists it: uploads first, newest first, then the built-in ones an upload does not shadow. */
+/**
+ * Every voice as ElevenLabs lists it: uploads first, newest first, then the built-in ones an upload does not
+ * shadow, then the aliases whose id nothing shadows: ElevenLabs' premade voices (their ids and names, which
+ * its clients send or look up) and the names --voice-aliases adds, each saying which voice it speaks with.
+ */
 async function listVoices(service: SpeechService, voices: VoiceStore): Promise<ElevenLabsVoice[]> {
   await voices.rescan();
   const uploaded = [...voices.list()].reverse().map(uploadedVoice);
   const shadowed = new Set(uploaded.map((voice) => voice.voice_id.toLowerCase()));
   const builtIn = service.model().capabilities.voices.filter((name) => !shadowed.has(name)).map(builtInVoice);
-  return [...uploaded, ...builtIn];
+  for (const voice of builtIn) shadowed.add(voice.voice_id);
+  const table = service.voiceAliases;
+  const aliases = [
+    ...ELEVENLABS_PREMADE_VOICES.map(({ voiceId, name }) => ({ voiceId, name, premade: true })),
+    ...Object.keys(table)
+      .filter((alias) => !isOpenAiVoiceName(alias) && premadeVoiceNamed(alias) === undefined)
+      .map((alias) => ({ voiceId: alias, name: alias, premade: false })),
+  ]
+    .filter(({ voiceId }) => !shadowed.has(voiceId.toLowerCase()))
+    .map(({ voiceId, name, premade }) => aliasVoice(voiceId, name, premade, voiceAliasTarget(table, voiceId.toLowerCase())!));
+  return [...uploaded, ...builtIn, ...aliases];
 }
 
 function builtInVoice(name: string): ElevenLabsVoice {
   return { ...voiceDefaults, voice_id: name, name, category: "premade", description: null, is_owner: false, created_at_unix: null };
+}
+
+function aliasVoice(voiceId: string, name: string, premade: boolean, target: string): ElevenLabsVoice {
+  const speaksWith = target === "default" ? "the model's default voice" : `voice '${target}'`;
+  const description = premade ? `ElevenLabs' premade voice ${name}: here it speaks with ${speaksWith}` : `An alias (--voice-aliases): it speaks with ${speaksWith}`;
+  return { ...voiceDefaults, voice_id: voiceId, name, category: "premade", labels: { speaks_with: target }, description, is_owner: false, created_at_unix: null };
 }
 
 function uploadedVoice(voice: StoredVoice): ElevenLabsVoice {

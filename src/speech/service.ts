@@ -28,7 +28,7 @@ import { concatBytes, concatFloat32 } from "../lib/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { RefAudioResolver } from "../voices/ref-audio.ts";
-import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
+import { voiceAliasTarget, type VoiceAliasTable } from "../api/voice-aliases.ts";
 import { spokenText } from "./text-normalization.ts";
 
 /** The output rates a request may ask for, whatever the model's own rate: the service resamples. */
@@ -157,6 +157,11 @@ export class SpeechService {
   /** Bytes of the cached voice prompts (one byte for each still being encoded). */
   get cachedVoicePromptBytes(): number {
     return this.#voicePrompts.calculatedSize;
+  }
+
+  /** --voice-aliases, for the routes that list each alias beside the voices. */
+  get voiceAliases(): VoiceAliasTable {
+    return this.config.voiceAliases;
   }
 
   /** --max-input-chars: the longest text one request, batch item or WebSocket segment may speak. */
@@ -304,7 +309,8 @@ export class SpeechService {
    * `ref_audio` wins over `voice`. A name is then, in order: an uploaded voice the model can speak (it
    * shadows a built-in voice of the same name, and one named "default" is what "default" means, as in the
    * seed), a built-in voice, "default" (the model's default voice), an uploaded voice the model cannot speak
-   * (a 400 that says why), or one of OpenAI's names, which speaks with the voice the alias table gives.
+   * (a 400 that says why), or an alias (--voice-aliases, OpenAI's names, ElevenLabs' premade ids and names),
+   * which speaks with the voice the alias table gives.
    */
   async #resolveVoice(request: SpeechRequest, adapter: SpeechModel, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
     const capabilities = adapter.capabilities;
@@ -318,9 +324,10 @@ export class SpeechService {
       return { voice: capabilities.defaultVoice, voicePrompt };
     }
     const requested = (typeof request.voice === "object" ? request.voice.id : request.voice)?.trim().toLowerCase() || "default";
-    // Replicas share the speaker folder: the name (and an OpenAI name's target) as the folder holds it now.
+    // Replicas share the speaker folder: the name (and an alias's target) as the folder holds it now.
     await this.voices.refreshName(requested);
-    if (isOpenAiVoiceName(requested)) await this.voices.refreshName(this.config.voiceAliases[requested] ?? "default");
+    const aliasTarget = voiceAliasTarget(this.config.voiceAliases, requested);
+    if (aliasTarget !== undefined) await this.voices.refreshName(aliasTarget);
     const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
     if (named === undefined) {
       if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
@@ -353,8 +360,8 @@ export class SpeechService {
   }
 
   #lookUpVoiceAlias(name: string, capabilities: ModelCapabilities): NamedVoice | undefined {
-    if (!isOpenAiVoiceName(name)) return undefined;
-    const target = this.config.voiceAliases[name] ?? "default";
+    const target = voiceAliasTarget(this.config.voiceAliases, name);
+    if (target === undefined) return undefined;
     const named = this.#lookUpVoice(target, capabilities);
     if (named) return named;
     // The client asked for a name the server promises to accept; the table, not the request, is wrong.

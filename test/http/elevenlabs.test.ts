@@ -11,6 +11,7 @@ import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { wavFile } from "../support/uploads.ts";
 import { createClassicModel } from "../../src/models/classic/model.ts";
+import { ELEVENLABS_PREMADE_VOICES } from "../../src/api/voice-aliases.ts";
 
 /** The tone adapter makes one 80 ms frame for every two characters, at 220 Hz. */
 const FRAME_SECONDS = 0.08;
@@ -154,8 +155,33 @@ describe("text-to-speech through the SDK", () => {
       })
       .withRawResponse();
     const ignored = rawResponse.headers.get("x-ignored-fields")?.split(",");
-    expect(ignored).toEqual(expect.arrayContaining(["voice_settings", "previous_text", "next_text", "language_code"]));
+    expect(ignored).toEqual(expect.arrayContaining(["voice_settings.stability", "voice_settings.similarity_boost", "voice_settings.style", "voice_settings.use_speaker_boost", "previous_text", "next_text", "language_code"]));
     expect(ignored).not.toContain("apply_text_normalization");
+    expect(ignored).not.toContain("voice_settings.speed");
+  });
+
+  /** Seconds of pcm_24000 audio. */
+  const pcmSeconds = (audio: Uint8Array) => audio.length / 2 / 24000;
+
+  test.each([
+    { speed: 1.2, route: "convert" },
+    { speed: 0.7, route: "convert" },
+    { speed: 0.8, route: "stream" },
+  ] as const)("voice_settings.speed $speed is applied ($route): the audio is 1/speed as long, the tone's pitch kept", async ({ speed, route }) => {
+    const request = { text: TEXT, outputFormat: "pcm_24000", voiceSettings: { speed, stability: 0.5 } } as const;
+    const { data, rawResponse } = await (route === "convert" ? client.textToSpeech.convert("low", request) : client.textToSpeech.stream("low", request)).withRawResponse();
+    const audio = await bytesOf(data);
+    // Sonic keeps whole pitch periods, so the length is within a few periods of length / speed.
+    expect(Math.abs(pcmSeconds(audio) - TEXT_SECONDS / speed)).toBeLessThan(0.03);
+    const decoded = decodeWithFfmpeg(audio, "s16le", 24000);
+    expect(Math.abs(dominantFrequencyHz(decoded.samples, 24000) - TONE_HZ)).toBeLessThan(15);
+    expect(rawResponse.headers.get("x-ignored-fields")?.split(",")).toEqual(["voice_settings.stability"]);
+  });
+
+  test("the timed routes speak sentence by sentence as each is made: at speed 1, voice_settings.speed named as ignored", async () => {
+    const { data, rawResponse } = await client.textToSpeech.convertWithTimestamps("low", { text: TEXT, outputFormat: "pcm_24000", voiceSettings: { speed: 1.2 } }).withRawResponse();
+    expect(pcmSeconds(Buffer.from(data.audioBase64, "base64"))).toBeCloseTo(TEXT_SECONDS, 6);
+    expect(rawResponse.headers.get("x-ignored-fields")).toBe("voice_settings.speed");
   });
 
   test("apply_text_normalization is ours: the model reads (and usage counts) the written forms as said, unless it is off", async () => {
@@ -178,16 +204,18 @@ describe("voices and models through the SDK", () => {
   });
   afterAll(() => server.stop());
 
-  test("getAll and get list the built-in voices as premade", async () => {
+  test("getAll and get list the built-in voices as premade, then ElevenLabs' premade voices as aliases of the default voice", async () => {
     const { voices } = await client.voices.getAll();
-    expect(voices.map((voice) => [voice.voiceId, voice.category])).toEqual([
+    expect(voices.slice(0, 2).map((voice) => [voice.voiceId, voice.category])).toEqual([
       ["low", "premade"],
       ["high", "premade"],
     ]);
+    expect(voices.slice(2).map((voice) => [voice.voiceId, voice.name])).toEqual(ELEVENLABS_PREMADE_VOICES.map(({ voiceId, name }) => [voiceId, name]));
     expect((await client.voices.get("HIGH")).name).toBe("high");
-    const missing = await refusal(() => client.voices.get("21m00Tcm4TlvDq8ikWAM"));
+    expect(await client.voices.get("21m00Tcm4TlvDq8ikWAM")).toMatchObject({ voiceId: "21m00Tcm4TlvDq8ikWAM", name: "Rachel", category: "premade", labels: { speaks_with: "default" }, description: expect.stringContaining("default voice") });
+    const missing = await refusal(() => client.voices.get("0000000000000000000x"));
     expect(missing.statusCode).toBe(404);
-    expect(missing.body).toEqual({ detail: { status: "voice_not_found", message: expect.stringContaining("21m00Tcm4TlvDq8ikWAM") } });
+    expect(missing.body).toEqual({ detail: { status: "voice_not_found", message: expect.stringContaining("0000000000000000000x") } });
   });
 
   test("ivc.create clones a voice that speaks, lists as cloned, and deletes", async () => {
@@ -198,12 +226,16 @@ describe("voices and models through the SDK", () => {
     const audio = await bytesOf(await client.textToSpeech.convert(created.voiceId, { text: TEXT, outputFormat: "pcm_24000" }));
     expect(audio.length).toBe(Math.round(TEXT_SECONDS * 24000) * 2);
 
+    const total = 3 + ELEVENLABS_PREMADE_VOICES.length;
     const page = await client.voices.search({ pageSize: 2 });
-    expect(page).toMatchObject({ hasMore: true, totalCount: 3, nextPageToken: "2" });
+    expect(page).toMatchObject({ hasMore: true, totalCount: total, nextPageToken: "2" });
     expect(page.voices.map((entry) => entry.voiceId)).toEqual(["Narrator", "low"]);
-    const rest = await client.voices.search({ pageSize: 2, nextPageToken: page.nextPageToken! });
-    expect(rest).toMatchObject({ hasMore: false, totalCount: 3 });
-    expect(rest.voices.map((entry) => entry.voiceId)).toEqual(["high"]);
+    const next = await client.voices.search({ pageSize: 2, nextPageToken: page.nextPageToken! });
+    expect(next).toMatchObject({ hasMore: true, totalCount: total });
+    expect(next.voices.map((entry) => entry.voiceId)).toEqual(["high", ELEVENLABS_PREMADE_VOICES[0]!.voiceId]);
+    const last = await client.voices.search({ pageSize: 2, nextPageToken: String(total - 1) });
+    expect(last).toMatchObject({ hasMore: false, totalCount: total, nextPageToken: undefined });
+    expect(last.voices.map((entry) => entry.voiceId)).toEqual([ELEVENLABS_PREMADE_VOICES.at(-1)!.voiceId]);
     expect((await client.voices.search({ voiceType: "personal" })).voices.map((entry) => entry.voiceId)).toEqual(["Narrator"]);
     expect((await client.voices.search({ search: "hig" })).voices.map((entry) => entry.voiceId)).toEqual(["high"]);
 
@@ -229,6 +261,50 @@ describe("voices and models through the SDK", () => {
     for (const model of models) {
       expect(model.canDoTextToSpeech).toBe(true);
       expect(model.languages).toEqual([{ languageId: "en", name: "English" }]);
+    }
+  });
+});
+
+describe("ElevenLabs' premade voices and --voice-aliases", () => {
+  const adapter = new ToneAdapter({ cloning: true });
+  let server: TestServer;
+  let client: ElevenLabsClient;
+  beforeAll(async () => {
+    server = await startTestServer(adapter, { flags: { "voice-aliases": "Rachel=HIGH,bIHbv24MWmeRgasZH58o=high,Narrator=high" } });
+    client = clientFor(server);
+  });
+  afterAll(() => server.stop());
+
+  /** The built-in voice the request for `voiceId` spoke with. */
+  const spokenWith = async (voiceId: string) => {
+    await bytesOf(await client.textToSpeech.convert(voiceId, { text: "Hi.", outputFormat: "pcm_16000" }));
+    return adapter.jobs.at(-1)!.voice;
+  };
+
+  test("the voices clients send by default speak: the model's default voice, or the voice --voice-aliases gives the id or the name", async () => {
+    // Mastra's Aria, the legacy SDK's Sarah (by name, and her id), OpenAI's names; unmapped, the default voice.
+    for (const voiceId of ["9BWtsMINqrJLrRacOk9x", "Sarah", "EXAVITQu4vr4xnSDxMaL", "cjVigY5qzO86Huf0OWal", "alloy"]) expect(await spokenWith(voiceId)).toBe("low");
+    // The AI SDK's Rachel, mapped by name; LiveKit's Will, mapped by id; an alias of our own.
+    for (const voiceId of ["21m00Tcm4TlvDq8ikWAM", "rachel", "bIHbv24MWmeRgasZH58o", "Will", "narrator"]) expect(await spokenWith(voiceId)).toBe("high");
+    expect((await refusal(() => client.textToSpeech.convert("0000000000000000000x", { text: "Hi." }))).statusCode).toBe(404);
+  });
+
+  test("the list says what each alias speaks with; an alias is not deletable; an upload under a premade id shadows it", async () => {
+    const listed = new Map((await client.voices.getAll()).voices.map((voice) => [voice.voiceId, voice]));
+    expect(listed.get("21m00Tcm4TlvDq8ikWAM")).toMatchObject({ name: "Rachel", labels: { speaks_with: "high" } });
+    expect(listed.get("9BWtsMINqrJLrRacOk9x")).toMatchObject({ name: "Aria", labels: { speaks_with: "default" } });
+    expect(listed.get("narrator")).toMatchObject({ name: "narrator", category: "premade", labels: { speaks_with: "high" } });
+    expect(listed.has("alloy")).toBe(false);
+    expect((await refusal(() => client.voices.delete("21m00Tcm4TlvDq8ikWAM"))).body.detail.status).toBe("voice_not_deletable");
+
+    await client.voices.ivc.create({ name: "EXAVITQu4vr4xnSDxMaL", files: [wavFile(2, 330)], labels: { consent: "rec-7" } });
+    try {
+      const sarah = (await client.voices.getAll()).voices.filter((voice) => voice.voiceId.toLowerCase() === "exavitqu4vr4xnsdxmal");
+      expect(sarah.map((voice) => voice.category)).toEqual(["cloned"]);
+      await bytesOf(await client.textToSpeech.convert("EXAVITQu4vr4xnSDxMaL", { text: "Hi.", outputFormat: "pcm_16000" }));
+      expect(adapter.jobs.at(-1)!.voicePrompt).toBeDefined();
+    } finally {
+      await client.voices.delete("EXAVITQu4vr4xnSDxMaL");
     }
   });
 });

@@ -367,6 +367,21 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
     expect(await spoken("sage")).toBe("low");
   });
 
+  test("--voice-aliases takes any name or id; ElevenLabs' premade ids and names speak too, by default with the default voice", async () => {
+    const adapter = new ToneAdapter();
+    const { app } = await testApp(adapter, { flags: { "voice-aliases": "Narrator=high,21m00Tcm4TlvDq8ikWAM=high" } });
+    const spoken = async (voice: string) => {
+      expect((await speak(app, { voice })).status).toBe(200);
+      return adapter.jobs.at(-1)!.voice;
+    };
+    expect(await spoken("narrator")).toBe("high");
+    expect(await spoken("21m00Tcm4TlvDq8ikWAM")).toBe("high");
+    expect(await spoken("Rachel")).toBe("high");
+    expect(await spoken("9BWtsMINqrJLrRacOk9x")).toBe("low");
+    expect(await spoken("sarah")).toBe("low");
+    expect((await speak(app, { voice: "constructor" })).status).toBe(400);
+  });
+
   test("on a model with no built-in voices, OpenAI's names speak with the uploaded default voice", async () => {
     const adapter = new ToneAdapter({ cloning: true, voices: [] });
     const { app } = await testApp(adapter);
