@@ -1,7 +1,8 @@
 /**
  * Client libraries people use, run unchanged (but for their base URL) against a real server on loopback, each
  * with the defaults it ships: the AI SDK with its OpenAI and ElevenLabs providers, the legacy `elevenlabs` SDK
- * and LiveKit Agents' OpenAI plugin, driven without a room. Each request they send is recorded as it arrived,
+ * and LiveKit Agents' OpenAI and ElevenLabs plugins (their HTTP requests; the ElevenLabs plugin's socket is
+ * test/http/elevenlabs-ws.test.ts's), driven without a room. Each request they send is recorded as it arrived,
  * and the audio they hand back is decoded by ffmpeg.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -11,6 +12,7 @@ import { createElevenLabs } from "@ai-sdk/elevenlabs";
 import { ElevenLabsClient as LegacyElevenLabsClient } from "elevenlabs";
 import { initializeLogger } from "@livekit/agents";
 import { TTS as LiveKitOpenAiTts } from "@livekit/agents-plugin-openai";
+import { TTS as LiveKitElevenLabsTts } from "@livekit/agents-plugin-elevenlabs";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
@@ -165,5 +167,32 @@ describe("LiveKit Agents' OpenAI plugin (1.9), driven without a room", () => {
     expect(frameRateHz).toBe(24000);
     const pcm = new Uint8Array(Buffer.concat(frames.map((frame) => new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength))));
     expectTone(decodeWithFfmpeg(pcm, "s16le", 24000).samples, 24000);
+  });
+});
+
+describe("LiveKit Agents' ElevenLabs plugin (1.9), driven without a room", () => {
+  test("TTS.synthesize (its HTTP path) with its defaults: Will's voice id, pcm_22050, played as 22.05 kHz frames; listVoices lists him", async () => {
+    initializeLogger({ pretty: false, level: "warn" });
+    recorded = [];
+    const tts = new LiveKitElevenLabsTts({ baseURL: `${baseUrl}/elevenlabs/v1`, apiKey: API_KEY });
+    const frames: Int16Array[] = [];
+    let frameRateHz = 0;
+    for await (const event of tts.synthesize(TEXT)) {
+      frames.push(event.frame.data);
+      frameRateHz = event.frame.sampleRate;
+    }
+    expect(recorded).toEqual([
+      {
+        method: "POST",
+        path: "/elevenlabs/v1/text-to-speech/bIHbv24MWmeRgasZH58o/stream",
+        query: { output_format: "pcm_22050", enable_logging: "true" },
+        body: { text: TEXT, model_id: "eleven_turbo_v2_5", apply_text_normalization: "auto" },
+      },
+    ]);
+    expect(frameRateHz).toBe(22050);
+    const pcm = new Uint8Array(Buffer.concat(frames.map((frame) => new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength))));
+    expectTone(decodeWithFfmpeg(pcm, "s16le", 22050).samples, 22050);
+    expect(await tts.listVoices()).toEqual(expect.arrayContaining([{ id: "bIHbv24MWmeRgasZH58o", name: "Will", category: "premade" }]));
+    await tts.close();
   });
 });
