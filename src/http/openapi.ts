@@ -345,7 +345,7 @@ const elevenLabsModelSchema = z.object({
   model_rates: z.object({ character_cost_multiplier: z.number() }),
   concurrency_group: z.string(),
 });
-const voiceIdParams = z.object({ voice_id: z.string().describe("a built-in voice's name or an uploaded voice's (case-insensitive)") });
+const voiceIdParams = z.object({ voice_id: z.string().describe("a built-in voice's name, an uploaded voice's, default, or an alias: ElevenLabs' premade voices by id or name, --voice-aliases (case-insensitive)") });
 
 /** ElevenLabs' API under /elevenlabs: the routes its SDKs call, with its error shape. */
 function registerElevenLabsPaths(registry: OpenAPIRegistry): void {
@@ -374,7 +374,7 @@ function registerElevenLabsPaths(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: "get",
     path: "/elevenlabs/v1/voices",
-    summary: "ElevenLabs: every voice (built-in: premade; uploaded: cloned)",
+    summary: "ElevenLabs: every voice (uploaded: cloned; built-in, then aliases such as ElevenLabs' premade voices: premade, labels.speaks_with naming the voice an alias speaks with)",
     security: elevenLabsSecurity,
     responses: { 200: { description: "voices", ...json(z.object({ voices: z.array(elevenLabsVoiceSchema) })) }, ...elevenLabsErrorResponses(401, 503) },
   });
