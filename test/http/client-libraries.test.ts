@@ -91,7 +91,8 @@ describe("the AI SDK (ai 6) with @ai-sdk/elevenlabs", () => {
   const elevenlabs = () =>
     createElevenLabs({
       apiKey: API_KEY,
-      fetch: (input, init) => fetch(String(input).replace("https://api.elevenlabs.io", `${baseUrl}/elevenlabs`), init),
+      // Bun's fetch type adds preconnect, which the provider never calls.
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => fetch(String(input).replace("https://api.elevenlabs.io", `${baseUrl}/elevenlabs`), init)) as typeof fetch,
     });
 
   test("generateSpeech with its defaults: Rachel's voice id, mp3_44100_128; speed as voice_settings.speed", async () => {
