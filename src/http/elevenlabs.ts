@@ -69,12 +69,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     const headers = { ...fileHeaders(speech.prepared, file.byteLength, await speech.done), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
     return new Response(file as Uint8Array<ArrayBuffer>, { headers });
   };
-  /**
-   * The timed routes speak sentence by sentence as each is made, which a time-stretch of the whole utterance
-   * cannot follow: they speak at speed 1, and a speed set is named as ignored.
-   */
-  const atNaturalSpeed = (request: SpeechRequest, ignoredFields: readonly string[]) =>
-    request.speed === undefined || request.speed === 1 ? { request, ignoredFields } : { request: { ...request, speed: undefined }, ignoredFields: [...ignoredFields, "voice_settings.speed"] };
+
   /** The service names `language` when it ignores it; here the caller sent it as language_code. */
   const ignoredHeader = (serviceIgnored: readonly string[], routeIgnored: readonly string[]) =>
     ignoredFieldsHeader([...serviceIgnored.map((field) => (field === "language" ? "language_code" : field)), ...routeIgnored]);
@@ -107,9 +102,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
-    const spoken = await textToSpeech(c);
-    const { format } = spoken;
-    const { request, ignoredFields } = atNaturalSpeed(spoken.request, spoken.ignoredFields);
+    const { request, format, ignoredFields } = await textToSpeech(c);
     // As a file on the speech route: the whole utterance is held until it is encoded.
     if (request.input.length > DEFAULT_MAX_INPUT_CHARS) {
       throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
@@ -126,9 +119,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
-    const spoken = await textToSpeech(c);
-    const { format } = spoken;
-    const { request, ignoredFields } = atNaturalSpeed(spoken.request, spoken.ignoredFields);
+    const { request, format, ignoredFields } = await textToSpeech(c);
     const abort = clientAbort(c.req.raw.signal);
     const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
     try {

@@ -154,9 +154,13 @@ export class TimedSpeech {
   }
 }
 
-/** The sentence as a request of its own, for raw pcm at the output rate (the route encodes the joined audio). */
+/**
+ * The sentence as a request of its own, for raw pcm at the output rate (the route encodes the joined audio),
+ * streamed as it is made; with a speed, whole: a time-stretch needs the whole sentence.
+ */
 function sentenceRequest(request: SpeechRequest, sentence: string, options: TimedSpeechOptions): SpeechRequest {
-  return { ...request, input: sentence, response_format: "pcm", sample_rate: options.sampleRateHz, stream_format: "audio" };
+  const streamed = request.speed === undefined || request.speed === 1;
+  return { ...request, input: sentence, response_format: "pcm", sample_rate: options.sampleRateHz, stream_format: streamed ? "audio" : undefined };
 }
 
 /**

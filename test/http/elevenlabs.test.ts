@@ -178,10 +178,20 @@ describe("text-to-speech through the SDK", () => {
     expect(rawResponse.headers.get("x-ignored-fields")?.split(",")).toEqual(["voice_settings.stability"]);
   });
 
-  test("the timed routes speak sentence by sentence as each is made: at speed 1, voice_settings.speed named as ignored", async () => {
-    const { data, rawResponse } = await client.textToSpeech.convertWithTimestamps("low", { text: TEXT, outputFormat: "pcm_24000", voiceSettings: { speed: 1.2 } }).withRawResponse();
-    expect(pcmSeconds(Buffer.from(data.audioBase64, "base64"))).toBeCloseTo(TEXT_SECONDS, 6);
-    expect(rawResponse.headers.get("x-ignored-fields")).toBe("voice_settings.speed");
+  test("with timestamps, voice_settings.speed is applied sentence by sentence, and the alignment follows the changed audio", async () => {
+    const speed = 1.2;
+    const natural = await client.textToSpeech.convertWithTimestamps("low", { text: TWO_SENTENCES, outputFormat: "pcm_24000" });
+    const { data, rawResponse } = await client.textToSpeech.convertWithTimestamps("low", { text: TWO_SENTENCES, outputFormat: "pcm_24000", voiceSettings: { speed } }).withRawResponse();
+    const seconds = pcmSeconds(Buffer.from(data.audioBase64, "base64"));
+    expect(Math.abs(seconds - pcmSeconds(Buffer.from(natural.audioBase64, "base64")) / speed)).toBeLessThan(0.05);
+    expect(data.alignment!.characterEndTimesSeconds.at(-1)!).toBeCloseTo(seconds, 5);
+    const secondStarts = (alignment: typeof data.alignment) => alignment!.characterStartTimesSeconds[TWO_SENTENCES.indexOf("How")]!;
+    expect(Math.abs(secondStarts(data.alignment) - secondStarts(natural.alignment) / speed)).toBeLessThan(0.03);
+    expect(rawResponse.headers.get("x-ignored-fields")).toBeNull();
+
+    const streamed: Buffer[] = [];
+    for await (const chunk of await client.textToSpeech.streamWithTimestamps("low", { text: TWO_SENTENCES, outputFormat: "pcm_24000", voiceSettings: { speed } })) streamed.push(Buffer.from(chunk.audioBase64, "base64"));
+    expect(Buffer.concat(streamed).equals(Buffer.from(data.audioBase64, "base64"))).toBe(true);
   });
 
   test("apply_text_normalization is ours: the model reads (and usage counts) the written forms as said, unless it is off", async () => {
