@@ -44,6 +44,37 @@ export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
 export const MAX_INBOX_BYTES = 2 * MAX_CONFIG_MESSAGE_BYTES;
 const INBOX_MESSAGE_OVERHEAD_BYTES = 256;
 
+/**
+ * Erroneous messages a connection may send (answered with an error, the connection kept): a burst of
+ * ERRONEOUS_MESSAGE_BURST, refilled at ERRONEOUS_MESSAGES_PER_SECOND, so an agent that errs now and then over
+ * hours keeps its socket while a flood of them is closed (1008) after a few dozen replies instead of costing
+ * the event loop a parse and a reply each, and the client's unread replies a growing send buffer.
+ */
+export const ERRONEOUS_MESSAGE_BURST = 32;
+export const ERRONEOUS_MESSAGES_PER_SECOND = 1;
+
+export class ErroneousMessageBudget {
+  #tokens = ERRONEOUS_MESSAGE_BURST;
+  #refilledAtMs: number;
+
+  constructor(private readonly clockMs: () => number = () => performance.now()) {
+    this.#refilledAtMs = clockMs();
+  }
+
+  /** Counts one erroneous message; false once the budget is spent, when the connection must be closed. */
+  spend(): boolean {
+    const nowMs = this.clockMs();
+    this.#tokens = Math.min(ERRONEOUS_MESSAGE_BURST, this.#tokens + ((nowMs - this.#refilledAtMs) / 1000) * ERRONEOUS_MESSAGES_PER_SECOND);
+    this.#refilledAtMs = nowMs;
+    if (this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+}
+
+/** The close reason and error message once a connection's ErroneousMessageBudget is spent. */
+export const ERRONEOUS_MESSAGE_FLOOD = `too many erroneous messages (more than ${ERRONEOUS_MESSAGE_BURST} at once, or ${ERRONEOUS_MESSAGES_PER_SECOND} a second after)`;
+
 function messageBytes(data: string | ArrayBuffer | Uint8Array | Blob): number {
   if (typeof data === "string") return Buffer.byteLength(data);
   return data instanceof Blob ? data.size : data.byteLength;
@@ -96,6 +127,7 @@ export class SpeechStreamSession {
   readonly #abort = new AbortController();
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #errorBudget = new ErroneousMessageBudget();
 
   constructor(
     private readonly sink: StreamSink,
@@ -121,6 +153,14 @@ export class SpeechStreamSession {
       .finally(() => {
         this.#inboxBytes -= cost;
       });
+  }
+
+  /**
+   * A message with nothing to speak (ElevenLabs' keep-alives: `{"text": " "}`, `{"text": "", "context_id"}`)
+   * still shows the client is there: the idle timeout starts again.
+   */
+  keepAlive(): void {
+    this.#resetIdle();
   }
 
   /** The socket closed (either side): stop generation, free everything. */
@@ -392,8 +432,9 @@ export class SpeechStreamSession {
     this.#timer = setTimeout(onTimeout, delayMs);
   }
 
-  /** A message the session skips: the client is told, and the session goes on. */
+  /** A message the session skips: the client is told, and the session goes on, within its budget of such messages. */
   #reject(message: string): void {
+    if (!this.#errorBudget.spend()) return this.#fail(`${ERRONEOUS_MESSAGE_FLOOD}; the session is closed`, CLOSE_POLICY);
     this.sink.sendJson({ type: "error", message });
   }
 

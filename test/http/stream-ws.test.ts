@@ -8,6 +8,7 @@ import { createClassicModel } from "../../src/models/classic/model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { metricOf } from "../support/metrics.ts";
+import { ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-session.ts";
 
 const wsUrl = (server: TestServer) => `${server.url.replace("http", "ws")}/v1/audio/speech/stream`;
 
@@ -287,6 +288,17 @@ describe("protocol errors", () => {
       socket.close();
     });
   }
+
+  test("a flood of messages of an unknown type: each skipped with an error until the budget is spent, then close 1008", async () => {
+    const socket = new RecordingSocket(wsUrl(server));
+    await socket.opened;
+    socket.send({ type: "session.config", stream_audio: true, response_format: "pcm" });
+    for (let i = 0; i < 5000; i++) socket.send({ type: "nope" });
+    expect(await socket.waitForClose()).toBe(1008);
+    expect(socket.closeReason).toContain("too many erroneous messages");
+    // The burst, what refilled while the test ran, and the closing error.
+    expect(socket.json().length).toBeLessThanOrEqual(ERRONEOUS_MESSAGE_BURST + 3);
+  });
 
   test("a message over 4 MiB is closed with 1009", async () => {
     const socket = new RecordingSocket(wsUrl(server));

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../src/models/contract.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { SEND_HIGH_WATER_BYTES } from "../../src/async/drain.ts";
-import { CLOSE_NORMAL, CLOSE_POLICY, SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
+import { CLOSE_NORMAL, CLOSE_POLICY, ERRONEOUS_MESSAGE_BURST, ERRONEOUS_MESSAGES_PER_SECOND, ErroneousMessageBudget, SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { eventually } from "../support/eventually.ts";
@@ -265,5 +265,48 @@ describe("floods that bypassed the caps", () => {
     const errors = sink.json().filter((message) => message.type === "error");
     expect(errors).toHaveLength(1);
     expect(errors[0].message).toContain("waiting to be handled");
+  });
+});
+
+describe("erroneous messages", () => {
+  test("the budget: a burst, then one a second; what refills never passes the burst", () => {
+    let nowMs = 0;
+    const budget = new ErroneousMessageBudget(() => nowMs);
+    for (let i = 0; i < ERRONEOUS_MESSAGE_BURST; i++) expect(budget.spend()).toBe(true);
+    expect(budget.spend()).toBe(false);
+    nowMs += 1000 / ERRONEOUS_MESSAGES_PER_SECOND;
+    expect(budget.spend()).toBe(true);
+    expect(budget.spend()).toBe(false);
+    nowMs += 3_600_000;
+    for (let i = 0; i < ERRONEOUS_MESSAGE_BURST; i++) expect(budget.spend()).toBe(true);
+    expect(budget.spend()).toBe(false);
+  });
+
+  test("a flood of messages of an unknown type: each skipped with an error until the budget is spent, then close 1008", async () => {
+    const { sink, send } = await openSession(new ToneAdapter());
+    send({ type: "session.config", stream_audio: true });
+    for (let i = 0; i < 10_000 && sink.closeCode === undefined; i++) {
+      send({ type: "nope" });
+      if (i % 100 === 0) await Bun.sleep(0);
+    }
+    expect(await sink.waitForClose()).toBe(CLOSE_POLICY);
+    expect(sink.closeReason).toContain("too many erroneous messages");
+    // The burst, what refilled while the test ran, and the closing error.
+    expect(sink.json().length).toBeLessThanOrEqual(ERRONEOUS_MESSAGE_BURST + 3);
+  });
+});
+
+describe("keepAlive", () => {
+  test("restarts the idle timeout: a session kept alive past it stays open, and then idles out", async () => {
+    const { session, sink, send } = await openSession(new ToneAdapter(), { idleTimeoutMs: 300 });
+    send({ type: "session.config", stream_audio: true });
+    await Bun.sleep(20);
+    for (let i = 0; i < 8; i++) {
+      await Bun.sleep(100);
+      session.keepAlive();
+    }
+    expect(sink.closeCode).toBeUndefined();
+    expect(await sink.waitForClose()).toBe(CLOSE_NORMAL);
+    expect(sink.closeReason).toBe("idle timeout");
   });
 });
