@@ -1,5 +1,6 @@
 /** Builds the Hono app from its services. Tests call app.request() or serve it on a real port. */
 import { Hono } from "hono";
+import { getPath } from "hono/utils/url";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { cors } from "hono/cors";
 import type { Config } from "./config.ts";
@@ -49,6 +50,18 @@ async function pulledFiles(directory: string): Promise<Map<string, PulledFile>> 
   return new Map(manifest.files.map((file) => [file.name, { sizeBytes: file.sizeBytes, sha256: file.sha256, hubUrl: resolveUrl(hubUrl, repo, revision, file.repoPath) }]));
 }
 
+/**
+ * ElevenLabs' routes answer with and without their `/v1`: some clients append `/v1/text-to-speech/…` to the
+ * base URL they are given (ElevenLabs' SDKs), others `/text-to-speech/…` (LiveKit's plugin, whose own default
+ * base ends in `/v1`), so `…/elevenlabs` must serve both. A path under the prefix whose first segment is not a
+ * version is routed as its `/v1` path: both spellings are one route (one handler, one metrics label).
+ */
+function routedPath(request: Request): string {
+  const path = getPath(request);
+  if (!path.startsWith(`${ELEVENLABS_PREFIX}/`) || /^\/v\d+(?:\/|$)/.test(path.slice(ELEVENLABS_PREFIX.length))) return path;
+  return `${ELEVENLABS_PREFIX}/v1${path.slice(ELEVENLABS_PREFIX.length)}`;
+}
+
 export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
   // Draining for a graceful shutdown (src/server.ts starts it).
   const lifecycle = new ServerLifecycle();
@@ -61,7 +74,7 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     host.engine.observer = metrics.engineObserver;
     host.engine.onFailure = (error) => logger.error("speech engine failed; readiness is now 503", { error: error.message });
   });
-  const app = new Hono();
+  const app = new Hono({ getPath: routedPath });
 
   // ElevenLabs' routes answer errors in its shape, {"detail": {"status", "message"}}, whatever raised them.
   const errorBody = (error: ApiError, path: string) => (path === ELEVENLABS_PREFIX || path.startsWith(`${ELEVENLABS_PREFIX}/`) ? elevenLabsErrorBody(error) : error.toBody());
@@ -76,7 +89,8 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
     logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     return c.json(errorBody(new ApiError(500, "Internal server error"), c.req.path), 500);
   });
-  app.notFound((c) => c.json(errorBody(new ApiError(404, `No route for ${c.req.method} ${echoed(c.req.path, 256)}`), c.req.path), 404));
+  // The path as the client sent it, not as it was routed.
+  app.notFound((c) => c.json(errorBody(new ApiError(404, `No route for ${c.req.method} ${echoed(getPath(c.req.raw), 256)}`), c.req.path), 404));
 
   // Outermost, so refusals (401, 503) are logged and counted as well.
   registerAccessLog(app, logger, lifecycle);

@@ -8,7 +8,9 @@
  * Client → server: `{"text": " ", "voice_settings"?, …}` opens a stream (or a context), `{"text": "…",
  * "flush"?, "try_trigger_generation"?}` adds text (a complete sentence is spoken at once; `flush` speaks
  * what is left), `{"text": ""}` ends a stream-input socket (and keeps a context alive), `close_context`
- * and `close_socket` end a context and the socket. Server → client: `{"audio", "isFinal": false,
+ * and `close_socket` end a context and the socket, as ElevenLabs does: what a context was already asked to
+ * flush is still spoken (LiveKit sends its last sentence, an empty flush and close_context at once), then
+ * `isFinal`; the rest stops at once (an interruption). Server → client: `{"audio", "isFinal": false,
  * "alignment", "normalizedAlignment", "contextId"?}` with base64 audio; a sentence's alignment comes with its
  * last audio message, its times (ms) counted from the start of that sentence's audio; `{"isFinal": true}` when
  * a stream ends.
@@ -17,10 +19,9 @@ import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { WSContext } from "hono/ws";
 import { z } from "zod";
 import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
-import { echoed } from "../api/errors.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import type { StreamOutcome } from "../metrics.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
 import { noteFirstAudio, streamEnded } from "./access-log.ts";
 import { base64 } from "./base64.ts";
 import { checkModelId, voiceNamed } from "./elevenlabs.ts";
@@ -38,6 +39,13 @@ const DEFAULT_INACTIVITY_SECONDS = 20;
 const MAX_INACTIVITY_SECONDS = 180;
 /** ElevenLabs' cap on open contexts per multi-stream-input socket. */
 export const MAX_CONTEXTS = 5;
+/**
+ * Closed contexts still speaking what they were asked to flush, beside the open ones: an agent interrupted
+ * several times in a row opens new contexts before the old ones are done. Past it the oldest stops at once.
+ */
+export const MAX_CLOSING_CONTEXTS = 5;
+/** The longest context_id: ids are echoed in every reply of their context. */
+export const MAX_CONTEXT_ID_CHARS = 256;
 /** See stream-ws.ts: a client that reads nothing never takes the close frame. */
 const CLOSE_HANDSHAKE_MS = 5000;
 
@@ -55,8 +63,8 @@ const clientMessageSchema = z.looseObject({
   text: z.string({ error: "text must be a string" }).optional(),
   flush: z.boolean({ error: "flush must be a boolean" }).nullish(),
   try_trigger_generation: z.boolean().nullish(),
-  context_id: z.string({ error: "context_id must be a string" }).nullish(),
-  contextId: z.string({ error: "contextId must be a string" }).nullish(),
+  context_id: z.string({ error: "context_id must be a string" }).max(MAX_CONTEXT_ID_CHARS, `context_id must be at most ${MAX_CONTEXT_ID_CHARS} characters`).nullish(),
+  contextId: z.string({ error: "contextId must be a string" }).max(MAX_CONTEXT_ID_CHARS, `contextId must be at most ${MAX_CONTEXT_ID_CHARS} characters`).nullish(),
   close_context: z.boolean({ error: "close_context must be a boolean" }).nullish(),
   close_socket: z.boolean({ error: "close_socket must be a boolean" }).nullish(),
   xi_api_key: z.string().nullish(),
@@ -175,6 +183,8 @@ class TextStream {
   readonly session: SpeechStreamSession;
   /** For each input.done sent, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
   readonly #pendingDone: ("flush" | "end")[] = [];
+  /** close_context (or close_socket) came while text was still being flushed: the stream ends once it is spoken. */
+  #closing = false;
   #sentenceText = "";
   /** The sentence's latest audio, held back so its last message can carry the sentence's alignment. */
   #held: Uint8Array | undefined;
@@ -231,6 +241,25 @@ class TextStream {
     this.session.receive(JSON.stringify({ type: "input.done" }));
   }
 
+  /** A message that names this stream and carries nothing to speak keeps it from the inactivity timeout. */
+  keepAlive(): void {
+    this.session.keepAlive();
+  }
+
+  /** Whether text it was asked to flush (or end) is still being spoken. */
+  get flushing(): boolean {
+    return this.#pendingDone.length > 0;
+  }
+
+  /** Takes no more text: what was flushed is spoken, then the owner hears streamFinished. */
+  closeAfterFlush(): void {
+    this.#closing = true;
+  }
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
   /** Stops generation and frees the session. */
   stop(): void {
     this.#ended = true;
@@ -254,7 +283,7 @@ class TextStream {
         return;
       }
       case "session.done":
-        if (this.#pendingDone.shift() === "end") this.owner.streamFinished(this);
+        if (this.#pendingDone.shift() === "end" || (this.#closing && !this.flushing)) this.owner.streamFinished(this);
         return;
       case "error":
         this.owner.send({ message: message.message, error: message.code === 429 ? "too_many_concurrent_requests" : "invalid_request", code: message.code ?? CLOSE_POLICY }, this.contextId);
@@ -285,9 +314,15 @@ function sentenceAlignment(sentence: string, audioSeconds: number): SocketAlignm
 
 /** One ElevenLabs socket: its streams of text (one, or one per context) and the messages between them. */
 class ElevenLabsSocket {
+  /** The open streams: stream-input's one (under null), or multi-stream-input's contexts by id. */
   readonly #streams = new Map<string | null, TextStream>();
+  /** Closed contexts still speaking what they were asked to flush, oldest first (insertion order). */
+  readonly #closingContexts = new Map<string | null, TextStream>();
+  readonly #errorBudget = new ErroneousMessageBudget();
   #opened = false;
   #closed = false;
+  /** close_socket came: the socket closes once the closing contexts are done; later messages are ignored. */
+  #closingSocket = false;
   /** Until the first message shows a key, when the upgrade came without one; nothing is spoken before. */
   #keyCheck: ((key: string) => boolean) | undefined;
   #keyDeadline: ReturnType<typeof setTimeout> | undefined;
@@ -314,7 +349,7 @@ class ElevenLabsSocket {
   }
 
   receive(data: string | ArrayBuffer): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#closingSocket) return;
     if (typeof data !== "string") return this.#fail("binary messages are not part of the protocol; send JSON text");
     let json: unknown;
     try {
@@ -337,6 +372,8 @@ class ElevenLabsSocket {
   #receiveSingle(message: ClientMessage): void {
     const stream = this.#streams.get(null) ?? this.#openStream(null);
     if (message.text === undefined) return this.#fail("text is required");
+    // Every message counts as activity, ElevenLabs' keep-alive ({"text": " "}) included.
+    stream.keepAlive();
     // The first message opens the stream (ElevenLabs sends a single space); any text in it is text.
     const opening = !this.#opened;
     this.#opened = true;
@@ -346,16 +383,21 @@ class ElevenLabsSocket {
   }
 
   #receiveMulti(message: ClientMessage): void {
-    if (message.close_socket) return this.#closeSocket(CLOSE_NORMAL, "close_socket");
+    if (message.close_socket) return this.#closeSocketAfterFlush();
     const contextId = message.context_id ?? message.contextId ?? null;
     const existing = this.#streams.get(contextId);
-    if (message.close_context) {
-      if (!existing) return this.send({ message: `no context '${echoed(contextId ?? "")}' is open`, error: "invalid_request", code: CLOSE_POLICY }, contextId);
-      existing.stop();
-      this.#streams.delete(contextId);
-      return this.send({ isFinal: true }, contextId);
+    if (!existing && this.#closingContexts.has(contextId)) {
+      // A closed context only finishes what it had flushed: a keep-alive or a second close_context is harmless.
+      if (message.close_context || (!message.flush && (message.text ?? "").trim() === "")) return;
+      return this.#reject(`context '${contextId}' is closed and only finishes what it was asked to flush; send more text in a new context`, contextId);
     }
-    // An empty text keeps a context (or the socket) alive.
+    if (message.close_context) {
+      if (!existing) return this.#reject(`no context '${contextId ?? ""}' is open`, contextId);
+      this.#streams.delete(contextId);
+      return this.#closeContext(contextId, existing);
+    }
+    // Any message naming a context is activity on it, ElevenLabs' keep-alive ({"text": "", "context_id"}) included.
+    existing?.keepAlive();
     if (message.text === "" && !message.flush) return;
     const stream = existing ?? this.#openContext(contextId);
     if (!stream) return;
@@ -365,7 +407,7 @@ class ElevenLabsSocket {
 
   #openContext(contextId: string | null): TextStream | undefined {
     if (this.#streams.size >= MAX_CONTEXTS) {
-      this.send({ message: `at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, error: "max_active_conversations", code: CLOSE_POLICY }, contextId);
+      this.#reject(`at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, contextId, "max_active_conversations");
       return undefined;
     }
     return this.#openStream(contextId);
@@ -377,8 +419,42 @@ class ElevenLabsSocket {
     return stream;
   }
 
-  /** stream-input's `{"text": ""}` is served: the final message, then the socket closes. */
+  /**
+   * close_context, as ElevenLabs serves it: a context with text still being flushed speaks it and then sends
+   * isFinal; one without stops at once (an interruption) and sends isFinal now.
+   */
+  #closeContext(contextId: string | null, stream: TextStream): void {
+    if (!stream.flushing) {
+      stream.stop();
+      return this.send({ isFinal: true }, contextId);
+    }
+    stream.closeAfterFlush();
+    this.#closingContexts.set(contextId, stream);
+    if (this.#closingContexts.size > MAX_CLOSING_CONTEXTS) {
+      const [oldestId, oldest] = this.#closingContexts.entries().next().value!;
+      this.#finishContext(oldestId, oldest);
+    }
+  }
+
+  /** close_socket: every context closes as by close_context, and the socket once the last has finished. */
+  #closeSocketAfterFlush(): void {
+    this.#closingSocket = true;
+    const open = [...this.#streams];
+    this.#streams.clear();
+    for (const [contextId, stream] of open) this.#closeContext(contextId, stream);
+    if (this.#closingContexts.size === 0) this.#closeSocket(CLOSE_NORMAL, "close_socket");
+  }
+
+  #finishContext(contextId: string | null, stream: TextStream): void {
+    this.#closingContexts.delete(contextId);
+    stream.stop();
+    this.send({ isFinal: true }, contextId);
+    if (this.#closingSocket && this.#closingContexts.size === 0) this.#closeSocket(CLOSE_NORMAL, "close_socket");
+  }
+
+  /** A stream has spoken everything it owed: stream-input's `{"text": ""}` (the socket closes) or a closed context's flush. */
   streamFinished(stream: TextStream): void {
+    for (const [contextId, closing] of this.#closingContexts) if (closing === stream) return this.#finishContext(contextId, stream);
     this.send({ isFinal: true }, null);
     stream.stop();
     this.#closeSocket(CLOSE_NORMAL, "stream finished");
@@ -392,6 +468,7 @@ class ElevenLabsSocket {
     if (stream.ended) return;
     if (this.mode === "multi" && code === CLOSE_NORMAL) {
       for (const [contextId, open] of this.#streams) if (open === stream) this.#streams.delete(contextId);
+      for (const [contextId, closing] of this.#closingContexts) if (closing === stream) return this.#finishContext(contextId, stream);
       stream.stop();
       return;
     }
@@ -399,8 +476,9 @@ class ElevenLabsSocket {
   }
 
   drain(): void {
-    for (const stream of this.#streams.values()) stream.session.drain();
-    if (this.#streams.size === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
+    const streams = [...this.#streams.values(), ...this.#closingContexts.values()];
+    for (const stream of streams) stream.session.drain();
+    if (streams.length === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
   }
 
   goAway(): void {
@@ -411,13 +489,20 @@ class ElevenLabsSocket {
   closed(): void {
     this.#closed = true;
     clearTimeout(this.#keyDeadline);
-    for (const stream of this.#streams.values()) stream.stop();
+    for (const stream of [...this.#streams.values(), ...this.#closingContexts.values()]) stream.stop();
     this.#streams.clear();
+    this.#closingContexts.clear();
   }
 
   #refuseKey(message: string): void {
     this.send({ message, error: "invalid_api_key", code: CLOSE_POLICY }, null);
     this.#closeSocket(CLOSE_POLICY, message.slice(0, 120));
+  }
+
+  /** A mistake the socket answers and survives, within its budget of them; past it the socket closes (1008). */
+  #reject(message: string, contextId: string | null, error = "invalid_request"): void {
+    if (!this.#errorBudget.spend()) return this.#fail(`${ERRONEOUS_MESSAGE_FLOOD}; the socket is closed`);
+    this.send({ message, error, code: CLOSE_POLICY }, contextId);
   }
 
   #fail(message: string): void {
