@@ -295,7 +295,7 @@ function buildDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
-    info: { title: "voxedge", version: "0.1.0", description: "OpenAI's speech API and vLLM-Omni's extensions. Errors are `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`." },
+    info: { title: "voxedge", version: "0.1.0", description: "OpenAI's speech API and vLLM-Omni's extensions. Errors are `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`. ElevenLabs' API is under `/elevenlabs`, its errors `{\"detail\": {\"status\", \"message\"}}`; each `/elevenlabs/v1/…` path is also answered without its `/v1`, for clients whose base URL stands for it." },
     servers: [{ url: "/" }],
   });
 }

@@ -34,6 +34,25 @@ test("every route the app registers is in it, and nothing else", () => {
   expect(registered.size).toBeGreaterThanOrEqual(14);
 });
 
+test("each documented /elevenlabs/v1 route also answers without its /v1, the same way (the document lists it once)", async () => {
+  const elevenLabsV1 = Object.entries(document.paths).filter(([path]) => path.startsWith("/elevenlabs/v1/"));
+  expect(elevenLabsV1.length).toBeGreaterThanOrEqual(8);
+  expect(Object.keys(document.paths).filter((path) => path.startsWith("/elevenlabs/") && !/^\/elevenlabs\/v\d\//.test(path))).toEqual([]);
+  for (const [path, operations] of elevenLabsV1) {
+    for (const method of Object.keys(operations)) {
+      const concrete = path.replace("{voice_id}", "low");
+      const answer = async (url: string) => {
+        const response = await app.request(url, { method: method.toUpperCase(), ...(method === "post" ? { headers: { "content-type": "application/json" }, body: "{}" } : {}) });
+        return { status: response.status, body: await response.text() };
+      };
+      const withV1 = await answer(concrete);
+      const withoutV1 = await answer(concrete.replace("/elevenlabs/v1/", "/elevenlabs/"));
+      expect({ route: `${method} ${path}`, ...withoutV1 }).toEqual({ route: `${method} ${path}`, ...withV1 });
+      expect(withV1.body).not.toContain("No route");
+    }
+  }
+});
+
 test("/docs is an HTML page over /openapi.json whose script and style this server serves (no CDN)", async () => {
   const response = await app.request("/docs");
   expect(response.status).toBe(200);
