@@ -323,6 +323,8 @@ class ElevenLabsSocket {
   #closed = false;
   /** close_socket came: the socket closes once the closing contexts are done; later messages are ignored. */
   #closingSocket = false;
+  /** The server is shutting down: each context finishes what it had flushed, and the socket closes (1001) after the last. */
+  #draining = false;
   /** Until the first message shows a key, when the upgrade came without one; nothing is spoken before. */
   #keyCheck: ((key: string) => boolean) | undefined;
   #keyDeadline: ReturnType<typeof setTimeout> | undefined;
@@ -394,7 +396,8 @@ class ElevenLabsSocket {
     if (message.close_context) {
       if (!existing) return this.#reject(`no context '${contextId ?? ""}' is open`, contextId);
       this.#streams.delete(contextId);
-      return this.#closeContext(contextId, existing);
+      this.#closeContext(contextId, existing);
+      return this.#closeOnceDone();
     }
     // Any message naming a context is activity on it, ElevenLabs' keep-alive ({"text": "", "context_id"}) included.
     existing?.keepAlive();
@@ -442,14 +445,21 @@ class ElevenLabsSocket {
     const open = [...this.#streams];
     this.#streams.clear();
     for (const [contextId, stream] of open) this.#closeContext(contextId, stream);
-    if (this.#closingContexts.size === 0) this.#closeSocket(CLOSE_NORMAL, "close_socket");
+    this.#closeOnceDone();
   }
 
   #finishContext(contextId: string | null, stream: TextStream): void {
     this.#closingContexts.delete(contextId);
     stream.stop();
     this.send({ isFinal: true }, contextId);
-    if (this.#closingSocket && this.#closingContexts.size === 0) this.#closeSocket(CLOSE_NORMAL, "close_socket");
+    this.#closeOnceDone();
+  }
+
+  /** After a context ends: close_socket, or a shutdown, closes the socket once no context is left speaking. */
+  #closeOnceDone(): void {
+    if (this.#closingContexts.size > 0) return;
+    if (this.#closingSocket) this.#closeSocket(CLOSE_NORMAL, "close_socket");
+    else if (this.#draining && this.#streams.size === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
   }
 
   /** A stream has spoken everything it owed: stream-input's `{"text": ""}` (the socket closes) or a closed context's flush. */
@@ -461,21 +471,28 @@ class ElevenLabsSocket {
   }
 
   /**
-   * A session closes itself: its idle timeout (1000), a shutdown (1001) or a broken rule (1008). One context
-   * idle just ends; anything else ends the socket, as it does on our own WebSocket.
+   * A session closes itself: its idle timeout (1000), the end of a shutdown's drain (1001) or a broken rule
+   * (1008). In multi-stream-input one context idle just ends, and one drained sends its isFinal, the socket
+   * closing after the last; anything else ends the socket, as it does on our own WebSocket.
    */
   streamClosed(stream: TextStream, code: number, reason: string): void {
     if (stream.ended) return;
-    if (this.mode === "multi" && code === CLOSE_NORMAL) {
-      for (const [contextId, open] of this.#streams) if (open === stream) this.#streams.delete(contextId);
+    if (this.mode === "multi" && (code === CLOSE_NORMAL || code === CLOSE_GOING_AWAY)) {
+      const drained = code === CLOSE_GOING_AWAY;
+      for (const [contextId, open] of this.#streams) {
+        if (open !== stream) continue;
+        this.#streams.delete(contextId);
+        if (drained) this.send({ isFinal: true }, contextId);
+      }
       for (const [contextId, closing] of this.#closingContexts) if (closing === stream) return this.#finishContext(contextId, stream);
       stream.stop();
-      return;
+      return this.#closeOnceDone();
     }
     this.#closeSocket(code, reason);
   }
 
   drain(): void {
+    this.#draining = true;
     const streams = [...this.#streams.values(), ...this.#closingContexts.values()];
     for (const stream of streams) stream.session.drain();
     if (streams.length === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");

@@ -9,7 +9,11 @@ import { initializeLogger } from "@livekit/agents";
 import { TTS as LiveKitElevenLabsTTS } from "@livekit/agents-plugin-elevenlabs";
 import { ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-session.ts";
 import { MAX_CONTEXT_ID_CHARS } from "../../src/http/elevenlabs-ws.ts";
+import { createClassicModel } from "../../src/models/classic/model.ts";
+import { assertAsrAvailable, transcribe } from "../support/asr.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
+import { INTELLIGIBILITY_SENTENCES } from "../support/test-sentences.ts";
+import { wordErrorRate } from "../support/wer.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
@@ -212,6 +216,55 @@ describe("multi-stream-input as LiveKit's ElevenLabs plugin 1.9 speaks it", () =
     for (const contextId of ["first", "second", "third"]) expect(socket.json().filter((message) => message.contextId === contextId).at(-1)).toEqual({ isFinal: true, contextId });
     expect(socket.json().filter((message) => message.contextId === "fourth")).toEqual([]);
   });
+});
+
+describe("a server shutdown on multi-stream-input", () => {
+  test("each context finishes what it had flushed and sends isFinal (an idle one at once), then the socket closes with 1001", async () => {
+    const draining = await startTestServer(new ToneAdapter({ frameDelayMs: 5 }));
+    try {
+      const socket = new RecordingSocket(`${draining.url.replace("http", "ws")}/elevenlabs/v1/text-to-speech/low/multi-stream-input?output_format=pcm_16000`);
+      await socket.opened;
+      const sentences = ["This reply has a long first sentence that takes a while to speak.", "And a second one."];
+      socket.send({ text: " ", context_id: "idle" });
+      socket.send({ text: `${sentences.join(" ")} `, context_id: "speaking", flush: true });
+      await socket.waitFor(() => audioMessages(socket, "speaking").length > 0);
+      draining.lifecycle.startDraining();
+      expect(await socket.waitForClose()).toBe(1001);
+      expectEverySentenceHeard(joinedAudio(audioMessages(socket, "speaking")), 16000, sentences);
+      for (const contextId of ["idle", "speaking"]) expect(socket.json().filter((message) => message.contextId === contextId).at(-1)).toEqual({ isFinal: true, contextId });
+    } finally {
+      await draining.stop();
+    }
+  });
+});
+
+describe("a LiveKit reply spoken by the offline engine", () => {
+  let classic: TestServer;
+  beforeAll(async () => {
+    classic = await startTestServer(await createClassicModel());
+  });
+  afterAll(() => classic.stop());
+
+  test("each sentence, the last included, is there in words: pocketsphinx on each sentence's audio (cut at its alignment message)", async () => {
+    assertAsrAvailable();
+    const sentences = INTELLIGIBILITY_SENTENCES.slice(0, 2);
+    const socket = new RecordingSocket(`${classic.url.replace("http", "ws")}/elevenlabs/text-to-speech/rms/multi-stream-input?${LIVEKIT_QUERY.replace("pcm_22050", "pcm_16000")}`);
+    await socket.opened;
+    sendLiveKitReply(socket, "reply", sentences);
+    await socket.waitFor(() => socket.json().some(isFinalOf("reply")));
+    // A sentence's last audio message carries its alignment: the messages up to it are its audio.
+    const perSentence: any[][] = [[]];
+    for (const message of audioMessages(socket, "reply")) {
+      perSentence.at(-1)!.push(message);
+      if (message.alignment) perSentence.push([]);
+    }
+    expect(perSentence.slice(0, -1).map((messages) => messages.at(-1).alignment.chars.join("").trim())).toEqual(sentences);
+    for (const [index, sentence] of sentences.entries()) {
+      const decoded = decodeWithFfmpeg(joinedAudio(perSentence[index]!), "s16le", 16000);
+      expect(wordErrorRate(sentence, await transcribe(decoded.samples, decoded.sampleRateHz))).toBeLessThan(0.35);
+    }
+    socket.close();
+  }, 60_000);
 });
 
 describe("LiveKit's ElevenLabs plugin 1.9 itself (its URL building, messages and framing), at the base URL with and without /v1", () => {
