@@ -256,10 +256,6 @@ class TextStream {
     this.#closing = true;
   }
 
-  get closing(): boolean {
-    return this.#closing;
-  }
-
   /** Stops generation and frees the session. */
   stop(): void {
     this.#ended = true;

@@ -127,6 +127,10 @@ export class SpeechStreamSession {
   readonly #abort = new AbortController();
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether #timer is the idle timer (else the configuration deadline, or none). */
+  #idleTimerArmed = false;
+  /** The last activity (performance.now()): the idle timer checks it when it fires. */
+  #lastActivityMs = 0;
   readonly #errorBudget = new ErroneousMessageBudget();
 
   constructor(
@@ -415,9 +419,22 @@ export class SpeechStreamSession {
     this.closed();
   }
 
+  /**
+   * Activity moves the idle deadline without touching the timer, which checks it when it fires: a timer
+   * restarted per message would cost a flood of keep-alives a timer each.
+   */
   #resetIdle(): void {
     if (this.#closed || !this.#config) return;
-    this.#arm(this.options.idleTimeoutMs, () => {
+    this.#lastActivityMs = performance.now();
+    if (!this.#idleTimerArmed) this.#armIdle(this.options.idleTimeoutMs);
+  }
+
+  #armIdle(delayMs: number): void {
+    this.#idleTimerArmed = true;
+    this.#arm(delayMs, () => {
+      this.#idleTimerArmed = false;
+      const quietMs = performance.now() - this.#lastActivityMs;
+      if (quietMs < this.options.idleTimeoutMs) return this.#armIdle(this.options.idleTimeoutMs - quietMs);
       // Not idle while audio is still being made or sent for this client.
       if (this.#working) return this.#resetIdle();
       const seconds = Math.round(this.options.idleTimeoutMs / 1000);
