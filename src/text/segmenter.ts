@@ -64,14 +64,28 @@ const CLAUSE_CANDIDATES = `${SENTENCE_CANDIDATES}|(?<pause>[,;:—–])[${CLOSER
 /** What one candidate means, given the text received so far. */
 type Verdict = "ends" | "continues" | "undecided";
 
+/**
+ * Characters past the cap a candidate search reads: a blank line starting at the cap ends the segment there,
+ * and its "\n\n" must be seen whole. Anything else found beyond the cap ends no segment.
+ */
+const SEARCH_LOOKAHEAD_CHARS = 2;
+
 export class TextSegmenter {
   /**
    * Received text not yet emitted. It never starts with whitespace, so lengths are measured from the first word,
    * and its whitespace is compacted, so a flood of spaces can neither grow it nor make each push rescan them.
    */
   #buffer = "";
-  /** Offset in #buffer before which every candidate has been judged not to end the segment. */
+  /**
+   * Offset in #buffer before which every candidate has been judged not to end the segment (or no candidate
+   * starts): the next search resumes there, so text is searched once however it arrives.
+   */
   #judgedUpTo = 0;
+  /** Offset in #buffer before which no character is speakable (the first segment is punctuation so far). */
+  #unspeakableUpTo = 0;
+  /** Words in #buffer before #wordsCountedUpTo, an offset where no word runs across (clause punctuation). */
+  #wordsCounted = 0;
+  #wordsCountedUpTo = 0;
   /** Null for "none", which never splits. */
   readonly #candidates: RegExp | null;
   readonly #maxSegmentChars: number;
@@ -85,14 +99,35 @@ export class TextSegmenter {
       granularity === "none" ? null : new RegExp(granularity === "clause" ? CLAUSE_CANDIDATES : SENTENCE_CANDIDATES, "gu");
   }
 
-  /** Appends text; returns the segments that are now known to be complete (trimmed, non-empty, in order). */
+  /**
+   * Appends text; returns the segments that are now known to be complete (trimmed, non-empty, in order).
+   *
+   * Text is taken a cap's worth at a time, so the buffer stays within about two caps however large the push,
+   * and every search, cut and slice works on that much: the cost is linear in the text received. Boundaries
+   * never depend on how the input was cut, so this gives the segments of one push of the whole.
+   */
   push(text: string): string[] {
+    // "none" keeps everything for flush and searches nothing: one append.
+    if (this.#candidates === null) {
+      this.#append(text);
+      return [];
+    }
+    const segments: string[] = [];
+    for (let offset = 0; offset < text.length; offset += this.#maxSegmentChars) {
+      this.#append(text.slice(offset, offset + this.#maxSegmentChars));
+      segments.push(...this.#takeCompleteSegments(false));
+    }
+    return segments;
+  }
+
+  #append(text: string): void {
     // Only the buffer's trailing whitespace run can grow into the new text; everything before it is compacted already.
     let trailingRunStart = this.#buffer.length;
     while (trailingRunStart > 0 && WHITESPACE.test(this.#buffer[trailingRunStart - 1]!)) trailingRunStart--;
     const tail = compactWhitespace(this.#buffer.slice(trailingRunStart) + text);
     this.#buffer = trailingRunStart === 0 ? tail.trimStart() : this.#buffer.slice(0, trailingRunStart) + tail;
-    return this.#takeCompleteSegments(false);
+    // A trailing "\n" may have become a blank line: the run is searched again.
+    this.#judgedUpTo = Math.min(this.#judgedUpTo, trailingRunStart);
   }
 
   /** Ends the input: returns whatever remains as final segments (trimmed, non-empty). Resets for reuse. */
@@ -100,8 +135,7 @@ export class TextSegmenter {
     const segments = this.#takeCompleteSegments(true);
     const rest = normalizeWhitespace(this.#buffer);
     if (rest.length > 0) segments.push(rest);
-    this.#buffer = "";
-    this.#judgedUpTo = 0;
+    this.#consume(this.#buffer.length);
     return segments;
   }
 
@@ -116,28 +150,49 @@ export class TextSegmenter {
     for (let end = this.#nextSegmentEnd(atEnd); end !== undefined; end = this.#nextSegmentEnd(atEnd)) {
       const segment = normalizeWhitespace(this.#buffer.slice(0, end));
       if (segment.length > 0) segments.push(segment);
-      this.#buffer = this.#buffer.slice(end).trimStart();
-      this.#judgedUpTo = 0;
+      this.#consume(end);
     }
     return segments;
+  }
+
+  /** Drops the first `end` characters (a segment given out) and what was known about them. */
+  #consume(end: number): void {
+    this.#buffer = this.#buffer.slice(end).trimStart();
+    this.#judgedUpTo = 0;
+    this.#unspeakableUpTo = 0;
+    this.#wordsCounted = 0;
+    this.#wordsCountedUpTo = 0;
   }
 
   /** Where the first segment in the buffer ends, or undefined while that is not yet known. */
   #nextSegmentEnd(atEnd: boolean): number | undefined {
     const candidates = this.#candidates;
     if (candidates === null) return undefined;
+    // A segment ends within the cap or is cut: the search never reads further.
+    const searched = this.#buffer.slice(0, this.#maxSegmentChars + SEARCH_LOOKAHEAD_CHARS);
     candidates.lastIndex = this.#judgedUpTo;
-    for (let match = candidates.exec(this.#buffer); match !== null; match = candidates.exec(this.#buffer)) {
+    for (let match = candidates.exec(searched); match !== null; match = candidates.exec(searched)) {
       const matchEnd = match.index + match[0].length;
       const segmentEnd = match.groups!.paragraph === undefined ? matchEnd : match.index;
       if (segmentEnd > this.#maxSegmentChars) break;
       const verdict = this.#judge(match, atEnd);
       if (verdict === "undecided") return undefined;
       // Punctuation alone ("...", a stray "—") is no sentence to synthesize: it goes along with the next one.
-      if (verdict === "ends" && SPEAKABLE.test(this.#buffer.slice(0, segmentEnd))) return segmentEnd;
+      if (verdict === "ends" && this.#speakableBefore(segmentEnd)) return segmentEnd;
       this.#judgedUpTo = matchEnd;
     }
-    return this.#buffer.length > this.#maxSegmentChars ? this.#runOnCut() : undefined;
+    if (this.#buffer.length > this.#maxSegmentChars) return this.#runOnCut();
+    // Searched to the end and found nothing deciding: later text resumes the search after it.
+    this.#judgedUpTo = Math.max(this.#judgedUpTo, searched.length);
+    return undefined;
+  }
+
+  /** Whether #buffer holds a letter or digit before `end`, each character looked at once per segment. */
+  #speakableBefore(end: number): boolean {
+    if (end <= this.#unspeakableUpTo) return false;
+    if (SPEAKABLE.test(this.#buffer.slice(this.#unspeakableUpTo, end))) return true;
+    this.#unspeakableUpTo = end;
+    return false;
   }
 
   #judge(match: RegExpExecArray, atEnd: boolean): Verdict {
@@ -155,9 +210,16 @@ export class TextSegmenter {
         if (next === undefined) return "undecided";
         if (STARTS_WITH_NUMBER.test(next)) return "continues";
       }
-      return countWords(this.#buffer.slice(0, match.index)) >= MIN_CLAUSE_WORDS ? "ends" : "continues";
+      return this.#wordsBefore(match.index) >= MIN_CLAUSE_WORDS ? "ends" : "continues";
     }
     return stop === "." ? this.#judgeFullStop(match.index, matchEnd, atEnd) : "ends";
+  }
+
+  /** Words in #buffer before `pauseIndex`, a clause mark no word runs across: counted on from the last one asked. */
+  #wordsBefore(pauseIndex: number): number {
+    this.#wordsCounted += countWords(this.#buffer.slice(this.#wordsCountedUpTo, pauseIndex));
+    this.#wordsCountedUpTo = pauseIndex;
+    return this.#wordsCounted;
   }
 
   /** A single "." followed by whitespace: a sentence end unless the word before it says otherwise. */
@@ -196,9 +258,9 @@ export class TextSegmenter {
   /** The end of a segment that has no boundary within the cap: the last whitespace, or a hard cut in one giant word. */
   #runOnCut(): number {
     const maxChars = this.#maxSegmentChars;
-    const window = this.#buffer.slice(0, maxChars + 1);
-    const lastWhitespace = window.search(/\s\S*$/u);
-    if (lastWhitespace > 0) return lastWhitespace;
+    for (let index = Math.min(maxChars, this.#buffer.length - 1); index > 0; index--) {
+      if (WHITESPACE.test(this.#buffer[index]!)) return index;
+    }
     // Don't split a surrogate pair (an emoji, a rare CJK character) across two segments.
     return isHighSurrogate(this.#buffer.charCodeAt(maxChars - 1)) ? maxChars - 1 : maxChars;
   }

@@ -317,6 +317,28 @@ describe("piece-size invariance", () => {
   }
 });
 
+describe("cost linear in the text", () => {
+  // Texts whose sentence ends are far apart or absent, each 2 MiB: a search that went on to the end of the
+  // buffer for every segment took 3 to 13 s on them; one that stays within the cap takes well under 0.2 s.
+  const TWO_MIB = 2 * 1024 * 1024;
+  const LONG_INPUTS: Record<string, string> = {
+    "a word per line": "word\n".repeat(TWO_MIB / 5),
+    "a run of dots": ".".repeat(TWO_MIB),
+    "commas, no sentence end": "a, ".repeat(TWO_MIB / 3),
+  };
+  for (const [name, text] of Object.entries(LONG_INPUTS)) {
+    test(`one push of 2 MiB (${name}) is cut at the cap in one pass, far within 2 s`, () => {
+      const segmenter = new TextSegmenter("sentence");
+      const startedAt = performance.now();
+      const segments = [...segmenter.push(text), ...segmenter.flush()];
+      const elapsedMs = performance.now() - startedAt;
+      for (const segment of segments) expect(segment.length).toBeLessThanOrEqual(MAX_SEGMENT_CHARS);
+      expect(segments.join(" ").replace(/\s+/g, "")).toBe(text.replace(/\s+/g, ""));
+      expect(elapsedMs).toBeLessThan(2000);
+    });
+  }
+});
+
 describe("reuse", () => {
   test("flush resets the segmenter for the next utterance", () => {
     const segmenter = new TextSegmenter("sentence");
