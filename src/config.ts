@@ -87,7 +87,22 @@ const OPTIONS = {
     flag: "wyoming-port",
     env: "VOXEDGE_WYOMING_PORT",
     schema: z.coerce.number().int().min(0).max(65535).optional(),
-    description: "also serve the Wyoming protocol (Home Assistant's Assist) on this TCP port of --host; 10200 is the customary one (unset = off; no authentication: a trusted network only)",
+    description: "also serve the Wyoming protocol (Home Assistant's Assist) on this TCP port of --wyoming-host; 10200 is the customary one (unset = off; no authentication: a trusted network only)",
+  },
+  wyomingHost: {
+    flag: "wyoming-host",
+    env: "VOXEDGE_WYOMING_HOST",
+    schema: z.string().min(1).optional(),
+    description: "address the Wyoming listener binds to; the protocol has no authentication, so with API keys set it binds to loopback unless this names another address (a warning is logged when it listens beyond loopback)",
+    defaultText: "127.0.0.1 when API keys are set, else --host",
+  },
+  wyomingUploadedVoices: {
+    flag: "wyoming-uploaded-voices",
+    env: "VOXEDGE_WYOMING_UPLOADED_VOICES",
+    schema: booleanText.optional(),
+    description: "list and speak uploaded (cloned) voices over Wyoming, to anyone who reaches its port; the model's own voices are always served",
+    defaultText: "false when API keys are set (the HTTP API asks a key for them), else true",
+    switch: true,
   },
   wyomingZeroconf: {
     flag: "wyoming-zeroconf",
@@ -277,6 +292,36 @@ export type Config = { [K in OptionName]: z.output<(typeof OPTIONS)[K]["schema"]
 
 export class ConfigError extends Error {}
 
+/** The Wyoming listener as the options and API keys make it. */
+export interface WyomingExposure {
+  host: string;
+  /** Uploaded voices are listed in `info` and spoken. */
+  uploadedVoices: boolean;
+  /** It listens beyond loopback while API keys guard the HTTP API: Wyoming has no authentication, so this is worth a warning. */
+  unauthenticatedBeyondLoopback: boolean;
+}
+
+/**
+ * Wyoming has no authentication. Without API keys the HTTP API is open too, and the listener stays where it
+ * always was (--host, uploads served). With keys, what it serves would bypass them: it binds to loopback and
+ * keeps uploads off unless an option explicitly says otherwise.
+ */
+export function wyomingExposure(config: Pick<Config, "host" | "wyomingHost" | "wyomingUploadedVoices" | "apiKeys">): WyomingExposure {
+  const keysSet = config.apiKeys.length > 0;
+  const host = config.wyomingHost ?? (keysSet ? LOOPBACK_HOST : config.host);
+  return { host, uploadedVoices: config.wyomingUploadedVoices ?? !keysSet, unauthenticatedBeyondLoopback: keysSet && !isLoopbackHost(host) };
+}
+
+const LOOPBACK_HOST = "127.0.0.1";
+
+/** 127.0.0.0/8, ::1 (and its IPv4-mapped form), localhost: addresses no other machine reaches. */
+export function isLoopbackHost(host: string): boolean {
+  const address = host.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  if (address === "localhost" || address === "::1" || address === "0:0:0:0:0:0:0:1") return true;
+  const ipv4 = address.replace(/^::ffff:/, "");
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ipv4);
+}
+
 /** Flags and environment → validated config. Throws ConfigError naming the bad option. */
 export function loadConfig(flags: Record<string, string | string[] | boolean | undefined>, env: Record<string, string | undefined>): Config {
   const resolved: Record<string, unknown> = {};
@@ -293,6 +338,9 @@ export function loadConfig(flags: Record<string, string | string[] | boolean | u
   if (config.apiKeyFile !== undefined) config.apiKeys = [...new Set([...config.apiKeys, ...readApiKeyFile(config.apiKeyFile, flags["api-key-file"] !== undefined ? "--api-key-file" : "VOXEDGE_API_KEY_FILE")])];
   if (config.wyomingZeroconf && config.wyomingPort === undefined) {
     throw new ConfigError("invalid --wyoming-zeroconf: it announces the Wyoming listener, which --wyoming-port (VOXEDGE_WYOMING_PORT) turns on; set it too");
+  }
+  for (const [name, given] of [["wyoming-host", config.wyomingHost], ["wyoming-uploaded-voices", config.wyomingUploadedVoices]] as const) {
+    if (given !== undefined && config.wyomingPort === undefined) throw new ConfigError(`invalid --${name}: it configures the Wyoming listener, which --wyoming-port (VOXEDGE_WYOMING_PORT) turns on; set it too`);
   }
   if (config.wsMaxQueuedChars < config.maxInputChars) {
     throw new ConfigError(`invalid --ws-max-queued-chars: ${config.wsMaxQueuedChars} is less than --max-input-chars (${config.maxInputChars}); a WebSocket session must be able to hold one full input`);

@@ -3,7 +3,7 @@
  * the voice store, the model (loading in the background: readiness is 503 until it is ready), the app, the
  * Wyoming listener when --wyoming-port asks for it, and the graceful shutdown both entries run on SIGTERM/SIGINT.
  */
-import type { Config } from "./config.ts";
+import { wyomingExposure, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
@@ -37,13 +37,34 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
   const { app, lifecycle, service } = createApp({ config, host, logger, voices, runtime });
+  const exposure = wyomingExposure(config);
   const wyoming =
     config.wyomingPort === undefined
       ? undefined
-      : await startWyomingServer({ host: config.host, port: config.wyomingPort, service, voices, logger, lifecycle, version: packageJson.version, stallTimeoutMs: config.streamStallTimeoutSeconds * 1000 });
-  if (wyoming) logger.info("wyoming listening", { host: config.host, port: wyoming.port });
+      : await startWyomingServer({
+          host: exposure.host,
+          port: config.wyomingPort,
+          service,
+          voices,
+          logger,
+          lifecycle,
+          version: packageJson.version,
+          stallTimeoutMs: config.streamStallTimeoutSeconds * 1000,
+          uploadedVoices: exposure.uploadedVoices,
+          maxRunChars: config.wsMaxQueuedChars,
+        });
+  if (wyoming) {
+    logger.info("wyoming listening", { host: exposure.host, port: wyoming.port, uploaded_voices: exposure.uploadedVoices });
+    if (exposure.unauthenticatedBeyondLoopback) {
+      logger.warn("wyoming listens beyond loopback while API keys are set: the Wyoming protocol has no authentication, so anyone who reaches this port can use it without a key", {
+        host: exposure.host,
+        port: wyoming.port,
+        uploaded_voices: exposure.uploadedVoices,
+      });
+    }
+  }
   // Probing takes a second or so: the server does not wait for it.
-  const announcement = wyoming && config.wyomingZeroconf ? announceWyoming(wyoming.port, config.host, logger) : undefined;
+  const announcement = wyoming && config.wyomingZeroconf ? announceWyoming(wyoming.port, exposure.host, logger) : undefined;
   void host.loaded.then(() => {
     const capabilities = host.model?.capabilities;
     if (!capabilities) {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { configHelp, ConfigError, defaultDecoderWorkers, describeConfig, loadConfig, parseCommandLine } from "../src/config.ts";
+import { configHelp, ConfigError, defaultDecoderWorkers, describeConfig, isLoopbackHost, loadConfig, parseCommandLine, wyomingExposure } from "../src/config.ts";
 import { containerMemoryLimitBytes } from "../src/system/memory-limit.ts";
 
 test("flags override environment, environment overrides defaults", () => {
@@ -66,6 +66,27 @@ test("Wyoming: off by default; --wyoming-port or its variable turns it on; --wyo
   expect(() => parse(["--wyoming-port", "70000"])).toThrow("--wyoming-port");
   expect(() => parse(["--wyoming-zeroconf"])).toThrow(ConfigError);
   expect(() => parse(["--wyoming-zeroconf"])).toThrow("--wyoming-port");
+});
+
+test("Wyoming's address and uploads: as --host without API keys; with keys loopback and no uploads unless an option says otherwise", () => {
+  const exposureOf = (argv: string[], env: Record<string, string> = {}) => wyomingExposure(loadConfig(parseCommandLine(["--wyoming-port", "10200", ...argv]).values, env));
+  // No keys: the HTTP API is open too, so nothing changes.
+  expect(exposureOf([])).toEqual({ host: "0.0.0.0", uploadedVoices: true, unauthenticatedBeyondLoopback: false });
+  expect(exposureOf(["--host", "192.168.1.5"])).toEqual({ host: "192.168.1.5", uploadedVoices: true, unauthenticatedBeyondLoopback: false });
+  // Keys: Wyoming would bypass them, so loopback, whatever --host says, and uploads off.
+  expect(exposureOf(["--api-key", "k1"])).toEqual({ host: "127.0.0.1", uploadedVoices: false, unauthenticatedBeyondLoopback: false });
+  expect(exposureOf(["--host", "0.0.0.0"], { VOXEDGE_API_KEY: "k1" })).toEqual({ host: "127.0.0.1", uploadedVoices: false, unauthenticatedBeyondLoopback: false });
+  // An explicit address beyond loopback is honoured and flagged for the start-up warning; uploads stay off.
+  expect(exposureOf(["--api-key", "k1", "--wyoming-host", "0.0.0.0"])).toEqual({ host: "0.0.0.0", uploadedVoices: false, unauthenticatedBeyondLoopback: true });
+  expect(exposureOf(["--api-key", "k1"], { VOXEDGE_WYOMING_HOST: "::", VOXEDGE_WYOMING_UPLOADED_VOICES: "true" })).toEqual({ host: "::", uploadedVoices: true, unauthenticatedBeyondLoopback: true });
+  expect(exposureOf(["--api-key", "k1", "--wyoming-host", "::1", "--wyoming-uploaded-voices"])).toEqual({ host: "::1", uploadedVoices: true, unauthenticatedBeyondLoopback: false });
+  // Uploads can be kept off an open server too.
+  expect(exposureOf(["--wyoming-uploaded-voices=false"]).uploadedVoices).toBe(false);
+  for (const host of ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST", "::ffff:127.0.0.1"]) expect(isLoopbackHost(host)).toBe(true);
+  for (const host of ["0.0.0.0", "::", "192.168.1.5", "10.0.0.1", "128.0.0.1", "127.0.0.1.example.com", "example.com", "::ffff:10.0.0.1"]) expect(isLoopbackHost(host)).toBe(false);
+  // Options of a listener that is off are a mistake worth stopping for.
+  expect(() => loadConfig(parseCommandLine(["--wyoming-host", "127.0.0.1"]).values, {})).toThrow("--wyoming-port");
+  expect(() => loadConfig(parseCommandLine(["--wyoming-uploaded-voices"]).values, {})).toThrow("--wyoming-port");
 });
 
 test("switches: --public-listings alone is true, followed by false it is off; --cors false still reads its value", () => {

@@ -4,7 +4,7 @@
  * A route makes one call, `start`, and frames what it gets: the audio in its response format, and how the
  * generation ended.
  */
-import type { Config } from "../config.ts";
+import { wyomingExposure, type Config } from "../config.ts";
 import { LRUCache } from "lru-cache";
 import { createHash } from "node:crypto";
 import { Semaphore } from "../async/semaphore.ts";
@@ -265,7 +265,9 @@ export class SpeechService {
 
     // Limits above are on the text as sent; the model reads, and usage counts, its normalized form.
     const modelText = spokenText(text, request.apply_text_normalization, capabilities);
-    const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal);
+    // Wyoming has no authentication: uploads are off it unless the configuration serves them there (config.ts).
+    const uploadsServed = transport !== "wyoming" || wyomingExposure(this.config).uploadedVoices;
+    const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal, uploadsServed);
     return {
       job: {
         text: modelText,
@@ -312,7 +314,7 @@ export class SpeechService {
    * (a 400 that says why), or an alias (--voice-aliases, OpenAI's names, ElevenLabs' premade ids and names),
    * which speaks with the voice the alias table gives.
    */
-  async #resolveVoice(request: SpeechRequest, adapter: SpeechModel, signal: AbortSignal): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
+  async #resolveVoice(request: SpeechRequest, adapter: SpeechModel, signal: AbortSignal, uploadsServed: boolean): Promise<{ voice: string; voicePrompt?: VoicePrompt }> {
     const capabilities = adapter.capabilities;
     if (request.ref_audio !== undefined) {
       const samples = await this.refAudio.resolve(request.ref_audio, capabilities.nativeSampleRateHz, signal);
@@ -328,10 +330,10 @@ export class SpeechService {
     await this.voices.refreshName(requested);
     const aliasTarget = voiceAliasTarget(this.config.voiceAliases, requested);
     if (aliasTarget !== undefined) await this.voices.refreshName(aliasTarget);
-    const named = this.#lookUpVoice(requested, capabilities) ?? this.#lookUpVoiceAlias(requested, capabilities);
+    const named = this.#lookUpVoice(requested, capabilities, uploadsServed) ?? this.#lookUpVoiceAlias(requested, capabilities, uploadsServed);
     if (named === undefined) {
-      if (capabilities.voices.length === 0 && this.voices.list().length === 0) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
-      throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices)}`, "voice");
+      if (capabilities.voices.length === 0 && (!uploadsServed || this.voices.list().length === 0)) throw badRequest(`Unknown voice '${requested}'. ${noVoicesHint(capabilities)}`, "voice");
+      throw badRequest(`Unknown voice '${requested}'. Accepted: ${this.#someVoiceNames(capabilities.voices, uploadsServed)}`, "voice");
     }
     if ("builtIn" in named) {
       if (request.ref_text !== undefined) throw badRequest(`ref_text is the transcript of ref_audio or of an uploaded voice, and voice '${requested}' is built in`, "ref_text");
@@ -350,8 +352,8 @@ export class SpeechService {
   }
 
   /** What a lower-case voice name means to this model, aliases aside; undefined when nothing has the name. */
-  #lookUpVoice(name: string, capabilities: ModelCapabilities): NamedVoice | undefined {
-    const uploaded = this.voices.get(name);
+  #lookUpVoice(name: string, capabilities: ModelCapabilities, uploadsServed: boolean): NamedVoice | undefined {
+    const uploaded = uploadsServed ? this.voices.get(name) : undefined;
     // An upload the model cannot speak must not take the name from a built-in voice that works.
     if (uploaded && canSpeakUpload(uploaded, capabilities)) return { uploaded };
     if (capabilities.voices.includes(name)) return { builtIn: name };
@@ -359,18 +361,18 @@ export class SpeechService {
     return uploaded && { uploaded };
   }
 
-  #lookUpVoiceAlias(name: string, capabilities: ModelCapabilities): NamedVoice | undefined {
+  #lookUpVoiceAlias(name: string, capabilities: ModelCapabilities, uploadsServed: boolean): NamedVoice | undefined {
     const target = voiceAliasTarget(this.config.voiceAliases, name);
     if (target === undefined) return undefined;
-    const named = this.#lookUpVoice(target, capabilities);
+    const named = this.#lookUpVoice(target, capabilities, uploadsServed);
     if (named) return named;
     // The client asked for a name the server promises to accept; the table, not the request, is wrong.
     throw new ApiError(500, `voice '${name}' is mapped to '${target}' by --voice-aliases, and model '${capabilities.modelId}' has no voice '${target}'; fix --voice-aliases`, "voice");
   }
 
   /** The first few accepted names and a count of the rest: the message stays short with a thousand voices. */
-  #someVoiceNames(builtIn: readonly string[]): string {
-    const uploaded = this.voices.list();
+  #someVoiceNames(builtIn: readonly string[], uploadsServed: boolean): string {
+    const uploaded = uploadsServed ? this.voices.list() : [];
     const total = (builtIn.length > 0 ? 1 : 0) + builtIn.length + uploaded.length;
     const listed = [...(builtIn.length > 0 ? ["default"] : []), ...builtIn, ...uploaded.slice(0, LISTED_VOICE_NAMES).map((voice) => voice.name)].slice(0, LISTED_VOICE_NAMES);
     // Voices restored from an older folder may carry names longer than uploads now allow.
