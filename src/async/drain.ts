@@ -17,15 +17,18 @@ export interface DrainOptions {
   /** True once the connection is closed: waiting stops. */
   closed(): boolean;
   stallTimeoutMs: number;
+  /** Unsent bytes at or below which the wait ends; SEND_HIGH_WATER_BYTES unless given. */
+  highWaterBytes?: number;
 }
 
-/** "drained" once at most SEND_HIGH_WATER_BYTES are unsent, "stalled" when nothing was taken for the timeout, "closed" when the connection closed first. */
+/** "drained" once at most the high-water mark is unsent, "stalled" when nothing was taken for the timeout, "closed" when the connection closed first. */
 export async function waitForDrain(options: DrainOptions): Promise<"drained" | "stalled" | "closed"> {
   let lastBufferedBytes = options.bufferedBytes();
   let lastReadAt = performance.now();
+  const highWaterBytes = options.highWaterBytes ?? SEND_HIGH_WATER_BYTES;
   while (!options.closed()) {
     const bufferedBytes = options.bufferedBytes();
-    if (bufferedBytes <= SEND_HIGH_WATER_BYTES) return "drained";
+    if (bufferedBytes <= highWaterBytes) return "drained";
     if (bufferedBytes < lastBufferedBytes) lastReadAt = performance.now();
     lastBufferedBytes = bufferedBytes;
     if (performance.now() - lastReadAt > options.stallTimeoutMs) return "stalled";

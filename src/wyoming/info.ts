@@ -7,7 +7,7 @@
  * the dict and a missing required field fails it.
  */
 import type { ModelCapabilities } from "../models/contract.ts";
-import type { StoredVoice } from "../voices/store.ts";
+import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import type { WyomingEvent } from "./protocol.ts";
 
 interface Attribution {
@@ -25,7 +25,7 @@ export const PROGRAM_NAME = "voxedge";
 
 export interface ProgramFacts {
   capabilities: ModelCapabilities;
-  /** The uploaded voices, as the store lists them. */
+  /** The uploaded voices to list, as the store lists them (none when uploads are kept off Wyoming). */
   uploaded: readonly StoredVoice[];
   /** voxedge's own version. */
   version: string;
@@ -69,4 +69,50 @@ export function infoEvent({ capabilities, uploaded, version }: ProgramFacts): Wy
       snd: [],
     },
   };
+}
+
+/**
+ * How long one `info` answers every `describe`. Replicas sharing the speaker folder see each other's uploads
+ * only by scanning it; scanning at every describe let one client that repeats describe keep the folder busy.
+ */
+export const INFO_TTL_MS = 5000;
+
+export interface InfoSourceOptions {
+  capabilities: () => ModelCapabilities;
+  voices: VoiceStore;
+  /** Uploaded voices are listed; when false, `info` names the model's voices alone and never scans the folder. */
+  uploadedVoices: boolean;
+  version: string;
+}
+
+/**
+ * The `info` every connection of a listener answers describe with: built at most once per INFO_TTL_MS
+ * (concurrent describes share one build), and again at once when the model or an uploaded voice changes.
+ */
+export class InfoSource {
+  #cached: { event: WyomingEvent; capabilities: ModelCapabilities; builtAtMs: number } | undefined;
+  #building: Promise<WyomingEvent> | undefined;
+
+  constructor(private readonly options: InfoSourceOptions) {
+    // A voice replaced or deleted here (or seen changed in the folder) is news at once; uploads by other replicas within the TTL.
+    if (options.uploadedVoices) options.voices.onEvict(() => (this.#cached = undefined));
+  }
+
+  /** Throws what `capabilities` throws while the model is not ready (the speech service's 503). */
+  async info(): Promise<WyomingEvent> {
+    const capabilities = this.options.capabilities();
+    const cached = this.#cached;
+    if (cached && cached.capabilities === capabilities && performance.now() - cached.builtAtMs < INFO_TTL_MS) return cached.event;
+    this.#building ??= this.#build(capabilities).finally(() => (this.#building = undefined));
+    return this.#building;
+  }
+
+  async #build(capabilities: ModelCapabilities): Promise<WyomingEvent> {
+    const { voices, uploadedVoices, version } = this.options;
+    // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
+    if (uploadedVoices) await voices.rescan();
+    const event = infoEvent({ capabilities, uploaded: uploadedVoices ? voices.list() : [], version });
+    this.#cached = { event, capabilities, builtAtMs: performance.now() };
+    return event;
+  }
 }

@@ -24,6 +24,12 @@ export interface WyomingEvent {
   payload?: Uint8Array;
 }
 
+/** An event as it was read, with its size on the wire: what holding it costs is counted from that. */
+export interface ReceivedEvent extends WyomingEvent {
+  /** Header line (its newline included), data and payload bytes. */
+  wireBytes: number;
+}
+
 export interface EventLimits {
   /** Longest header line, its newline excluded. */
   maxHeaderBytes: number;
@@ -60,6 +66,7 @@ export function encodeEvent(event: WyomingEvent): Uint8Array {
 interface PendingEvent {
   type: string;
   data: Record<string, unknown>;
+  headerBytes: number;
   dataLength: number;
   payloadLength: number;
 }
@@ -77,9 +84,9 @@ export class EventParser {
 
   constructor(private readonly limits: EventLimits) {}
 
-  push(bytes: Uint8Array): WyomingEvent[] {
+  push(bytes: Uint8Array): ReceivedEvent[] {
     this.#append(bytes);
-    const events: WyomingEvent[] = [];
+    const events: ReceivedEvent[] = [];
     for (let event = this.#next(); event; event = this.#next()) events.push(event);
     return events;
   }
@@ -89,7 +96,7 @@ export class EventParser {
     return this.#end - this.#start;
   }
 
-  #next(): WyomingEvent | undefined {
+  #next(): ReceivedEvent | undefined {
     this.#pending ??= this.#readHeader();
     const pending = this.#pending;
     if (!pending || this.bufferedBytes < pending.dataLength + pending.payloadLength) return undefined;
@@ -97,7 +104,7 @@ export class EventParser {
     if (pending.dataLength > 0) data = { ...data, ...parseObject(this.#take(pending.dataLength), "data") };
     const payload = pending.payloadLength > 0 ? this.#take(pending.payloadLength).slice() : undefined;
     this.#pending = undefined;
-    return { type: pending.type, data, ...(payload ? { payload } : {}) };
+    return { type: pending.type, data, ...(payload ? { payload } : {}), wireBytes: pending.headerBytes + pending.dataLength + pending.payloadLength };
   }
 
   #readHeader(): PendingEvent | undefined {
@@ -116,7 +123,7 @@ export class EventParser {
     const payloadLength = lengthField(header.payload_length, "payload_length", this.limits.maxPayloadBytes);
     const inlineData = header.data ?? {};
     if (typeof inlineData !== "object" || inlineData === null || Array.isArray(inlineData)) throw new WyomingProtocolError("event header's data is not an object");
-    return { type: header.type, data: inlineData as Record<string, unknown>, dataLength, payloadLength };
+    return { type: header.type, data: inlineData as Record<string, unknown>, headerBytes: newline + 1, dataLength, payloadLength };
   }
 
   #take(byteCount: number): Uint8Array {

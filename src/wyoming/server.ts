@@ -4,12 +4,14 @@
  * an error event and the connection ends, and nothing a client sends stops the listener.
  *
  * The protocol has no authentication: the port is for Home Assistant on a trusted network, not for the
- * internet (docs/home-assistant.md).
+ * internet (docs/home-assistant.md). Where it binds and whether it serves uploaded voices is decided from
+ * the API keys (config.ts, wyomingExposure).
  */
 import { createServer, type Socket } from "node:net";
 import type { Logger } from "../log/logger.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { VoiceStore } from "../voices/store.ts";
+import { InfoSource } from "./info.ts";
 import { encodeEvent, EventParser, WyomingProtocolError, type EventLimits } from "./protocol.ts";
 import { WyomingSession } from "./session.ts";
 
@@ -39,6 +41,10 @@ export interface WyomingServerOptions {
   version: string;
   stallTimeoutMs: number;
   idleTimeoutMs?: number;
+  /** List and speak uploaded voices (the speech service applies the same choice: config.ts, wyomingExposure). */
+  uploadedVoices: boolean;
+  /** Most characters one streaming run may carry. */
+  maxRunChars: number;
 }
 
 export interface WyomingServer {
@@ -51,12 +57,13 @@ export interface WyomingServer {
 export function startWyomingServer(options: WyomingServerOptions): Promise<WyomingServer> {
   const { logger, lifecycle } = options;
   const sockets = new Set<Socket>();
+  const info = new InfoSource({ capabilities: () => options.service.model().capabilities, voices: options.voices, uploadedVoices: options.uploadedVoices, version: options.version });
   const server = createServer((socket) => {
     // A connection arriving while draining would start work the shutdown does not wait for.
     if (lifecycle.draining) return void socket.destroy();
     sockets.add(socket);
     socket.setNoDelay(true);
-    openSession(socket, options, () => sockets.delete(socket));
+    openSession(socket, options, info, () => sockets.delete(socket));
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -77,7 +84,7 @@ export function startWyomingServer(options: WyomingServerOptions): Promise<Wyomi
   });
 }
 
-function openSession(socket: Socket, options: WyomingServerOptions, forget: () => void): void {
+function openSession(socket: Socket, options: WyomingServerOptions, info: InfoSource, forget: () => void): void {
   const { logger } = options;
   let ending = false;
   const endConnection = () => {
@@ -93,9 +100,14 @@ function openSession(socket: Socket, options: WyomingServerOptions, forget: () =
         if (!ending && !socket.destroyed) socket.write(encodeEvent(event));
       },
       bufferedBytes: () => socket.writableLength,
+      setReading: (reading) => {
+        if (socket.destroyed) return;
+        if (reading) socket.resume();
+        else socket.pause();
+      },
       close: endConnection,
     },
-    { service: options.service, voices: options.voices, logger, version: options.version, stallTimeoutMs: options.stallTimeoutMs, idleTimeoutMs: options.idleTimeoutMs ?? WYOMING_IDLE_TIMEOUT_MS },
+    { service: options.service, info, logger, maxRunChars: options.maxRunChars, stallTimeoutMs: options.stallTimeoutMs, idleTimeoutMs: options.idleTimeoutMs ?? WYOMING_IDLE_TIMEOUT_MS },
   );
   const untrack = options.lifecycle.trackSession(session);
   const parser = new EventParser(WYOMING_EVENT_LIMITS);

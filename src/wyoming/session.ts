@@ -12,12 +12,18 @@
  * - A `synthesize` while a streaming run is open is ignored: Home Assistant sends the whole text that way
  *   before `synthesize-stop`, for servers that cannot stream, and it must be spoken once.
  *
- * A request that fails or is refused (an unknown voice, the engine at capacity) gets an `error` event
- * (`text`, `code`) and the connection goes on. Events are handled one at a time, in order; every
+ * A request that fails or is refused (an unknown voice, the engine at capacity, text past a cap) gets an
+ * `error` event (`text`, `code`) and the connection goes on. Events are handled one at a time, in order; every
  * synthesis goes through SpeechService.start, so admission, fairness, metrics and cancellation are the
  * HTTP routes' own. Transport-free: the server hands events in and gives a sink to send through.
+ *
+ * What a connection may hold is bounded in bytes both ways. Events waiting to be handled are counted by
+ * their size on the wire, and past a small read-ahead the sink stops reading the client, so TCP holds back
+ * the rest. An event is handled only once the replies already sent have mostly been taken: a client that
+ * asks and never reads stops being read, and is dropped after the stall timeout.
  */
 import { waitForDrain } from "../async/drain.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
 import type { SpeechRequest } from "../api/speech.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
@@ -26,9 +32,8 @@ import { EngineFullError } from "../engine/core.ts";
 import type { Logger } from "../log/logger.ts";
 import { OPENAI_PCM_SAMPLE_RATE_HZ, OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
-import type { VoiceStore } from "../voices/store.ts";
-import { infoEvent } from "./info.ts";
-import type { WyomingEvent } from "./protocol.ts";
+import type { InfoSource } from "./info.ts";
+import type { ReceivedEvent, WyomingEvent } from "./protocol.ts";
 import { WyomingRequestLog } from "./request-log.ts";
 
 /** pcm16 mono: what every audio event says. */
@@ -37,12 +42,23 @@ const CHANNELS = 1;
 /** Samples per audio-chunk at most: wyoming-piper's default (--samples-per-chunk), 64 ms at 16 kHz. */
 export const SAMPLES_PER_CHUNK = 1024;
 /**
- * Bytes of events waiting to be handled (events queue while a sentence is spoken): enough for Home
- * Assistant's whole-text `synthesize` of a long streamed answer and the chunks behind it. Each event also
- * counts EVENT_OVERHEAD_BYTES, so a flood of tiny ones is bounded too.
+ * Bytes of events, by their size on the wire, that may wait to be handled while the client is still read
+ * (events queue while a sentence is spoken): Home Assistant's chunks of a streamed answer fit, so its
+ * connection is read on and a disconnect is seen at once. Past it the client is not read until the queue
+ * is back under it. Each event also counts EVENT_OVERHEAD_BYTES, what holding it costs beyond its bytes.
+ */
+export const INBOX_READ_AHEAD_BYTES = 64 * 1024;
+/**
+ * Bytes of events waiting past which the connection is closed: reading stops far below it, so only bytes a
+ * runtime had already read when told to stop can take the queue there.
  */
 export const MAX_INBOX_BYTES = 8 * 1024 * 1024;
 const EVENT_OVERHEAD_BYTES = 256;
+/**
+ * Unsent reply bytes above which the next event waits: a few `info` answers. Audio, which a client reads
+ * as it plays, has its own mark (async/drain.ts).
+ */
+export const REPLY_HIGH_WATER_BYTES = 64 * 1024;
 /**
  * How long a connection whose last answer was an error waits for its next event. Home Assistant's one-shot
  * reader skips error events and waits for an audio-stop that will not come, so it learns of the failure when
@@ -50,21 +66,26 @@ const EVENT_OVERHEAD_BYTES = 256;
  * long before this.
  */
 export const IDLE_AFTER_ERROR_MS = 2000;
+/** The error code of text past a cap (the WebSocket routes close with 1009 for the same). */
+export const TEXT_TOO_LONG = "text_too_long";
 
 export interface WyomingSink {
   send(event: WyomingEvent): void;
   /** Bytes written and not yet handed to the network: the flow-control signal. */
   bufferedBytes(): number;
+  /** Stops (false) or resumes (true) reading the client: while stopped, TCP holds back what it sends. */
+  setReading(reading: boolean): void;
   /** Ends the connection once what was sent has been flushed. */
   close(): void;
 }
 
 export interface WyomingSessionOptions {
   service: SpeechService;
-  voices: VoiceStore;
+  /** Answers describe, shared by the listener's connections. */
+  info: InfoSource;
   logger: Logger;
-  /** voxedge's version, for `info`. */
-  version: string;
+  /** Most characters one streaming run may carry (the WebSocket routes' --ws-max-queued-chars). */
+  maxRunChars: number;
   /** How long a client may read nothing while audio waits for it before the connection is dropped. */
   stallTimeoutMs: number;
   /** How long a connection may stay without events and with nothing to do before it is closed. */
@@ -76,13 +97,17 @@ interface StreamingRun {
   voice: WyomingVoiceSelection | undefined;
   segmenter: TextSegmenter;
   log: WyomingRequestLog;
-  /** Its voice was refused at synthesize-start (one error event said so): its text is taken and not spoken. */
+  /** Its voice or its text was refused (one error event said so): its text is taken and not spoken. */
   refused: boolean;
+  /** Characters received in its chunks. */
+  receivedChars: number;
 }
 
 export class WyomingSession {
   readonly #inbox = new SerialQueue();
+  /** Wire bytes (and overhead) of the events received and not yet handled, the one being handled included. */
   #inboxBytes = 0;
+  #reading = true;
   #run: StreamingRun | undefined;
   /** The request being answered, whose log line a disconnect ends as the client leaving. */
   #activeLog: WyomingRequestLog | undefined;
@@ -102,26 +127,36 @@ export class WyomingSession {
   }
 
   /** An event from the client, in arrival order. */
-  receive(event: WyomingEvent): void {
+  receive(event: ReceivedEvent): void {
     if (this.#closed) return;
     clearTimeout(this.#idleTimer);
     this.#answeredWithError = false;
-    const cost = eventBytes(event);
+    const cost = event.wireBytes + EVENT_OVERHEAD_BYTES;
     this.#inboxBytes += cost;
     if (this.#inboxBytes > MAX_INBOX_BYTES) {
       this.#sendError(`more than ${MAX_INBOX_BYTES} bytes of events are waiting to be handled; wait for the audio before sending more`, "too_much_waiting");
       return this.#close();
     }
+    this.#updateReading();
     void this.#inbox
-      .run(() => this.#handle(event))
+      .run(async () => {
+        await this.#waitForReplies();
+        return this.#handle(event);
+      })
       .catch((error) => {
         this.options.logger.error("wyoming event handling failed", { event_type: event.type.slice(0, 64), error: String(error) });
         this.#sendError("internal error", "internal_error");
       })
       .finally(() => {
         this.#inboxBytes -= cost;
+        this.#updateReading();
         this.#afterWork();
       });
+  }
+
+  /** Bytes of events waiting to be handled, as counted against the caps. */
+  get inboxBytes(): number {
+    return this.#inboxBytes;
   }
 
   /** The connection closed (either side): stop generation, free everything. */
@@ -168,10 +203,8 @@ export class WyomingSession {
 
   async #describe(): Promise<void> {
     try {
-      const capabilities = this.options.service.model().capabilities;
-      // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
-      await this.options.voices.rescan();
-      this.sink.send(infoEvent({ capabilities, uploaded: this.options.voices.list(), version: this.options.version }));
+      const info = await this.options.info.info();
+      if (!this.#closed) this.sink.send(info);
     } catch (error) {
       this.#sendFailure(error);
     }
@@ -187,7 +220,14 @@ export class WyomingSession {
       this.#sendFailure(fromZodError(parsed.error), log);
     } else {
       log.noteText(parsed.data.text.length);
-      await this.#speak(parsed.data.text, parsed.data.voice ?? undefined, log);
+      const { maxInputChars } = this.options.service;
+      // Refused before the speech service sees it, with the code a streaming run's text gets (the service would say invalid_request).
+      if (parsed.data.text.length > maxInputChars) {
+        this.#sendError(`synthesize text is longer than ${maxInputChars} characters (got ${parsed.data.text.length}); stream longer text with synthesize-start and synthesize-chunk`, TEXT_TOO_LONG);
+        log.noteFailure(413);
+      } else {
+        await this.#speak(parsed.data.text, parsed.data.voice ?? undefined, log);
+      }
     }
     if (!this.#closed) log.end(false);
     this.#activeLog = undefined;
@@ -203,7 +243,7 @@ export class WyomingSession {
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
     if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
     const voice = parsed.data.voice ?? undefined;
-    const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false };
+    const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false, receivedChars: 0 };
     this.#run = run;
     try {
       await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
@@ -219,12 +259,26 @@ export class WyomingSession {
     if (!run) return this.#sendError("synthesize-chunk outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
     const parsed = synthesizeChunkDataSchema.safeParse(event.data);
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error), run.log);
-    run.log.noteText(parsed.data.text.length);
+    const { text } = parsed.data;
+    run.log.noteText(text.length);
     if (run.refused) return;
-    for (const sentence of run.segmenter.push(parsed.data.text)) {
+    run.receivedChars += text.length;
+    // The WebSocket routes' caps: one message's text, and the text one session may have waiting.
+    const textBytes = Buffer.byteLength(text);
+    if (textBytes > MAX_TEXT_MESSAGE_BYTES) return this.#refuseRun(run, `synthesize-chunk text is larger than ${MAX_TEXT_MESSAGE_BYTES} bytes (got ${textBytes}); send it in smaller chunks`);
+    if (run.receivedChars > this.options.maxRunChars) return this.#refuseRun(run, `the streaming run's text is longer than ${this.options.maxRunChars} characters; start a new run for more`);
+    for (const sentence of run.segmenter.push(text)) {
       await this.#speak(sentence, run.voice, run.log);
       if (this.#closed) return;
     }
+  }
+
+  /** The run's text is past a cap: one error event, and the rest of the run is taken and not spoken (synthesize-stop still answers). */
+  #refuseRun(run: StreamingRun, message: string): void {
+    run.refused = true;
+    run.segmenter = new TextSegmenter("sentence");
+    run.log.noteFailure(413);
+    this.#sendError(`${message} (the rest of the run is not spoken)`, TEXT_TOO_LONG);
   }
 
   async #stopRun(): Promise<void> {
@@ -297,6 +351,27 @@ export class WyomingSession {
     return this.#close();
   }
 
+  /**
+   * Before an event is handled: the replies already sent are mostly taken. A client that sends and never
+   * reads waits here, is not read meanwhile (its queue passes the read-ahead), and is dropped when stalled.
+   */
+  async #waitForReplies(): Promise<void> {
+    if (this.sink.bufferedBytes() <= REPLY_HIGH_WATER_BYTES) return;
+    const { stallTimeoutMs } = this.options;
+    const outcome = await waitForDrain({ bufferedBytes: () => this.sink.bufferedBytes(), closed: () => this.#closed, stallTimeoutMs, highWaterBytes: REPLY_HIGH_WATER_BYTES });
+    if (outcome !== "stalled") return;
+    this.options.logger.warn("wyoming client stopped reading its replies; closing", { stall_timeout_ms: stallTimeoutMs });
+    this.#close();
+  }
+
+  /** Reads the client while the events waiting are within the read-ahead; TCP holds back the rest. */
+  #updateReading(): void {
+    const reading = !this.#closed && this.#inboxBytes <= INBOX_READ_AHEAD_BYTES;
+    if (reading === this.#reading) return;
+    this.#reading = reading;
+    this.sink.setReading(reading);
+  }
+
   /** Once nothing is waiting: a draining session closes (unless a streaming run is still open), any other waits for its next event. */
   #afterWork(): void {
     if (this.#closed || this.#inbox.pendingCount > 0) return;
@@ -355,7 +430,4 @@ function* chunksOf(bytes: Uint8Array, maxBytes: number): Generator<Uint8Array> {
   for (let offset = 0; offset < bytes.byteLength; offset += maxBytes) yield bytes.subarray(offset, Math.min(bytes.byteLength, offset + maxBytes));
 }
 
-function eventBytes(event: WyomingEvent): number {
-  const text = typeof event.data.text === "string" ? event.data.text.length : 0;
-  return text + (event.payload?.byteLength ?? 0) + EVENT_OVERHEAD_BYTES;
-}
+

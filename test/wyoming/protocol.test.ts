@@ -26,10 +26,11 @@ describe("EventParser", () => {
     eventBytes("synthesize", { text: "Grüße, 世界 🌍", voice: { name: "rms" } }),
     eventBytes("audio-chunk", { rate: 16000, width: 2, channels: 1 }, Uint8Array.of(9, 8, 7, 6)),
   ]);
+  // Each event's wireBytes is its whole frame: header line, data and payload.
   const expected = [
-    { type: "describe", data: {} },
-    { type: "synthesize", data: { text: "Grüße, 世界 🌍", voice: { name: "rms" } } },
-    { type: "audio-chunk", data: { rate: 16000, width: 2, channels: 1 }, payload: Uint8Array.of(9, 8, 7, 6) },
+    { type: "describe", data: {}, wireBytes: eventBytes("describe").byteLength },
+    { type: "synthesize", data: { text: "Grüße, 世界 🌍", voice: { name: "rms" } }, wireBytes: eventBytes("synthesize", { text: "Grüße, 世界 🌍", voice: { name: "rms" } }).byteLength },
+    { type: "audio-chunk", data: { rate: 16000, width: 2, channels: 1 }, payload: Uint8Array.of(9, 8, 7, 6), wireBytes: eventBytes("audio-chunk", { rate: 16000, width: 2, channels: 1 }, Uint8Array.of(9, 8, 7, 6)).byteLength },
   ];
 
   test("every split of the stream into two pieces gives the same events", () => {
@@ -50,7 +51,7 @@ describe("EventParser", () => {
   test("data after the header is merged over the header's own data", () => {
     const header = Buffer.from(`${JSON.stringify({ type: "synthesize", data: { text: "inline", voice: { name: "a" } }, data_length: 14 })}\n`);
     const parser = new EventParser(LIMITS);
-    expect(parser.push(Buffer.concat([header, Buffer.from('{"text":"put"}')]))).toEqual([{ type: "synthesize", data: { text: "put", voice: { name: "a" } } }]);
+    expect(parser.push(Buffer.concat([header, Buffer.from('{"text":"put"}')]))).toEqual([{ type: "synthesize", data: { text: "put", voice: { name: "a" } }, wireBytes: header.byteLength + 14 }]);
   });
 
   const refusals: [string, Uint8Array, RegExp][] = [

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createClassicModel } from "../../src/models/classic/model.ts";
 import { createLogger } from "../../src/log/logger.ts";
+import { wyomingExposure } from "../../src/config.ts";
 import { startWyomingServer, type WyomingServer } from "../../src/wyoming/server.ts";
-import { IDLE_AFTER_ERROR_MS } from "../../src/wyoming/session.ts";
+import { IDLE_AFTER_ERROR_MS, TEXT_TOO_LONG } from "../../src/wyoming/session.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../../src/speech/stream-session.ts";
 import { eventually } from "../support/eventually.ts";
 import { sampleValue } from "../support/metrics.ts";
 import { testApp } from "../support/server.ts";
@@ -21,11 +23,30 @@ interface Served {
   logLines: Record<string, unknown>[];
 }
 
-async function serve(adapter: SpeechModel, flags: Record<string, string> = {}, idleTimeoutMs?: number): Promise<Served> {
+interface Timeouts {
+  idleTimeoutMs?: number;
+  stallTimeoutMs?: number;
+}
+
+/** The listener always binds to loopback here; where the server would bind it is config.ts's wyomingExposure (test/config.test.ts). */
+async function serve(adapter: SpeechModel, flags: Record<string, string> = {}, { idleTimeoutMs, stallTimeoutMs = 5000 }: Timeouts = {}): Promise<Served> {
   const logLines: Record<string, unknown>[] = [];
   const logger = createLogger("info", (line) => logLines.push(JSON.parse(line)));
   const app = await testApp(adapter, { flags, logger });
-  const wyoming = await startWyomingServer({ host: "127.0.0.1", port: 0, service: app.service, voices: app.voices, logger, lifecycle: app.lifecycle, version: "9.9.9", stallTimeoutMs: 5000, idleTimeoutMs });
+  const { uploadedVoices } = wyomingExposure(app.config);
+  const wyoming = await startWyomingServer({
+    host: "127.0.0.1",
+    port: 0,
+    service: app.service,
+    voices: app.voices,
+    logger,
+    lifecycle: app.lifecycle,
+    version: "9.9.9",
+    stallTimeoutMs,
+    idleTimeoutMs,
+    uploadedVoices,
+    maxRunChars: app.config.wsMaxQueuedChars,
+  });
   return { app, wyoming, logLines };
 }
 
@@ -247,7 +268,7 @@ describe("with a slow engine", () => {
   });
 
   test("an idle connection is closed, one whose audio takes longer than the idle timeout is not", async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 1 }), {}, 300);
+    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 1 }), {}, { idleTimeoutMs: 300 });
     try {
       const idle = await WyomingTestClient.connect(served.wyoming.port);
       const busy = await WyomingTestClient.connect(served.wyoming.port);
@@ -284,6 +305,125 @@ describe("with a slow engine", () => {
   });
 });
 
+describe("what one connection may hold", () => {
+  test("events with large non-text data sent while a sentence is spoken are not read past a small read-ahead; once it is spoken all are answered", async () => {
+    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 }));
+    try {
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      // About 200 frames of 20 ms: the handler is busy for seconds.
+      client.send("synthesize", { text: "A sentence the slow engine takes seconds to speak." });
+      await client.readUntil(isType("audio-chunk"));
+      const FLOOD_EVENTS = 64;
+      const padded = eventBytes("describe", { padding: "x".repeat(1024 * 1024) });
+      for (let sent = 0; sent < FLOOD_EVENTS; sent++) client.socket.write(padded);
+      await Bun.sleep(1500);
+      // The server (and the two kernels' socket buffers between it and the client) took a few MiB of the
+      // 64 MiB; the client still holds the rest. Read without a bound, the server took all of it.
+      const takenBytes = FLOOD_EVENTS * padded.byteLength - client.socket.writableLength;
+      expect(takenBytes).toBeLessThan(24 * 1024 * 1024);
+      await client.readUntil(isType("audio-stop"));
+      // Reading resumed: every describe is answered, in order, after the audio.
+      await eventually("every describe answered", () => client.events.filter((event) => event.type === "info").length === FLOOD_EVENTS, 60_000);
+      expect(client.closed).toBe(false);
+      client.close();
+    } finally {
+      await stop(served);
+    }
+  }, 90_000);
+
+  test("a client that asks and never reads its replies is no longer read, then dropped after the stall timeout", async () => {
+    const served = await serve(await createClassicModel(), {}, { stallTimeoutMs: 1000, idleTimeoutMs: 60_000 });
+    try {
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      client.socket.pause();
+      const DESCRIBES = 20_000;
+      const describe = eventBytes("describe");
+      for (let sent = 0; sent < DESCRIBES; sent++) client.socket.write(describe);
+      // Replies fill the socket buffers (a few MiB), then a small unsent mark: the server stops handling
+      // and reading, and after the stall timeout drops the connection.
+      await Bun.sleep(3000);
+      client.socket.resume();
+      await client.closedByServer(10_000);
+      const answered = client.events.filter((event) => event.type === "info").length;
+      // Answered until the replies backed up: a few thousand, not all twenty thousand (about 24 MB of replies held for a client that reads nothing).
+      expect(answered).toBeGreaterThan(0);
+      expect(answered).toBeLessThan(DESCRIBES / 2);
+      const warning = served.logLines.find((fields) => fields.message === "wyoming client stopped reading its replies; closing");
+      expect(warning).toMatchObject({ stall_timeout_ms: 1000 });
+    } finally {
+      await stop(served);
+    }
+  }, 60_000);
+
+  test("describe answers from one scan of the speaker folder, not one scan per describe", async () => {
+    const served = await serve(await createClassicModel());
+    try {
+      let scans = 0;
+      const rescan = served.app.voices.rescan.bind(served.app.voices);
+      served.app.voices.rescan = () => {
+        scans++;
+        return rescan();
+      };
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      for (let asked = 0; asked < 50; asked++) client.send("describe");
+      await eventually("50 infos", () => client.events.filter((event) => event.type === "info").length === 50);
+      const [first, last] = [client.events[0]!, client.events.at(-1)!];
+      expect(last.data).toEqual(first.data);
+      expect(scans).toBeLessThanOrEqual(1);
+      client.close();
+    } finally {
+      await stop(served);
+    }
+  });
+});
+
+describe("text caps (the WebSocket routes' limits)", () => {
+  test(`a synthesize-chunk larger than ${MAX_TEXT_MESSAGE_BYTES} bytes is an error event with code ${TEXT_TOO_LONG}; the run speaks nothing more and still ends with synthesize-stopped`, async () => {
+    const served = await serve(new ToneAdapter({ frameDelayMs: 0, framesPerChar: 1 }));
+    try {
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      client.send("synthesize-start");
+      client.send("synthesize-chunk", { text: "Hello there. ".repeat((MAX_TEXT_MESSAGE_BYTES + 1024) / 13) });
+      client.send("synthesize-chunk", { text: "More text. And more. " });
+      client.send("synthesize-stop");
+      const events = await client.readUntil(isType("synthesize-stopped"), 0, 10_000);
+      expect(events.map((event) => event.type)).toEqual(["error", "synthesize-stopped"]);
+      expect(events[0]!.data).toMatchObject({ code: TEXT_TOO_LONG, text: expect.stringContaining(`${MAX_TEXT_MESSAGE_BYTES} bytes`) });
+      // The connection goes on.
+      const seen = client.events.length;
+      client.send("synthesize", { text: "Short." });
+      await client.readUntil(isType("audio-stop"), seen);
+      client.close();
+      const line = await eventually("the run's log line", () => served.logLines.find((fields) => fields.route === "synthesize-start"));
+      expect(line).toMatchObject({ status: 413 });
+    } finally {
+      await stop(served);
+    }
+  });
+
+  test("a streaming run's text past --ws-max-queued-chars, and a synthesize past --max-input-chars, are errors with the same code", async () => {
+    const served = await serve(new ToneAdapter({ frameDelayMs: 0, framesPerChar: 1 }), { "ws-max-queued-chars": "5000", "max-input-chars": "4096" });
+    try {
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      client.send("synthesize-start");
+      // Whitespace: nothing to speak, only characters to count.
+      for (let chunk = 0; chunk < 6; chunk++) client.send("synthesize-chunk", { text: " ".repeat(1000) });
+      client.send("synthesize-stop");
+      const events = await client.readUntil(isType("synthesize-stopped"), 0, 10_000);
+      expect(events.map((event) => event.type)).toEqual(["error", "synthesize-stopped"]);
+      expect(events[0]!.data).toMatchObject({ code: TEXT_TOO_LONG, text: expect.stringContaining("5000 characters") });
+
+      const seen = client.events.length;
+      client.send("synthesize", { text: "a ".repeat(2100) });
+      const [error] = await client.readUntil(isType("error"), seen, 10_000);
+      expect(error!.data).toMatchObject({ code: TEXT_TOO_LONG, text: expect.stringContaining("4096 characters") });
+      client.close();
+    } finally {
+      await stop(served);
+    }
+  });
+});
+
 describe("with Pocket TTS (the tiny random-weight fixture, which clones)", () => {
   test("an uploaded voice is listed in info with the model's languages, and a synthesize names it", async () => {
     const engine = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
@@ -304,10 +444,70 @@ describe("with Pocket TTS (the tiny random-weight fixture, which clones)", () =>
       client.send("synthesize", { text: "Hi.", voice: { name: "Grandma" } });
       const group = await client.readUntil(isType("audio-stop"), seen);
       expect(audioOfGroup(group, 24000).byteLength).toBeGreaterThan(0);
+
+      // Deleted through the API: the next describe no longer lists it, though info is cached.
+      expect((await served.app.app.request("/v1/audio/voices/Grandma", { method: "DELETE" })).status).toBe(200);
+      const beforeDescribe = client.events.length;
+      client.send("describe");
+      const [infoAfter] = await client.readUntil(isType("info"), beforeDescribe);
+      expect((infoAfter!.data.tts as { voices: Record<string, unknown>[] }[])[0]!.voices.map((voice) => voice.name)).not.toContain("Grandma");
       client.close();
     } finally {
       // Closing the host closes its model.
       await stop(served);
     }
   }, 60_000);
+
+  /** Uploads a voice named `name` through the HTTP API, with the key `key`. */
+  async function upload(served: Served, name: string, key: string): Promise<void> {
+    const audio = new File([encodeWav(sine(2, 220, 24000), 24000) as Uint8Array<ArrayBuffer>], "voice.wav", { type: "audio/wav" });
+    const { body, contentType } = await multipartBody({ name, consent: "c", audio_sample: audio });
+    const response = await served.app.app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": contentType, authorization: `Bearer ${key}` }, body: body as Uint8Array<ArrayBuffer> });
+    expect(response.status).toBe(200);
+  }
+
+  test("with API keys set, uploaded voices are neither listed nor spoken over Wyoming (not even named in errors) unless --wyoming-uploaded-voices says so", async () => {
+    const engine = await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger });
+    const served = await serve(engine, { "api-key": "secret-key", "wyoming-port": "0" });
+    try {
+      await upload(served, "Grandma", "secret-key");
+      const client = await WyomingTestClient.connect(served.wyoming.port);
+      client.send("describe");
+      const [info] = await client.readUntil(isType("info"));
+      const names = (info!.data.tts as { voices: Record<string, unknown>[] }[])[0]!.voices.map((voice) => voice.name);
+      expect(names).toEqual([...engine.capabilities.voices]);
+      let seen = client.events.length;
+      client.send("synthesize", { text: "Hi.", voice: { name: "Grandma" } });
+      const [error] = await client.readUntil(isType("error"), seen);
+      expect(error!.data).toMatchObject({ code: "unknown_voice" });
+      expect(String(error!.data.text).match(/grandma/gi)).toHaveLength(1);
+      // An upload that takes a built-in voice's name does not take it over here: the model's voice still speaks.
+      const builtIn = engine.capabilities.voices[0]!;
+      await upload(served, builtIn, "secret-key");
+      seen = client.events.length;
+      client.send("synthesize", { text: "Hi.", voice: { name: builtIn } });
+      audioOfGroup(await client.readUntil(isType("audio-stop"), seen), 24000);
+      // The HTTP API still speaks the upload to a caller with the key.
+      const spoken = await served.app.app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer secret-key" }, body: JSON.stringify({ input: "Hi.", voice: "Grandma" }) });
+      expect(spoken.status).toBe(200);
+      client.close();
+    } finally {
+      await stop(served);
+    }
+
+    const opted = await serve(await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger }), { "api-key": "secret-key", "wyoming-port": "0", "wyoming-uploaded-voices": "true" });
+    try {
+      await upload(opted, "Grandma", "secret-key");
+      const client = await WyomingTestClient.connect(opted.wyoming.port);
+      client.send("describe");
+      const [info] = await client.readUntil(isType("info"));
+      expect((info!.data.tts as { voices: Record<string, unknown>[] }[])[0]!.voices.map((voice) => voice.name)).toContain("Grandma");
+      const seen = client.events.length;
+      client.send("synthesize", { text: "Hi.", voice: { name: "Grandma" } });
+      audioOfGroup(await client.readUntil(isType("audio-stop"), seen), 24000);
+      client.close();
+    } finally {
+      await stop(opted);
+    }
+  }, 120_000);
 });
