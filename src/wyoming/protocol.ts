@@ -9,7 +9,8 @@
  *
  * TCP delivers these bytes in pieces of any size: the parser keeps what it has and emits an event only once
  * its header, data and payload are all in. Every length is capped before anything is buffered, so a client
- * cannot make the server hold more than one event's worth of bytes.
+ * cannot make the server hold more than one event's worth of bytes; and data longer than its event type is
+ * read for is skipped as it arrives, never buffered or parsed (the event comes without it, flagged).
  */
 
 /**
@@ -26,15 +27,20 @@ export interface WyomingEvent {
 
 /** An event as it was read, with its size on the wire: what holding it costs is counted from that. */
 export interface ReceivedEvent extends WyomingEvent {
-  /** Header line (its newline included), data and payload bytes. */
+  /** Its size on the wire: header line (its newline included), data and payload, skipped bytes included. */
   wireBytes: number;
+  /** Its data was longer than its type is read for: that many bytes were skipped, and `data` is the header's alone. */
+  skippedDataBytes?: number;
 }
 
 export interface EventLimits {
   /** Longest header line, its newline excluded. */
   maxHeaderBytes: number;
+  /** Longer data is no stream to read on: a protocol error. */
   maxDataBytes: number;
   maxPayloadBytes: number;
+  /** Longest data read for an event of `type` (default maxDataBytes); longer data, and the payload after it, is skipped. */
+  readableDataBytes?(type: string): number;
 }
 
 /** A stream of bytes that is not Wyoming events (or exceeds a limit): the connection cannot be read further. */
@@ -81,6 +87,8 @@ export class EventParser {
   #scannedUpTo = 0;
   /** The event whose header has been read and whose data or payload is still arriving. */
   #pending: PendingEvent | undefined;
+  /** Bytes still to be dropped as they arrive: the data and payload of an event whose data is not read. */
+  #skipping = 0;
 
   constructor(private readonly limits: EventLimits) {}
 
@@ -97,9 +105,21 @@ export class EventParser {
   }
 
   #next(): ReceivedEvent | undefined {
+    if (this.#skipping > 0) {
+      const dropped = Math.min(this.bufferedBytes, this.#skipping);
+      this.#start += dropped;
+      this.#skipping -= dropped;
+      if (this.#skipping > 0) return undefined;
+    }
     this.#pending ??= this.#readHeader();
     const pending = this.#pending;
-    if (!pending || this.bufferedBytes < pending.dataLength + pending.payloadLength) return undefined;
+    if (!pending) return undefined;
+    if (pending.dataLength > (this.limits.readableDataBytes?.(pending.type) ?? this.limits.maxDataBytes)) {
+      this.#pending = undefined;
+      this.#skipping = pending.dataLength + pending.payloadLength;
+      return { type: pending.type, data: pending.data, wireBytes: pending.headerBytes + this.#skipping, skippedDataBytes: pending.dataLength };
+    }
+    if (this.bufferedBytes < pending.dataLength + pending.payloadLength) return undefined;
     let data = pending.data;
     if (pending.dataLength > 0) data = { ...data, ...parseObject(this.#take(pending.dataLength), "data") };
     const payload = pending.payloadLength > 0 ? this.#take(pending.payloadLength).slice() : undefined;

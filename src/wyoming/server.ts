@@ -11,15 +11,31 @@ import { createServer, type Socket } from "node:net";
 import type { Logger } from "../log/logger.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { VoiceStore } from "../voices/store.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
 import { InfoSource } from "./info.ts";
 import { encodeEvent, EventParser, WyomingProtocolError, type EventLimits } from "./protocol.ts";
 import { WyomingSession } from "./session.ts";
 
 /**
- * A header line is a few hundred bytes; data holds at most one text, and Home Assistant's whole-text
- * `synthesize` after a streamed answer may be long; a TTS server takes no audio, so payloads stay small.
+ * Data read of each event type; longer data is skipped unread and the event refused (session.ts), so no
+ * event costs more than this to parse. A chunk has the WebSocket routes' cap on one message; a whole text
+ * (`synthesize`, at most --max-input-chars, 100,000 characters at the most) fits in 1 MiB of JSON however it
+ * is escaped; the rest carry a voice or nothing.
  */
-export const WYOMING_EVENT_LIMITS: EventLimits = { maxHeaderBytes: 64 * 1024, maxDataBytes: 4 * 1024 * 1024, maxPayloadBytes: 1024 * 1024 };
+const READABLE_DATA_BYTES: Readonly<Record<string, number>> = { "synthesize-chunk": MAX_TEXT_MESSAGE_BYTES, synthesize: 1024 * 1024 };
+const OTHER_READABLE_DATA_BYTES = 64 * 1024;
+
+/**
+ * A header line is a few hundred bytes; data is read up to its type's cap above, and skipped up to
+ * Home Assistant's whole-text `synthesize` after a long streamed answer, which is ignored during the run;
+ * a TTS server takes no audio, so payloads stay small.
+ */
+export const WYOMING_EVENT_LIMITS: EventLimits = {
+  maxHeaderBytes: 64 * 1024,
+  maxDataBytes: 4 * 1024 * 1024,
+  maxPayloadBytes: 1024 * 1024,
+  readableDataBytes: (type) => READABLE_DATA_BYTES[type] ?? OTHER_READABLE_DATA_BYTES,
+};
 /** How long a close may wait for a client to take what was sent before the connection is dropped. */
 const CLOSE_FLUSH_MS = 5000;
 /** Seconds a connection may sit without events and with nothing to do: Home Assistant opens one per request. */

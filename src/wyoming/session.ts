@@ -42,7 +42,8 @@ const CHANNELS = 1;
 /** Samples per audio-chunk at most: wyoming-piper's default (--samples-per-chunk), 64 ms at 16 kHz. */
 export const SAMPLES_PER_CHUNK = 1024;
 /**
- * Bytes of events, by their size on the wire, that may wait to be handled while the client is still read
+ * Bytes of events, by their size on the wire (data skipped unread included: reading it is the client's to
+ * wait for too), that may wait to be handled while the client is still read
  * (events queue while a sentence is spoken): Home Assistant's chunks of a streamed answer fit, so its
  * connection is read on and a disconnect is seen at once. Past it the client is not read until the queue
  * is back under it. Each event also counts EVENT_OVERHEAD_BYTES, what holding it costs beyond its bytes.
@@ -182,7 +183,7 @@ export class WyomingSession {
     this.#close();
   }
 
-  async #handle(event: WyomingEvent): Promise<void> {
+  async #handle(event: ReceivedEvent): Promise<void> {
     if (this.#closed) return;
     switch (event.type) {
       case "describe":
@@ -210,13 +211,16 @@ export class WyomingSession {
     }
   }
 
-  async #synthesize(event: WyomingEvent): Promise<void> {
+  async #synthesize(event: ReceivedEvent): Promise<void> {
     // Home Assistant's copy of the streamed text, for servers that cannot stream: already being spoken.
     if (this.#run) return;
     const log = new WyomingRequestLog(this.options.logger, "synthesize");
     this.#activeLog = log;
     const parsed = synthesizeDataSchema.safeParse(event.data);
-    if (!parsed.success) {
+    if (event.skippedDataBytes !== undefined) {
+      this.#sendError(`synthesize data is larger than the server reads (${event.skippedDataBytes} bytes); its text is over --max-input-chars (${this.options.service.maxInputChars} characters)`, TEXT_TOO_LONG);
+      log.noteFailure(413);
+    } else if (!parsed.success) {
       this.#sendFailure(fromZodError(parsed.error), log);
     } else {
       log.noteText(parsed.data.text.length);
@@ -238,13 +242,18 @@ export class WyomingSession {
    * event, not one per sentence; the run still opens, so the client's chunks and its synthesize-stop get
    * the synthesize-stopped it waits for.
    */
-  async #startRun(event: WyomingEvent): Promise<void> {
-    const parsed = synthesizeStartDataSchema.safeParse(event.data);
+  async #startRun(event: ReceivedEvent): Promise<void> {
+    const parsed = synthesizeStartDataSchema.safeParse(event.skippedDataBytes === undefined ? event.data : {});
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
     if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
     const voice = parsed.data.voice ?? undefined;
     const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false, receivedChars: 0 };
     this.#run = run;
+    if (event.skippedDataBytes !== undefined) {
+      run.refused = true;
+      run.log.noteFailure(400);
+      return this.#sendError(`synthesize-start data is larger than the server reads (${event.skippedDataBytes} bytes); it names a voice and nothing more (the run is not spoken)`, "invalid_request");
+    }
     try {
       await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
     } catch (error) {
@@ -254,18 +263,21 @@ export class WyomingSession {
     }
   }
 
-  async #continueRun(event: WyomingEvent): Promise<void> {
+  async #continueRun(event: ReceivedEvent): Promise<void> {
     const run = this.#run;
     if (!run) return this.#sendError("synthesize-chunk outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
+    // The WebSocket routes' cap on one message, applied as the data arrives (protocol.ts skips it unread).
+    if (event.skippedDataBytes !== undefined) {
+      if (run.refused) return;
+      return this.#refuseRun(run, `synthesize-chunk data is larger than ${MAX_TEXT_MESSAGE_BYTES} bytes (got ${event.skippedDataBytes}); send the text in smaller chunks`);
+    }
     const parsed = synthesizeChunkDataSchema.safeParse(event.data);
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error), run.log);
     const { text } = parsed.data;
     run.log.noteText(text.length);
     if (run.refused) return;
     run.receivedChars += text.length;
-    // The WebSocket routes' caps: one message's text, and the text one session may have waiting.
-    const textBytes = Buffer.byteLength(text);
-    if (textBytes > MAX_TEXT_MESSAGE_BYTES) return this.#refuseRun(run, `synthesize-chunk text is larger than ${MAX_TEXT_MESSAGE_BYTES} bytes (got ${textBytes}); send it in smaller chunks`);
+    // The WebSocket routes' cap on the text one session may have waiting.
     if (run.receivedChars > this.options.maxRunChars) return this.#refuseRun(run, `the streaming run's text is longer than ${this.options.maxRunChars} characters; start a new run for more`);
     for (const sentence of run.segmenter.push(text)) {
       await this.#speak(sentence, run.voice, run.log);

@@ -74,6 +74,31 @@ describe("EventParser", () => {
     });
   }
 
+  test("data longer than its type is read for is skipped as it arrives, never held; the event comes flagged and the stream reads on", () => {
+    const limits: EventLimits = { ...LIMITS, readableDataBytes: (type) => (type === "synthesize-chunk" ? 16 : LIMITS.maxDataBytes) };
+    const oversized = eventBytes("synthesize-chunk", { text: "x".repeat(900) }, Uint8Array.of(1, 2, 3));
+    const oversizedHeaderBytes = oversized.indexOf(0x0a) + 1;
+    const small = eventBytes("synthesize-chunk", { text: "ok" });
+    const stream = Buffer.concat([oversized, small, eventBytes("describe")]);
+    const wanted = [
+      { type: "synthesize-chunk", data: {}, wireBytes: oversized.byteLength, skippedDataBytes: oversized.byteLength - oversizedHeaderBytes - 3 },
+      { type: "synthesize-chunk", data: { text: "ok" }, wireBytes: small.byteLength },
+      { type: "describe", data: {}, wireBytes: eventBytes("describe").byteLength },
+    ];
+    for (const pieceBytes of [1, 7, 64, stream.byteLength]) {
+      const parser = new EventParser(limits);
+      const events = [];
+      let mostHeldBytes = 0;
+      for (let offset = 0; offset < stream.byteLength; offset += pieceBytes) {
+        events.push(...parser.push(stream.subarray(offset, offset + pieceBytes)));
+        mostHeldBytes = Math.max(mostHeldBytes, parser.bufferedBytes);
+      }
+      expect(events).toEqual(wanted);
+      // The 900 characters are dropped piece by piece: at most a header (or a piece) is ever held.
+      if (pieceBytes < 64) expect(mostHeldBytes).toBeLessThan(oversizedHeaderBytes + pieceBytes);
+    }
+  });
+
   test("a header line past the limit is refused as soon as it is too long, before its newline", () => {
     const parser = new EventParser(LIMITS);
     expect(parser.push(Buffer.from("{".padEnd(256, " ")))).toEqual([]);

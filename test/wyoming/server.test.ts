@@ -417,6 +417,11 @@ describe("text caps (the WebSocket routes' limits)", () => {
       client.send("synthesize", { text: "a ".repeat(2100) });
       const [error] = await client.readUntil(isType("error"), seen, 10_000);
       expect(error!.data).toMatchObject({ code: TEXT_TOO_LONG, text: expect.stringContaining("4096 characters") });
+      // Text far past any cap is not even parsed: its data is skipped unread, with the same answer.
+      const afterFirst = client.events.length;
+      client.send("synthesize", { text: "a ".repeat(1024 * 1024) });
+      const [unread] = await client.readUntil(isType("error"), afterFirst, 10_000);
+      expect(unread!.data).toMatchObject({ code: TEXT_TOO_LONG, text: expect.stringContaining("4096 characters") });
       client.close();
     } finally {
       await stop(served);
