@@ -92,10 +92,17 @@ export interface InfoSourceOptions {
 export class InfoSource {
   #cached: { event: WyomingEvent; capabilities: ModelCapabilities; builtAtMs: number } | undefined;
   #building: Promise<WyomingEvent> | undefined;
+  /** Counts voice changes, so a build that read the folder before one is not kept. */
+  #voiceChanges = 0;
 
   constructor(private readonly options: InfoSourceOptions) {
     // A voice replaced or deleted here (or seen changed in the folder) is news at once; uploads by other replicas within the TTL.
-    if (options.uploadedVoices) options.voices.onEvict(() => (this.#cached = undefined));
+    if (options.uploadedVoices) {
+      options.voices.onEvict(() => {
+        this.#voiceChanges++;
+        this.#cached = undefined;
+      });
+    }
   }
 
   /** Throws what `capabilities` throws while the model is not ready (the speech service's 503). */
@@ -109,10 +116,11 @@ export class InfoSource {
 
   async #build(capabilities: ModelCapabilities): Promise<WyomingEvent> {
     const { voices, uploadedVoices, version } = this.options;
+    const voiceChangesBefore = this.#voiceChanges;
     // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
     if (uploadedVoices) await voices.rescan();
     const event = infoEvent({ capabilities, uploaded: uploadedVoices ? voices.list() : [], version });
-    this.#cached = { event, capabilities, builtAtMs: performance.now() };
+    if (this.#voiceChanges === voiceChangesBefore) this.#cached = { event, capabilities, builtAtMs: performance.now() };
     return event;
   }
 }

@@ -26,9 +26,9 @@ const READABLE_DATA_BYTES: Readonly<Record<string, number>> = { "synthesize-chun
 const OTHER_READABLE_DATA_BYTES = 64 * 1024;
 
 /**
- * A header line is a few hundred bytes; data is read up to its type's cap above, and skipped up to
- * Home Assistant's whole-text `synthesize` after a long streamed answer, which is ignored during the run;
- * a TTS server takes no audio, so payloads stay small.
+ * A header line is a few hundred bytes. Data is read up to its type's cap (above); longer data, up to
+ * maxDataBytes, is skipped, so Home Assistant's whole-text `synthesize` after a long streamed answer (ignored
+ * during the run) does not end the connection. A TTS server takes no audio, so payloads stay small.
  */
 export const WYOMING_EVENT_LIMITS: EventLimits = {
   maxHeaderBytes: 64 * 1024,

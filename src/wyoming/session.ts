@@ -42,11 +42,11 @@ const CHANNELS = 1;
 /** Samples per audio-chunk at most: wyoming-piper's default (--samples-per-chunk), 64 ms at 16 kHz. */
 export const SAMPLES_PER_CHUNK = 1024;
 /**
- * Bytes of events, by their size on the wire (data skipped unread included: reading it is the client's to
- * wait for too), that may wait to be handled while the client is still read
- * (events queue while a sentence is spoken): Home Assistant's chunks of a streamed answer fit, so its
- * connection is read on and a disconnect is seen at once. Past it the client is not read until the queue
- * is back under it. Each event also counts EVENT_OVERHEAD_BYTES, what holding it costs beyond its bytes.
+ * Bytes of events that may wait to be handled (they queue while a sentence is spoken) with the client still
+ * read. Past it the client is not read until the queue is back under it. Home Assistant's chunks of a
+ * streamed answer fit, so its connection is read on and its disconnect seen at once. Events count their
+ * size on the wire (data skipped unread too: reading it waits as well) and EVENT_OVERHEAD_BYTES, what
+ * holding one costs beyond its bytes.
  */
 export const INBOX_READ_AHEAD_BYTES = 64 * 1024;
 /**
@@ -155,11 +155,6 @@ export class WyomingSession {
       });
   }
 
-  /** Bytes of events waiting to be handled, as counted against the caps. */
-  get inboxBytes(): number {
-    return this.#inboxBytes;
-  }
-
   /** The connection closed (either side): stop generation, free everything. */
   closed(): void {
     if (this.#closed) return;
@@ -218,7 +213,7 @@ export class WyomingSession {
     this.#activeLog = log;
     const parsed = synthesizeDataSchema.safeParse(event.data);
     if (event.skippedDataBytes !== undefined) {
-      this.#sendError(`synthesize data is larger than the server reads (${event.skippedDataBytes} bytes); its text is over --max-input-chars (${this.options.service.maxInputChars} characters)`, TEXT_TOO_LONG);
+      this.#sendError(`synthesize data of ${event.skippedDataBytes} bytes is more than a text of --max-input-chars (${this.options.service.maxInputChars} characters) takes; it was not read`, TEXT_TOO_LONG);
       log.noteFailure(413);
     } else if (!parsed.success) {
       this.#sendFailure(fromZodError(parsed.error), log);
@@ -252,7 +247,7 @@ export class WyomingSession {
     if (event.skippedDataBytes !== undefined) {
       run.refused = true;
       run.log.noteFailure(400);
-      return this.#sendError(`synthesize-start data is larger than the server reads (${event.skippedDataBytes} bytes); it names a voice and nothing more (the run is not spoken)`, "invalid_request");
+      return this.#sendError(`synthesize-start data of ${event.skippedDataBytes} bytes is more than a voice selection takes; it was not read (the run is not spoken)`, "invalid_request");
     }
     try {
       await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
