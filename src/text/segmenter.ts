@@ -64,11 +64,6 @@ const CLAUSE_CANDIDATES = `${SENTENCE_CANDIDATES}|(?<pause>[,;:—–])[${CLOSER
 /** What one candidate means, given the text received so far. */
 type Verdict = "ends" | "continues" | "undecided";
 
-/**
- * Characters past the cap a candidate search reads: a blank line starting at the cap ends the segment there,
- * and its "\n\n" must be seen whole. Anything else found beyond the cap ends no segment.
- */
-const SEARCH_LOOKAHEAD_CHARS = 2;
 
 export class TextSegmenter {
   /**
@@ -168,10 +163,9 @@ export class TextSegmenter {
   #nextSegmentEnd(atEnd: boolean): number | undefined {
     const candidates = this.#candidates;
     if (candidates === null) return undefined;
-    // A segment ends within the cap or is cut: the search never reads further.
-    const searched = this.#buffer.slice(0, this.#maxSegmentChars + SEARCH_LOOKAHEAD_CHARS);
+    // The buffer holds at most about two caps (push), so a search that finds nothing within the cap stops soon.
     candidates.lastIndex = this.#judgedUpTo;
-    for (let match = candidates.exec(searched); match !== null; match = candidates.exec(searched)) {
+    for (let match = candidates.exec(this.#buffer); match !== null; match = candidates.exec(this.#buffer)) {
       const matchEnd = match.index + match[0].length;
       const segmentEnd = match.groups!.paragraph === undefined ? matchEnd : match.index;
       if (segmentEnd > this.#maxSegmentChars) break;
@@ -183,7 +177,7 @@ export class TextSegmenter {
     }
     if (this.#buffer.length > this.#maxSegmentChars) return this.#runOnCut();
     // Searched to the end and found nothing deciding: later text resumes the search after it.
-    this.#judgedUpTo = Math.max(this.#judgedUpTo, searched.length);
+    this.#judgedUpTo = this.#buffer.length;
     return undefined;
   }
 
