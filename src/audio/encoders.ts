@@ -1,55 +1,29 @@
 /**
- * The speech API's response formats: one entry point that turns mono float samples into the bytes of
- * a complete file. Each codec lives in its own module, whose header says which library it uses and
- * why, how long its decoded output is, and how it stays safe under concurrent calls. Codec libraries
- * are imported on first use, so a server that never returns AAC never loads ffmpeg's wasm.
+ * The speech API's response formats: one entry point that turns mono float samples into the bytes of a
+ * complete file. The work runs on the encoder workers (encoder-pool.ts), never on the caller's thread: a long
+ * file takes seconds to encode, which on the main thread would hold every other request. What each format
+ * holds and which library makes it: file-encoding.ts and the codecs' own modules.
  */
-import { encodeAdtsAac } from "./aac.ts";
-import { encodeFlac } from "./flac.ts";
-import { encodeMp3 } from "./mp3.ts";
-import { encodeOggOpus } from "./opus.ts";
-import { encodeWav, pcm16Bytes } from "./wav.ts";
-import { encodeG711 } from "./g711.ts";
+import { encoderPool } from "./encoder-pool.ts";
+import type { EncodingOptions, ResponseFormat } from "./response-format.ts";
 
-export type ResponseFormat = "wav" | "pcm" | "mp3" | "flac" | "opus" | "aac" | "ulaw" | "alaw";
+export { CONTENT_TYPES, type EncodingOptions, type ResponseFormat } from "./response-format.ts";
 
-/** A lossy codec's bitrate, for callers that name one (ElevenLabs' `mp3_44100_128`); unset, each codec's own default. */
-export interface EncodingOptions {
-  bitrateKbps?: number;
+/** Encodes mono samples in [-1, 1] (clipped beyond) as a complete file in `format`. The caller keeps `samples`. */
+export async function encodeAudio(samples: Float32Array, sampleRateHz: number, format: ResponseFormat, options: EncodingOptions = {}): Promise<Uint8Array> {
+  checkSampleRate(sampleRateHz);
+  return (await encoderPool().renderFile(samples.slice(), sampleRateHz, format, options, 1)).bytes;
 }
 
-export const CONTENT_TYPES: Record<ResponseFormat, string> = {
-  wav: "audio/wav",
-  pcm: "audio/pcm",
-  mp3: "audio/mpeg",
-  flac: "audio/flac",
-  opus: "audio/ogg",
-  aac: "audio/aac",
-  // RFC 2045 / RFC 3551 names: raw G.711 at 8 kHz.
-  ulaw: "audio/basic",
-  alaw: "audio/x-alaw-basic",
-};
+/**
+ * The file of `samples` played `speed` times faster (audio/speed.ts), and its length in samples after the speed
+ * change. `samples`' buffer is handed to the worker, not copied: the caller gives the array up.
+ */
+export async function renderAudioFile(samples: Float32Array, sampleRateHz: number, format: ResponseFormat, options: EncodingOptions = {}, speed = 1): Promise<{ bytes: Uint8Array; sampleCount: number }> {
+  checkSampleRate(sampleRateHz);
+  return encoderPool().renderFile(samples, sampleRateHz, format, options, speed);
+}
 
-/** Encodes mono samples in [-1, 1] (clipped beyond) as a complete file in `format`. */
-export async function encodeAudio(samples: Float32Array, sampleRateHz: number, format: ResponseFormat, options: EncodingOptions = {}): Promise<Uint8Array> {
-  if (!Number.isInteger(sampleRateHz) || sampleRateHz <= 0) {
-    throw new RangeError(`sampleRateHz must be a positive integer, got ${sampleRateHz}`);
-  }
-  switch (format) {
-    case "wav":
-      return encodeWav(samples, sampleRateHz);
-    case "pcm":
-      return pcm16Bytes(samples);
-    case "mp3":
-      return encodeMp3(samples, sampleRateHz, options.bitrateKbps);
-    case "flac":
-      return encodeFlac(samples, sampleRateHz);
-    case "opus":
-      return encodeOggOpus(samples, sampleRateHz, options.bitrateKbps);
-    case "aac":
-      return encodeAdtsAac(samples, sampleRateHz);
-    case "ulaw":
-    case "alaw":
-      return encodeG711(samples, format);
-  }
+function checkSampleRate(sampleRateHz: number): void {
+  if (!Number.isInteger(sampleRateHz) || sampleRateHz <= 0) throw new RangeError(`sampleRateHz must be a positive integer, got ${sampleRateHz}`);
 }

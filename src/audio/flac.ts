@@ -22,6 +22,7 @@ import type { StreamMetadata } from "libflacjs/dist/libflac.js";
 import { concatBytes } from "../lib/concat.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
 import { floatToInt16 } from "./wav.ts";
+import { NO_PAUSE, type Pause } from "./response-format.ts";
 
 /** libFLAC's default preset: nearly all of level 8's compression at a fraction of its CPU. */
 const COMPRESSION_LEVEL = 5;
@@ -44,7 +45,7 @@ export const loadFlac = lazyLoad(async (): Promise<Flac> => {
   return library;
 });
 
-export async function encodeFlac(samples: Float32Array, sampleRateHz: number): Promise<Uint8Array> {
+export async function encodeFlac(samples: Float32Array, sampleRateHz: number, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
   const library = await loadFlac();
   const pcm = floatToInt16(samples);
 
@@ -62,6 +63,7 @@ export async function encodeFlac(samples: Float32Array, sampleRateHz: number): P
 
     const block = new Int32Array(CHUNK_SAMPLES);
     for (let start = 0; start < pcm.length; start += CHUNK_SAMPLES) {
+      if (start > 0) await pause();
       const count = Math.min(CHUNK_SAMPLES, pcm.length - start);
       block.set(pcm.subarray(start, start + count));
       if (!library.FLAC__stream_encoder_process_interleaved(encoder, block, count)) {

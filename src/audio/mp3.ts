@@ -17,12 +17,13 @@
  *
  * Length: sample-exact for decoders that read the Info tag.
  *
- * Concurrency: each call has its own encoder and encodes without an `await`, so calls cannot interleave.
+ * Concurrency: each call has its own encoder, so calls may interleave between chunks (at `pause`).
  */
 import { concatBytes } from "../lib/concat.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
+import { NO_PAUSE, type Pause } from "./response-format.ts";
 
 /** Ample for mono speech and valid in every MPEG version's bitrate table. */
 export const MP3_BITRATE_KBPS = 64;
@@ -50,10 +51,10 @@ export function mp3RatesAt(bitrateKbps: number): readonly number[] {
   return bitrateKbps < MIN_KBPS_ABOVE_22050_HZ ? MP3_RATES_HZ.filter((rateHz) => rateHz <= LOW_BITRATE_MAX_RATE_HZ) : MP3_RATES_HZ;
 }
 
-export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bitrateKbps = MP3_BITRATE_KBPS): Promise<Uint8Array> {
+export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bitrateKbps = MP3_BITRATE_KBPS, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
   const rates = mp3RatesAt(bitrateKbps);
   const encoderRateHz = rates.find((rateHz) => rateHz >= sampleRateHz) ?? rates.at(-1)!;
-  const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
+  const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz, pause);
   const { Mp3Encoder } = await loadLame();
 
   const encoder = new Mp3Encoder(1, encoderRateHz, bitrateKbps);
@@ -62,6 +63,7 @@ export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bit
   // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
   const keep = (part: Int8Array | Uint8Array) => parts.push(new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice());
   for (let start = 0; start < pcm.length; start += CHUNK_SAMPLES) {
+    if (start > 0) await pause();
     keep(encoder.encodeBuffer(pcm.subarray(start, start + CHUNK_SAMPLES)));
   }
   keep(encoder.flush());

@@ -19,12 +19,14 @@
  * Length: sample-exact at 48 kHz (the input duration × 48 kHz, rounded), through pre-skip and
  * end-trimming granule positions.
  *
- * Concurrency: each call has its own encoder. Packets are all encoded synchronously before muxing
- * begins, so concurrent calls never interleave on the shared wasm staging buffers of @evan/opus.
+ * Concurrency: each call has its own encoder. Each encode() copies its input into @evan/opus's shared wasm
+ * staging buffer and its packet out of it synchronously, so calls that interleave between packets (at
+ * `pause`) never see each other's data.
  */
 import { resample } from "./resampler.ts";
 import { floatToInt16 } from "./wav.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
+import { NO_PAUSE, type Pause } from "./response-format.ts";
 
 /** Sample rates libopus can encode. */
 export const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
@@ -37,13 +39,16 @@ const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
  *  misspell its `lookahead` getter as `lookhead`. */
 export const OPUS_GET_LOOKAHEAD = 4027;
 
+/** Packets encoded (and muxed) between two pauses of a long file: 5 s of audio. */
+const PACKETS_PER_SLICE = 250;
+
 export const loadOpus = lazyLoad(() => import("@evan/opus"));
 export const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
 /** `bitrateKbps` unset leaves libopus's own choice for the rate (about 32 kbps for mono speech at 48 kHz). */
-export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number, bitrateKbps?: number): Promise<Uint8Array> {
+export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number, bitrateKbps?: number, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
   const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;
-  const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz);
+  const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz, pause);
 
   const { Encoder } = await loadOpus();
   const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz, application: "audio" });
@@ -59,7 +64,10 @@ export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number,
   const pcm = new Int16Array(packetCount * frameSamples); // zero-padded to whole frames
   pcm.set(floatToInt16(encoderInput).subarray(0, pcm.length));
   const packets: Uint8Array[] = [];
-  for (let i = 0; i < packetCount; i++) packets.push(encoder.encode(pcm.subarray(i * frameSamples, (i + 1) * frameSamples)));
+  for (let i = 0; i < packetCount; i++) {
+    if (i > 0 && i % PACKETS_PER_SLICE === 0) await pause();
+    packets.push(encoder.encode(pcm.subarray(i * frameSamples, (i + 1) * frameSamples)));
+  }
 
   const { BufferTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await loadMediabunny();
   const output = new Output({ format: new OggOutputFormat(), target: new BufferTarget() });
@@ -72,6 +80,7 @@ export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number,
     const durationSamples48k = Math.min(FRAME_SAMPLES_48K, granuleEnd - i * FRAME_SAMPLES_48K);
     const packet = new EncodedPacket(packets[i]!, "key", (i * FRAME_SAMPLES_48K) / OGG_OPUS_RATE_HZ, durationSamples48k / OGG_OPUS_RATE_HZ);
     await source.add(packet, i === 0 ? { decoderConfig } : undefined);
+    if (i > 0 && i % PACKETS_PER_SLICE === 0) await pause();
   }
   await output.finalize();
   return new Uint8Array(output.target.buffer!);

@@ -23,6 +23,7 @@
  */
 import { concatFloat32 } from "../lib/concat.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
+import { NO_PAUSE, type Pause } from "./response-format.ts";
 
 /** Speex quality 0–10. 10 has the widest passband (96.6% of Nyquist, like SRC_SINC_BEST), and even
  *  44.1 kHz output costs only about 1% of one core for real-time 24 kHz input (see bench/resampler.ts). */
@@ -242,11 +243,20 @@ export async function createStreamingResampler(fromHz: number, toHz: number): Pr
   return new SpeexStreamingResampler(await loadSpeexModule(), fromHz, toHz);
 }
 
+/** Input samples resampled between two pauses of a long signal. */
+const SLICE_INPUT_SAMPLES = 1 << 16;
+
 /** Resamples a whole signal. It goes through the streaming path, so its output equals a streamed conversion. */
-export async function resample(samples: Float32Array, fromHz: number, toHz: number): Promise<Float32Array> {
+export async function resample(samples: Float32Array, fromHz: number, toHz: number, pause: Pause = NO_PAUSE): Promise<Float32Array> {
   const resampler = await createStreamingResampler(fromHz, toHz);
   try {
-    return concatFloat32([resampler.push(samples), resampler.flush()]);
+    const parts: Float32Array[] = [];
+    for (let start = 0; start < samples.length; start += SLICE_INPUT_SAMPLES) {
+      if (start > 0) await pause();
+      parts.push(resampler.push(samples.subarray(start, start + SLICE_INPUT_SAMPLES)));
+    }
+    parts.push(resampler.flush());
+    return concatFloat32(parts);
   } finally {
     resampler.close();
   }

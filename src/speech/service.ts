@@ -19,11 +19,10 @@ import type { SpeechRequest } from "../api/speech.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS, OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
-import { encodeAudio, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
+import { renderAudioFile, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
 import { G711_SAMPLE_RATE_HZ } from "../audio/g711.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
-import { changeSpeed } from "../audio/speed.ts";
 import { concatBytes, concatFloat32 } from "../lib/concat.ts";
 import { resample } from "../audio/resampler.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
@@ -559,9 +558,9 @@ export class SpeechService {
     const chunks: Float32Array[] = [];
     for await (const chunk of pcm) chunks.push(chunk);
     if (signal.aborted) throw clientLeft();
-    let samples = concatFloat32(chunks);
-    if (prepared.speed !== 1) samples = await changeSpeed(samples, prepared.outputSampleRateHz, prepared.speed);
-    return { bytes: await encodeAudio(samples, prepared.outputSampleRateHz, prepared.responseFormat, prepared.encoding), seconds: samples.length / prepared.outputSampleRateHz };
+    // The joined audio is handed to an encoder worker (speed change included), not copied.
+    const { bytes, sampleCount } = await renderAudioFile(concatFloat32(chunks), prepared.outputSampleRateHz, prepared.responseFormat, prepared.encoding, prepared.speed);
+    return { bytes, seconds: sampleCount / prepared.outputSampleRateHz };
   }
 }
 
