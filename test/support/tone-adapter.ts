@@ -13,6 +13,11 @@ export const TONE_REQUEST_STATE_BYTES = 4096;
 export interface ToneAdapterOptions {
   sampleRateHz?: number;
   frameDelayMs?: number;
+  /**
+   * Lets the event loop turn every this many frames, as a real model's worker replies do; without it (and
+   * without a frame delay) a long generation runs as one chain of microtasks.
+   */
+  macrotaskEveryFrames?: number;
   /** Frames per character of input. */
   framesPerChar?: number;
   /** Throw after this many frames (to test mid-stream failures). */
@@ -88,6 +93,7 @@ export class ToneAdapter implements SpeechModel {
     for (let frame = 0; frame < totalFrames; frame++) {
       if (job.signal.aborted) return;
       if (this.options.frameDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.frameDelayMs));
+      else if (this.options.macrotaskEveryFrames && frame % this.options.macrotaskEveryFrames === 0) await new Promise((resolve) => setImmediate(resolve));
       if (job.signal.aborted) return;
       if (this.options.failAfterFrames !== undefined && frame >= this.options.failAfterFrames) throw new Error("tone generator broke");
       const samples = new Float32Array(frameSamples);
