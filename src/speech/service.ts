@@ -135,6 +135,12 @@ export class SpeechService {
    */
   readonly #encodeGate = new Semaphore(1);
   #encodesWaiting = 0;
+  /**
+   * Files whose audio is made and which the encoder workers have not finished: each holds its samples until
+   * then. A file request is refused (429) while as many are encoding as the engine runs streams, so a burst of
+   * long files waits in clients' retries, not in memory; a batch item waits for the engine, a few at a time.
+   */
+  #filesEncoding = 0;
 
   constructor(
     private readonly host: ModelHost,
@@ -479,7 +485,9 @@ export class SpeechService {
   }
 
   #admit(prepared: PreparedSpeech, signal: AbortSignal): Promise<EngineStream> {
-    return this.engine().submit({ ...prepared.job, signal }, { whenFull: prepared.delivery === "batch" ? "wait" : "reject" });
+    const engine = this.engine();
+    if (prepared.delivery === "file" && this.#filesEncoding >= engine.limits.maxStreams) throw engine.fullError();
+    return engine.submit({ ...prepared.job, signal }, { whenFull: prepared.delivery === "batch" ? "wait" : "reject" });
   }
 
   /**
@@ -558,9 +566,21 @@ export class SpeechService {
     const chunks: Float32Array[] = [];
     for await (const chunk of pcm) chunks.push(chunk);
     if (signal.aborted) throw clientLeft();
-    // The joined audio is handed to an encoder worker (speed change included), not copied.
-    const { bytes, sampleCount } = await renderAudioFile(concatFloat32(chunks), prepared.outputSampleRateHz, prepared.responseFormat, prepared.encoding, prepared.speed);
+    const { bytes, sampleCount } = await this.renderFile(concatFloat32(chunks), prepared.outputSampleRateHz, prepared.responseFormat, prepared.encoding, prepared.speed);
     return { bytes, seconds: sampleCount / prepared.outputSampleRateHz };
+  }
+
+  /**
+   * A whole file from its samples (handed to an encoder worker, not copied: the caller gives them up), speed
+   * changed, and its length in samples; counted among the files encoding, which admission bounds.
+   */
+  async renderFile(samples: Float32Array, sampleRateHz: number, format: ResponseFormat, encoding: EncodingOptions, speed = 1): Promise<{ bytes: Uint8Array; sampleCount: number }> {
+    this.#filesEncoding++;
+    try {
+      return await renderAudioFile(samples, sampleRateHz, format, encoding, speed);
+    } finally {
+      this.#filesEncoding--;
+    }
   }
 }
 

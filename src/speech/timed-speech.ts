@@ -11,7 +11,7 @@
  */
 import type { SpeechRequest } from "../api/speech.ts";
 import { concatBytes, concatFloat32 } from "../lib/concat.ts";
-import { renderAudioFile, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
+import type { EncodingOptions, ResponseFormat } from "../audio/encoders.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import { badRequest } from "../api/errors.ts";
@@ -127,7 +127,7 @@ export class TimedSpeech {
       samples.push(piece.audio);
       if (piece.alignment) alignments.push(piece.alignment);
     }
-    const { bytes: audio } = await renderAudioFile(concatFloat32(samples), this.options.sampleRateHz, this.options.responseFormat, this.options.encoding);
+    const { bytes: audio } = await this.service.renderFile(concatFloat32(samples), this.options.sampleRateHz, this.options.responseFormat, this.options.encoding);
     return { audio, alignment: joinAlignments(alignments) };
   }
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ToneAdapter } from "../support/tone-adapter.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
+import { eventually } from "../support/eventually.ts";
 
 const HEALTH_BOUND_MS = 1500;
 /** The tone model's frames per character: one second of audio per character. */
@@ -109,6 +110,41 @@ describe("encoding runs off the event loop", () => {
     for (const stream of result) {
       expect(stream.status).toBe(200);
       expect(decodeWithFfmpeg(stream.bytes).samples.length).toBeGreaterThan(39 * 24000);
+    }
+  }, 120_000);
+});
+
+describe("encoding counts in admission", () => {
+  test("while as many files are encoding as the engine runs streams, another file is a 429; a stream still runs", async () => {
+    const adapter = new ToneAdapter({ framesPerChar: FRAMES_PER_CHAR, macrotaskEveryFrames: 10 });
+    const busy = await startTestServer(adapter, { flags: { "max-streams": "1", "max-queue": "0" } });
+    try {
+      const post = (body: Record<string, unknown>) => fetch(`${busy.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      let longDone = false;
+      const long = post({ input: text(900), response_format: "aac" }).then(async (response) => {
+        await response.arrayBuffer();
+        longDone = true;
+        return response.status;
+      });
+      // Its generation over (the engine holds nothing), its file is being encoded.
+      await eventually("the long file's generation to end", () => {
+        const { running, waiting, paused } = busy.host.engine!.counts;
+        return adapter.framesProduced >= 900 * FRAMES_PER_CHAR && running + waiting + paused === 0;
+      }, 60_000);
+      expect(longDone).toBe(false);
+      const refused = await post({ input: text(2), response_format: "wav" });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(((await refused.json()) as { error: { type: string } }).error.type).toBeString();
+      const streamed = await post({ input: text(2), response_format: "pcm", stream_format: "audio" });
+      expect(streamed.status).toBe(200);
+      await streamed.arrayBuffer();
+      expect(await long).toBe(200);
+      const after = await post({ input: text(2), response_format: "wav" });
+      expect(after.status).toBe(200);
+      await after.arrayBuffer();
+    } finally {
+      await busy.stop();
     }
   }, 120_000);
 });
