@@ -150,6 +150,12 @@ const OPTIONS = {
     description: "Mimi decoder worker threads on the CPU (onnxruntime-node); each stream decodes on one, so several streams decode at once on different cores",
     defaultText: "one per core, at most 4; 1 in a container limited to 2 GiB or less",
   },
+  encoderThreads: {
+    flag: "encoder-threads",
+    env: "VOXEDGE_ENCODER_THREADS",
+    schema: z.coerce.number().int().min(1).max(16).default(1),
+    description: "worker threads that encode the responses (files, their speed change, and every stream's encoder), so no encode holds the event loop; a stream stays on one, a file goes to the least loaded",
+  },
   speakerDir: {
     flag: "speaker-dir",
     env: "SPEAKER_SAMPLES_DIR",

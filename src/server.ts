@@ -12,6 +12,7 @@ import type { RuntimeSupport } from "./runtime/serve.ts";
 import { VoiceStore } from "./voices/store.ts";
 import { startWyomingServer } from "./wyoming/server.ts";
 import { announceWyoming } from "./wyoming/zeroconf.ts";
+import { configureEncoderThreads } from "./audio/encoder-pool.ts";
 import packageJson from "../package.json" with { type: "json" };
 
 /** After the grace, how long the streams the engine then ends get to send their last bytes. */
@@ -33,6 +34,7 @@ export function openVoiceStore(config: Config, logger: Logger): Promise<VoiceSto
 }
 
 export async function startServingProcess(config: Config, logger: Logger, runtime: RuntimeSupport): Promise<ServingProcess> {
+  configureEncoderThreads(config.encoderThreads);
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));

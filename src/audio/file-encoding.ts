@@ -3,7 +3,7 @@
  * the rest of the server calls encoders.ts, which sends the work there. Each codec lives in its own module,
  * whose header says which library it uses and why, how long its decoded output is, and how it stays safe
  * under concurrent calls. Codec libraries are imported on first use, so a server that never returns AAC never
- * loads ffmpeg's wasm. Long inputs are worked through in slices of about a second of audio, with `pause`
+ * loads ffmpeg's wasm. Long inputs are worked through in bounded slices (tens of ms each), with `pause`
  * between them, so a long file shares its thread with the streams beside it.
  */
 import { encodeAacFile } from "./aac.ts";
