@@ -54,7 +54,7 @@ const CASES: Record<string, Case> = {
     return { statuses: [await drain(response)] };
   },
   "ElevenLabs with-timestamps mp3_44100_192": async (base) => {
-    const response = await fetch(`${base}/elevenlabs/v1/text-to-speech/default/with-timestamps?output_format=mp3_44100_192`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: prose(4096) }) });
+    const response = await fetch(`${base}/elevenlabs/v1/text-to-speech/rms/with-timestamps?output_format=mp3_44100_192`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: prose(4096) }) });
     return { statuses: [await drain(response)] };
   },
   "8 streamed aac": streams(8),
@@ -88,7 +88,7 @@ function sampleHealth(base: string): { stop(): Promise<number[]> } {
 const percentile = (sorted: number[], fraction: number) => sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
 
 const selected = values.cases ? values.cases.split(",").map((name) => Object.keys(CASES).find((key) => key.startsWith(name.trim()))!) : Object.keys(CASES);
-console.log(`server: ${serverDir} ${checkoutRevision(serverDir)}, offline engine, a fresh server per case`);
+console.log(`server: ${serverDir} ${checkoutRevision(serverDir)}, offline engine (voice rms), a fresh server per case`);
 console.log("| case | /health p50 ms | /health p100 ms | peak RSS MiB (idle) | wall s | statuses |");
 console.log("|---|---:|---:|---:|---:|---|");
 for (const name of selected) {
