@@ -100,7 +100,7 @@ describe("encoder workers", () => {
       const pooled = await run(await createStreamEncoder(format, rateHz, {}));
       const local = await run(await createStreamEncoderOnThisThread(format, rateHz, {}));
       // An Ogg stream's serial number is random; its packets are what must match, so opus is compared decoded.
-      const comparable = (bytes: Uint8Array) => Buffer.from(format === "opus" ? decodeWithFfmpeg(bytes).samples.buffer : bytes).toString("base64");
+      const comparable = (bytes: Uint8Array) => Buffer.from(format === "opus" ? new Uint8Array(decodeWithFfmpeg(bytes).samples.buffer) : bytes).toString("base64");
       expect({ format, bytes: comparable(pooled) }).toEqual({ format, bytes: comparable(local) });
     }
   }, 60_000);
