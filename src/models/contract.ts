@@ -82,6 +82,13 @@ export interface SpeechModel {
   /** Number of text tokens the model sees for this input (usage). */
   countInputTokens(text: string): number;
   /**
+   * For a model that reads only some characters: the text as it reads it, and whether anything it could not
+   * read (a letter of another script, an emoji) was dropped. The speech service asks before any audio, so a
+   * request with nothing readable left is a 400 and a partial drop is named in X-Ignored-Fields. Absent: the
+   * model reads any text.
+   */
+  readableText?(text: string): { text: string; dropped: boolean };
+  /**
    * The `extra_params` the model reads, with their ranges. The speech service checks every request with it
    * before any work, so a bad value is a 400 naming `extra_params.<key>` and never a failure mid-stream;
    * job.extraParams is what it parsed.

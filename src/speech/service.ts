@@ -254,7 +254,12 @@ export class SpeechService {
     // vLLM's top-level temperature is the model's sampling temperature, unless extra_params names one.
     const temperature = request.temperature !== undefined && request.extra_params?.temperature === undefined ? { temperature: request.temperature } : {};
     const extraParams = this.parseExtraParams({ ...temperature, ...(request.extra_params ?? {}) });
+    // Limits above are on the text as sent; the model reads, and usage counts, its normalized form, less
+    // what the model cannot read.
+    const readable = readableText(adapter, spokenText(text, request.apply_text_normalization, capabilities));
     const ignoredFields = [
+      // Part of the input was not read (a script the model does not speak).
+      ...(readable.dropped ? ["input"] : []),
       ...(instructions !== undefined && !capabilities.supportsInstructions ? ["instructions"] : []),
       // No model here reads a language; "Auto", letting the model decide, is what each of them does.
       ...(request.language !== undefined && request.language.trim().toLowerCase() !== "auto" ? ["language"] : []),
@@ -268,8 +273,7 @@ export class SpeechService {
         .map((key) => `extra_params.${headerSafeFieldName(key)}`),
     ].slice(0, MAX_IGNORED_FIELDS);
 
-    // Limits above are on the text as sent; the model reads, and usage counts, its normalized form.
-    const modelText = spokenText(text, request.apply_text_normalization, capabilities);
+    const modelText = readable.text;
     // Wyoming has no authentication: uploads are off it unless the configuration serves them there (config.ts).
     const uploadsServed = transport !== "wyoming" || wyomingExposure(this.config).uploadedVoices;
     const { voice, voicePrompt } = await this.#resolveVoice(request, adapter, signal, uploadsServed);
@@ -619,6 +623,21 @@ export async function wholeAudio(audio: AsyncIterable<Uint8Array>): Promise<Uint
 }
 
 type StreamingMode = "sse" | "audio" | null;
+
+/** Something to say: a letter or a digit. */
+const SPEAKABLE = /[\p{L}\p{N}]/u;
+
+/**
+ * The text as the served model reads it (SpeechModel.readableText). When the model could read none of the
+ * letters and digits sent, it is a 400 now rather than silence, or a failure once the audio has begun.
+ */
+function readableText(adapter: SpeechModel, text: string): { text: string; dropped: boolean } {
+  const readable = adapter.readableText?.(text) ?? { text, dropped: false };
+  if (readable.dropped && !SPEAKABLE.test(readable.text)) {
+    throw badRequest(`input has nothing ${adapter.capabilities.modelId} can read (${adapter.capabilities.description}): its characters are of a script the model does not speak`, "input");
+  }
+  return readable;
+}
 
 function isG711(format: ResponseFormat): format is "ulaw" | "alaw" {
   return format === "ulaw" || format === "alaw";

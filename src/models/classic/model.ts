@@ -16,6 +16,7 @@ import { FliteClient } from "./flite-client.ts";
 import { GeneratorRunner } from "../generator-runner.ts";
 import { decodeWav } from "../../audio/wav.ts";
 import { TextSegmenter } from "../../text/segmenter.ts";
+import { readableByFlite } from "./flite-text.ts";
 
 /** Flite's built-in English voices usable at 16 kHz, most intelligible first (bench WER: 5%, 9%, 13%, 16%). */
 const FLITE_VOICES = ["rms", "kal16", "slt", "awb"] as const;
@@ -49,21 +50,24 @@ const CAPABILITIES: ModelCapabilities = Object.freeze({
 
 /**
  * Flite's text front end reads ASCII punctuation: typographic quotes, dashes and the ellipsis become their
- * ASCII forms (a dash a pause), and control characters become spaces.
+ * ASCII forms (a dash a pause), and control characters become spaces. Then everything else becomes ASCII or
+ * goes (flite-text.ts: any other byte corrupts Flite's memory).
  */
-function asFliteText(text: string): string {
-  return text
-    .replace(/[\u2018\u2019\u201B]/g, "'")
-    .replace(/[\u201C\u201D\u201E]/g, '"')
-    .replace(/[\u2013\u2014]/g, ", ")
-    .replace(/\u2026/g, "...")
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, " ");
+function asFliteText(text: string): { text: string; dropped: boolean } {
+  return readableByFlite(
+    text
+      .replace(/[\u2018\u2019\u201B]/g, "'")
+      .replace(/[\u201C\u201D\u201E]/g, '"')
+      .replace(/[\u2013\u2014]/g, ", ")
+      .replace(/\u2026/g, "...")
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, " "),
+  );
 }
 
 /** The sentences Flite speaks one at a time: the live segmenter's, over the whole text, with anything unspeakable dropped. */
 export function splitSentences(text: string): string[] {
   const segmenter = new TextSegmenter("sentence", { maxSegmentChars: MAX_SEGMENT_CHARS });
-  return [...segmenter.push(asFliteText(text)), ...segmenter.flush()].filter((segment) => SPEAKABLE.test(segment));
+  return [...segmenter.push(asFliteText(text).text), ...segmenter.flush()].filter((segment) => SPEAKABLE.test(segment));
 }
 
 /** Word and punctuation tokens, e.g. "Hello, world!" → 4. */
@@ -90,6 +94,10 @@ export class ClassicModel implements SpeechModel {
 
   countInputTokens(text: string): number {
     return countTokens(text);
+  }
+
+  readableText(text: string): { text: string; dropped: boolean } {
+    return asFliteText(text);
   }
 
   /** One sentence through Flite (in its worker thread); empty when the request aborted while it waited. */
