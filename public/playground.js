@@ -48,7 +48,10 @@ window.voxedgePlayground = playground;
 
 const server = { model: null, voices: [], uploaded: [] };
 /** The page engine, made when "This browser" is first chosen. */
-const pageEngine = { engine: null, state: "idle", error: null };
+/** `loading`: settles when the load in progress ends, whether the model is then ready or not. */
+const pageEngine = { engine: null, state: "idle", error: null, loading: Promise.resolve() };
+/** Counts Speak presses (and what cancels one waiting for the page's model): a wait that ended stale speaks nothing. */
+let speakAttempt = 0;
 /** Voices cloned in this page: the engine's voiceId → the name shown. */
 const pageVoices = new Map();
 
@@ -238,6 +241,7 @@ for (const id of ["engine-ep-choice", "engine-source"]) $(id).addEventListener("
 /** @param {"server" | "browser"} choice */
 function chooseEngine(choice) {
   session?.finish("stopped");
+  cancelWaitingSpeak();
   playground.engine = choice;
   applyEngineControls();
   renderVoiceOptions();
@@ -271,6 +275,8 @@ async function loadPageEngine() {
   }
   pageEngine.engine ??= new BrowserEngine(endpoint("playground/engine.js").href);
   pageEngine.state = "loading";
+  let loadEnded = () => {};
+  pageEngine.loading = new Promise((resolve) => (loadEnded = resolve));
   Object.assign(playground.engineLoad, { state: "loading", loadedBytes: 0, totalBytes: 0, cachedBytes: 0, fetchedBytes: 0, error: null });
   /** @type {Map<string, import("./browser-engine.js").FileProgress>} */
   const files = new Map();
@@ -296,6 +302,7 @@ async function loadPageEngine() {
     $("engine-error").textContent = `The model did not load in this page: ${error.message}`;
   }
   if (playground.engine === "browser") renderVoiceOptions();
+  loadEnded();
 }
 
 /** @param {import("./browser-engine.js").EngineInfo} info */
@@ -386,7 +393,7 @@ function audioOutput() {
 function setState(state) {
   playground.state = state;
   $("state").textContent = state;
-  const active = state === "connecting" || state === "playing";
+  const active = state === "connecting" || state === "waiting" || state === "playing";
   $("speak").disabled = active;
   $("stop").disabled = !active;
   $("download").disabled = active || playground.samplesReceived === 0;
@@ -438,12 +445,17 @@ async function speak(text, output) {
   $("sentences").replaceChildren();
   for (const id of ["first-audio", "rtf", "buffered", "jitter", "played", "ran-on"]) $(id).textContent = "–";
   $("underruns").textContent = "0";
+  const attempt = ++speakAttempt;
   setState("connecting");
   let source;
   try {
+    if (playground.engine === "browser" && pageEngine.state === "loading") await waitForPageEngine();
+    // Stopped, or the engine changed, while it waited.
+    if (attempt !== speakAttempt) return;
     source = playground.engine === "browser" ? pageSpeech(text) : await serverStream(text);
     await output;
   } catch (error) {
+    if (attempt !== speakAttempt) return;
     showSpeakError(error.message);
     setState("error");
     return;
@@ -465,6 +477,29 @@ async function serverStream(text) {
     config.ref_audio = await readAsDataUrl(sampleBlob);
   }
   return new ServerStream(text, config);
+}
+
+/**
+ * Speak was pressed while the model is still loading into this page: the button says why nothing plays yet,
+ * the engine panel shows the load's progress, and the speech starts once the load has ended (a load that
+ * failed is then the speech's error). A load started again meanwhile (a new source or device) is waited for too.
+ */
+async function waitForPageEngine() {
+  setState("waiting");
+  $("speak").textContent = "Waiting for the model to load…";
+  try {
+    while (pageEngine.state === "loading") await pageEngine.loading;
+  } finally {
+    $("speak").textContent = "Speak";
+  }
+}
+
+/** Stop, or another engine chosen, while a speech waits for the page's model: it will not start. */
+function cancelWaitingSpeak() {
+  if (playground.state !== "waiting") return;
+  speakAttempt++;
+  $("speak").textContent = "Speak";
+  setState("idle");
 }
 
 function pageSpeech(text) {
@@ -750,7 +785,10 @@ class PageSpeech {
   }
 }
 
-$("stop").onclick = () => session?.finish("stopped");
+$("stop").onclick = () => {
+  cancelWaitingSpeak();
+  session?.finish("stopped");
+};
 
 // ---- what was played: waveform and WAV ----
 

@@ -34,7 +34,7 @@ interface EngineLoad {
 }
 
 interface PlaygroundState {
-  state: "idle" | "connecting" | "playing" | "done" | "error";
+  state: "idle" | "connecting" | "waiting" | "playing" | "done" | "error";
   samplesPlayed: number;
   firstAudioMs: number | null;
   underruns: number;
@@ -252,6 +252,46 @@ describe("the playground with the engine in this browser", () => {
     expect(next).toMatchObject({ state: "done", lastError: null });
     expect(next.speakStats!.audioSeconds).toBeLessThan(5);
     expect(speechTraffic(traffic, speaking)).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("Speak pressed while the model is still loading waits for the load, saying so, then plays", async () => {
+    const { page, traffic, consoleErrors } = await openPlayground(pocket);
+    await page.getByRole("textbox", { name: "Text", exact: true }).fill("Spoken once the model has loaded.");
+    await page.getByRole("radio", { name: "This browser" }).check();
+    const speaking = mark(traffic);
+    // A person presses Speak at once: the model's files are still on their way (a fresh context has no cache).
+    const loadStateAtClick = await page.evaluate(() => (window as unknown as { voxedgePlayground: PlaygroundState }).voxedgePlayground.engineLoad.state);
+    expect(loadStateAtClick).toBe("loading");
+    await page.getByRole("button", { name: "Speak", exact: true }).click();
+    const waiting = await playback(page);
+    if (waiting.engineLoad.state === "loading") {
+      expect(waiting.state).toBe("waiting");
+      expect(await page.getByRole("button", { name: "Waiting for the model to load…" }).isDisabled()).toBe(true);
+      expect(await page.getByRole("status").filter({ hasText: "Loading" }).count()).toBe(1);
+    }
+    const done = await waitForState(page, ["done", "error"], LOAD_TIMEOUT_MS);
+    expect(done.lastError).toBeNull();
+    expect(done).toMatchObject({ state: "done", engineLoad: { state: "ready" }, ranOn: { engine: "browser" } });
+    expect(done.samplesPlayed).toBeGreaterThan(0);
+    expect(done.samplesPlayed).toBe(done.samplesReceived);
+    expect(await page.getByRole("button", { name: "Speak", exact: true }).isEnabled()).toBe(true);
+    expect(speechTraffic(traffic, speaking)).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("Stop while Speak waits for the model: nothing plays once it has loaded", async () => {
+    const { page, consoleErrors } = await openPlayground(pocket);
+    await page.getByRole("textbox", { name: "Text", exact: true }).fill("Never spoken.");
+    await page.getByRole("radio", { name: "This browser" }).check();
+    await page.getByRole("button", { name: "Speak", exact: true }).click();
+    expect((await playback(page)).state).toBe("waiting");
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await page.waitForFunction(() => (window as unknown as { voxedgePlayground: PlaygroundState }).voxedgePlayground.engineLoad.state === "ready", null, { timeout: LOAD_TIMEOUT_MS, polling: 50 });
+    await Bun.sleep(500);
+    expect(await playback(page)).toMatchObject({ state: "idle", samplesReceived: 0, lastError: null });
     expect(consoleErrors).toEqual([]);
     await page.context().close();
   }, 120_000);
