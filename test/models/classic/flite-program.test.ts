@@ -76,9 +76,9 @@ describe("FliteProgram", () => {
     const elapsedMs = performance.now() - startedMs;
     expect(held).toHaveLength(8);
     expect(wav.length).toBeGreaterThan(16000 * 2 * 60);
-    // About 2 s on 2 busy cores; with a copying memory it was over 60 s (20 s for 50 digits on an idle machine).
-    expect(elapsedMs).toBeLessThan(20_000);
-  }, 120_000);
+    // 3 s here, 12 s beside three CPU burners on 2 cores; with a copying memory it took 236 s.
+    expect(elapsedMs).toBeLessThan(60_000);
+  }, 300_000);
 
   test("a failed run is an error, and the next run is whole again", async () => {
     const program = await FliteProgram.compile(FLITE_WASM);
