@@ -9,8 +9,9 @@
  * to compile on first use (it is compiled lazily, once) and its GPL-2.0-or-later licence.
  *
  * Runtime trick: the build targets browser workers and reads `self.location.href` once while its
- * factory runs synchronously. Bun and Deno have no `location`, so a stand-in is defined for exactly
- * that call and removed before anything else can run. The wasm is compiled from node_modules and
+ * factory runs synchronously. Bun and Deno have no `location`, and a Deno worker_threads worker (where the
+ * encoder worker runs it) has no `self`, so stand-ins are defined for exactly that call and removed before
+ * anything else can run. The wasm is compiled from node_modules and
  * instantiated through the loader's `instantiateWasm` hook, so the loader never tries to fetch it.
  *
  * Length: ADTS cannot declare the encoder's 1024-sample priming. ffmpeg therefore decodes the input
@@ -54,7 +55,9 @@ async function loadFfmpeg(): Promise<FfmpegCore> {
   const { module, coreUrl } = await compileFfmpeg();
   const { default: createFFmpegCore } = await import("@ffmpeg/core");
 
-  const global = globalThis as { location?: { href: string } };
+  const global = globalThis as { self?: unknown; location?: { href: string } };
+  const needsSelf = global.self === undefined;
+  if (needsSelf) global.self = globalThis;
   const needsLocation = global.location === undefined;
   if (needsLocation) global.location = { href: coreUrl };
   let instance: Promise<FfmpegCore>;
@@ -67,6 +70,7 @@ async function loadFfmpeg(): Promise<FfmpegCore> {
     });
   } finally {
     if (needsLocation) delete global.location;
+    if (needsSelf) delete global.self;
   }
   const core = await instance;
   core.setLogger(({ message }) => void runLog.push(message));
