@@ -375,6 +375,8 @@ export class SpeechService {
     if (target === undefined) return undefined;
     const named = this.#lookUpVoice(target, capabilities, uploadsServed);
     if (named) return named;
+    // An alias of an upload names nothing where uploads are not served (Wyoming with API keys): an unknown voice.
+    if (!uploadsServed && this.voices.get(target)) return undefined;
     // The client asked for a name the server promises to accept; the table, not the request, is wrong.
     throw new ApiError(500, `voice '${name}' is mapped to '${target}' by --voice-aliases, and model '${capabilities.modelId}' has no voice '${target}'; fix --voice-aliases`, "voice");
   }

@@ -501,6 +501,20 @@ describe("with Pocket TTS (the tiny random-weight fixture, which clones)", () =>
       await stop(served);
     }
 
+    // An alias of the upload is as unknown as the upload's own name: a refusal, not a misconfigured table's 500.
+    const aliased = await serve(await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger }), { "api-key": "secret-key", "wyoming-port": "0", "voice-aliases": "alloy=grandma" });
+    try {
+      await upload(aliased, "Grandma", "secret-key");
+      const client = await WyomingTestClient.connect(aliased.wyoming.port);
+      client.send("synthesize", { text: "Hi.", voice: { name: "alloy" } });
+      const [error] = await client.readUntil(isType("error"));
+      expect(error!.data).toMatchObject({ code: "unknown_voice" });
+      expect(String(error!.data.text)).not.toMatch(/grandma/i);
+      client.close();
+    } finally {
+      await stop(aliased);
+    }
+
     const opted = await serve(await PocketModel.load(fixtureBundle(), {}, { logger: silentLogger }), { "api-key": "secret-key", "wyoming-port": "0", "wyoming-uploaded-voices": "true" });
     try {
       await upload(opted, "Grandma", "secret-key");
