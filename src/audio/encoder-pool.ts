@@ -6,6 +6,7 @@
  * is replaced for the next request.
  */
 import { Worker } from "node:worker_threads";
+import { awaitWorkerReady } from "../lib/worker-ready.ts";
 import type { EncoderWorkerReply, EncoderWorkerRequest } from "./encoder-protocol.ts";
 import type { EncodingOptions, ResponseFormat } from "./response-format.ts";
 
@@ -43,22 +44,7 @@ class EncoderThread {
   static async start(): Promise<EncoderThread> {
     // node:worker_threads behaves the same under Bun and Deno (see models/pocket/decoder/worker-client.ts).
     const worker = new Worker(new URL("./encoder-worker.ts", import.meta.url));
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("the encoder worker did not start in time")), START_TIMEOUT_MS);
-        worker.once("message", () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        worker.once("error", (error: Error) => {
-          clearTimeout(timer);
-          reject(new Error(`the encoder worker failed to start: ${error.message}`));
-        });
-      });
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
+    await awaitWorkerReady(worker, "encoder", START_TIMEOUT_MS);
     return new EncoderThread(worker);
   }
 

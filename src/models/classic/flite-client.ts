@@ -5,6 +5,7 @@
  * replaced for the next one.
  */
 import { Worker } from "node:worker_threads";
+import { awaitWorkerReady } from "../../lib/worker-ready.ts";
 import type { FliteWorkerReply, FliteWorkerRequest } from "./flite-worker.ts";
 
 interface Pending {
@@ -19,23 +20,7 @@ const START_TIMEOUT_MS = 60_000;
 async function startWorker(): Promise<Worker> {
   // node:worker_threads behaves the same under Bun and Deno (see models/pocket/decoder/worker-client.ts).
   const worker = new Worker(new URL("./flite-worker.ts", import.meta.url));
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("the Flite worker did not start in time")), START_TIMEOUT_MS);
-      worker.once("message", (reply: FliteWorkerReply) => {
-        clearTimeout(timer);
-        if (reply.kind === "ready") resolve();
-        else reject(new Error(reply.kind === "failed" ? `Flite could not load: ${reply.message}` : `unexpected ${reply.kind} before ready`));
-      });
-      worker.once("error", (error: Error) => {
-        clearTimeout(timer);
-        reject(new Error(`the Flite worker failed to start: ${error.message}`));
-      });
-    });
-  } catch (error) {
-    await worker.terminate();
-    throw error;
-  }
+  await awaitWorkerReady(worker, "Flite", START_TIMEOUT_MS);
   worker.unref();
   return worker;
 }
