@@ -21,7 +21,7 @@
 const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
-const compositionRoot = "^src/(main|app|server|deploy)\\.ts$";
+const compositionRoot = "^src/(main|app|server|deploy|services)\\.ts$";
 const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });

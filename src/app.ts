@@ -3,13 +3,9 @@ import { Hono } from "hono";
 import { getPath } from "hono/utils/url";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { cors } from "hono/cors";
-import type { Config } from "./config.ts";
-import type { ModelHost } from "./engine/host.ts";
 import { ApiError, echoed } from "./api/errors.ts";
-import { ServiceMetrics } from "./metrics.ts";
-import { SpeechService } from "./speech/service.ts";
+import { createServices, type ServiceInputs, type Services } from "./services.ts";
 import { SPEECH_RESPONSE_HEADERS } from "./http/speech-headers.ts";
-import type { Logger } from "./log/logger.ts";
 import { registerSpeechRoute } from "./http/speech.ts";
 import { registerBatchRoute } from "./http/batch.ts";
 import { registerInfoRoutes } from "./http/info.ts";
@@ -19,28 +15,19 @@ import { registerCrossOriginIsolation } from "./http/isolation.ts";
 import { readBundleManifest } from "./weights/download.ts";
 import { resolveUrl } from "./weights/catalog.ts";
 import { registerVoiceRoutes } from "./http/voices.ts";
-import type { VoiceStore } from "./voices/store.ts";
-import { RefAudioResolver } from "./voices/ref-audio.ts";
 import { registerStreamRoute } from "./http/stream-ws.ts";
 import type { RuntimeSupport } from "./runtime/serve.ts";
 import { ApiKeyCheck, registerApiKeyCheck } from "./http/auth.ts";
 import { registerAccessLog } from "./http/access-log.ts";
-import { registerDrainGate, ServerLifecycle } from "./http/lifecycle.ts";
+import { registerDrainGate } from "./http/lifecycle.ts";
 import { registerHealthRoutes } from "./http/health.ts";
 import { registerOpenApiRoutes } from "./http/openapi.ts";
 import { registerElevenLabsRoutes } from "./http/elevenlabs.ts";
 import { registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
 import { ELEVENLABS_PREFIX, elevenLabsErrorBody } from "./api/elevenlabs.ts";
 
-export interface AppServices {
-  config: Config;
-  host: ModelHost;
-  logger: Logger;
-  voices: VoiceStore;
-  runtime: RuntimeSupport;
-  /** Defaults to a resolver built from the config; tests inject one with a fake resolver/connector. */
-  refAudio?: RefAudioResolver;
-}
+/** What the app is built from: the services (built once, shared with Wyoming), or what to build them from. */
+export type AppServices = (ServiceInputs | { services: Services }) & { runtime: RuntimeSupport };
 
 /** What a pulled bundle's complete.json says of its files: their verified sha256 and where the hub serves them. */
 async function pulledFiles(directory: string): Promise<Map<string, PulledFile>> {
@@ -62,18 +49,10 @@ function routedPath(request: Request): string {
   return `${ELEVENLABS_PREFIX}/v1${path.slice(ELEVENLABS_PREFIX.length)}`;
 }
 
-export function createApp({ config, host, logger, voices, runtime, refAudio }: AppServices) {
-  // Draining for a graceful shutdown (src/server.ts starts it).
-  const lifecycle = new ServerLifecycle();
-  const metrics = new ServiceMetrics();
-  const resolver = refAudio ?? new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath });
-  const service = new SpeechService(host, config, metrics, voices, resolver, logger);
-  metrics.watchEngine(() => host.engine);
-  void host.loaded.then(() => {
-    if (!host.engine) return;
-    host.engine.observer = metrics.engineObserver;
-    host.engine.onFailure = (error) => logger.error("speech engine failed; readiness is now 503", { error: error.message });
-  });
+export function createApp(inputs: AppServices) {
+  const services = "services" in inputs ? inputs.services : createServices(inputs);
+  const { runtime } = inputs;
+  const { config, host, logger, voices, metrics, lifecycle, service, catalog, openai } = services;
   const app = new Hono({ getPath: routedPath });
 
   // ElevenLabs' routes answer errors in its shape, {"detail": {"status", "message"}}, whatever raised them.
@@ -108,16 +87,16 @@ export function createApp({ config, host, logger, voices, runtime, refAudio }: A
   registerCrossOriginIsolation(app);
   // Before the playground's modules: /playground/engine.js is built, not one of their files.
   registerBrowserEngineRoutes(app);
-  registerInfoRoutes(app, { service, metrics });
-  registerModelFileRoutes(app, { service, pulledFiles });
+  registerInfoRoutes(app, { service, openai, metrics });
+  registerModelFileRoutes(app, { service, openai, pulledFiles });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
-  registerVoiceRoutes(app, { service, voices, logger, bodyTimeoutMs, isAnonymous });
-  registerStreamRoute(app, { service, logger, config, runtime, lifecycle });
+  registerVoiceRoutes(app, { service, catalog, voices, logger, bodyTimeoutMs, isAnonymous });
+  registerStreamRoute(app, { service, openai, logger, config, runtime, lifecycle });
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
-  registerSpeechRoute(app, { service, logger, body, stallTimeoutMs });
-  registerBatchRoute(app, { service, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
-  registerElevenLabsRoutes(app, { service, voices, logger, body, stallTimeoutMs });
-  registerElevenLabsSocketRoutes(app, { service, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
-  return { app, service, metrics, refAudio: resolver, lifecycle };
+  registerSpeechRoute(app, { openai, logger, body, stallTimeoutMs });
+  registerBatchRoute(app, { service, openai, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
+  registerElevenLabsRoutes(app, { service, catalog, openai, voices, logger, body, stallTimeoutMs });
+  registerElevenLabsSocketRoutes(app, { service, openai, catalog, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
+  return { app, ...services };
 }

@@ -4,7 +4,7 @@ import process from "node:process";
 import { writeFile } from "node:fs/promises";
 import { extname } from "node:path";
 import { ConfigError, configHelp, describeConfig, loadConfig, parseCommandLine, type Config } from "./config.ts";
-import { createApp } from "./app.ts";
+import { createServices } from "./services.ts";
 import { wholeAudio } from "./speech/service.ts";
 import { onStopSignal, openVoiceStore, startServingProcess } from "./server.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
@@ -106,12 +106,12 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   });
   const logger = createLogger(config.logLevel);
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
-  const { service } = createApp({ config, host, logger, voices: await openVoiceStore(config, logger), runtime: await loadRuntime() });
+  const { openai } = createServices({ config, host, logger, voices: await openVoiceStore(config, logger) });
   try {
     if (!parsed.success) throw fromZodError(parsed.error);
     await host.loaded;
     const signal = new AbortController().signal;
-    const speech = await service.start(parsed.data, "http", signal);
+    const speech = await openai.start(parsed.data, "speech", signal);
     await writeFile(values.output, await wholeAudio(speech.audio));
     console.error(`wrote ${values.output}: ${(await speech.done).audioSeconds.toFixed(2)} s of ${format}`);
     return 0;

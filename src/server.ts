@@ -5,6 +5,7 @@
  */
 import { wyomingExposure, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
+import { createServices } from "./services.ts";
 import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
 import type { Logger } from "./log/logger.ts";
@@ -38,7 +39,10 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
   const voices = await openVoiceStore(config, logger);
   logger.info("voice store ready", { uploaded_voices: voices.list().length });
   const host = ModelHost.load(() => loadModel(config, logger), engineOptionsOf(config));
-  const { app, lifecycle, service } = createApp({ config, host, logger, voices, runtime });
+  // Built once: the HTTP app and the Wyoming listener speak through the same core, catalog and engine.
+  const services = createServices({ config, host, logger, voices });
+  const { app } = createApp({ services, runtime });
+  const { lifecycle, service, catalog } = services;
   const exposure = wyomingExposure(config);
   const wyoming =
     config.wyomingPort === undefined
@@ -47,6 +51,7 @@ export async function startServingProcess(config: Config, logger: Logger, runtim
           host: exposure.host,
           port: config.wyomingPort,
           service,
+          catalog,
           voices,
           logger,
           lifecycle,

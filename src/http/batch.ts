@@ -11,6 +11,7 @@ import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/
 import { ApiError, badRequest } from "../api/errors.ts";
 import { noteAudio, streamEnded } from "./access-log.ts";
 import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 import type { Logger } from "../log/logger.ts";
 import { clientAbort, pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
@@ -26,6 +27,7 @@ type BatchItemResult =
 
 export interface BatchRouteDeps {
   service: SpeechService;
+  openai: OpenAiSpeech;
   logger: Logger;
   body: BodyLimits;
   stallTimeoutMs: number;
@@ -39,7 +41,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
     if (batch.items.length > deps.maxItems) {
       throw badRequest(`Batch contains ${batch.items.length} items, exceeding the maximum of ${deps.maxItems}`, "items");
     }
-    deps.service.checkModel(batch.model);
+    deps.openai.checkModel(batch.model);
     if (batch.extra_params) deps.service.parseExtraParams(batch.extra_params);
     const { items, ...defaults } = batch;
     const budget = new AudioBudget(deps.maxAudioSeconds);
@@ -52,7 +54,7 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         const request: SpeechRequest = { ...definedFields(defaults), ...definedFields(parsedItem), input: parsedItem.input };
         if (budget.closed) throw budget.exceededError();
         // Items never get a 429: each waits for a place in the engine, within its limits.
-        const speech = await deps.service.start(request, "batch", signal, (seconds) => {
+        const speech = await deps.openai.start(request, "batch", signal, (seconds) => {
           noteAudio(c, seconds);
           budget.spend(index, seconds);
         });

@@ -26,10 +26,12 @@ import { noteFirstAudio, streamEnded } from "./access-log.ts";
 import { base64 } from "./base64.ts";
 import { checkModelId, voiceNamed } from "./elevenlabs.ts";
 import type { StreamRouteDeps } from "./stream-ws.ts";
+import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
 
 export interface ElevenLabsSocketDeps extends StreamRouteDeps {
   voices: VoiceStore;
+  catalog: VoiceCatalog;
   /** For an upgrade that came without a key (auth.ts), the check its first message's key must pass. */
   keyInFirstMessage: (c: Context) => ((key: string) => boolean) | undefined;
 }
@@ -94,12 +96,12 @@ export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocket
   // HTTP error in ElevenLabs' shape rather than a socket that opens and closes.
   const checkUrl: MiddlewareHandler = async (c, next) => {
     const query = parseElevenLabs(socketQuerySchema, c.req.query(), "query");
-    checkModelId(deps.service, query.model_id);
+    checkModelId(deps.openai, query.model_id);
     const voiceId = c.req.param("voice_id") ?? "";
     settingsOf.set(c.req.raw, {
       // A caller whose key is still to come learns nothing about the voices: its socket's session checks the
       // voice once the key has passed, and refuses an unknown one with an error message.
-      voice: deps.keyInFirstMessage(c) ? voiceId.trim().toLowerCase() : await voiceNamed(deps.service, deps.voices, voiceId),
+      voice: deps.keyInFirstMessage(c) ? voiceId.trim().toLowerCase() : await voiceNamed(deps.catalog, voiceId),
       format: outputFormatOf(query.output_format),
       inactivityMs: (query.inactivity_timeout ?? DEFAULT_INACTIVITY_SECONDS) * 1000,
       language: query.language_code,
@@ -208,6 +210,7 @@ class TextStream {
       },
       {
         service: deps.service,
+        sentences: deps.openai,
         logger: deps.logger,
         configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
         idleTimeoutMs: settings.inactivityMs,

@@ -23,9 +23,11 @@ import {
 import { badRequest, echoed } from "../api/errors.ts";
 import { ELEVENLABS_PREMADE_VOICES, isOpenAiVoiceName, premadeVoiceNamed, voiceAliasTarget } from "../api/voice-aliases.ts";
 import { parseVoiceUpload } from "../api/voices.ts";
-import { DEFAULT_MAX_INPUT_CHARS, type SpeechRequest } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
-import { type SpeechService, wholeAudio } from "../speech/service.ts";
+import { type SpeechDelivery, type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
+import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 import { TimedSpeech, type CharacterAlignment } from "../speech/timed-speech.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import { noteAudio, streamEnded } from "./access-log.ts";
@@ -37,6 +39,8 @@ import { FORM_OVERHEAD_BYTES, MAX_UPLOAD_AUDIO_BYTES, readCappedForm, saveAudioU
 
 export interface ElevenLabsRouteDeps {
   service: SpeechService;
+  catalog: VoiceCatalog;
+  openai: OpenAiSpeech;
   voices: VoiceStore;
   logger: Logger;
   body: BodyLimits;
@@ -49,46 +53,41 @@ const LANGUAGES = [{ language_id: "en", name: "English" }];
 const DEFAULT_VOICES_PAGE_SIZE = 10;
 
 export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): void {
-  const { service, voices, logger } = deps;
+  const { service, catalog, openai, voices, logger } = deps;
 
-  /** The request as the speech service reads it, the output format, and the body fields no model here uses. */
-  const textToSpeech = async (c: Context) => {
+  /** The request as the speech core reads it, and the body fields no model here uses. */
+  const textToSpeech = async (c: Context, signal: AbortSignal) => {
     const query = parseElevenLabs(textToSpeechQuerySchema, c.req.query(), "query");
     const format = outputFormatOf(query.output_format);
     const body = parseElevenLabs(textToSpeechBodySchema, await readJsonBody(c, deps.body));
-    checkModelId(service, body.model_id);
-    const voice = await voiceNamed(service, voices, c.req.param("voice_id") ?? "");
-    const ignoredFields = [...IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined), ...ignoredVoiceSettings(body.voice_settings)];
-    return { request: speechRequestOf(body, voice, format), format, ignoredFields };
+    checkModelId(openai, body.model_id);
+    const name = await voiceNamed(catalog, c.req.param("voice_id") ?? "");
+    const routeIgnored = [...IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined), ...ignoredVoiceSettings(body.voice_settings)];
+    const voice = await catalog.resolve({ name }, { uploads: true }, signal);
+    return speechSpecOf(body, voice, format, routeIgnored);
   };
   /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
-  const fileResponse = async (c: Context, request: SpeechRequest, format: ElevenLabsOutputFormat, ignoredFields: readonly string[]) => {
-    const abort = clientAbort(c.req.raw.signal);
-    const speech = await service.start(request, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
+  const fileResponse = async (c: Context, spec: SpeechSpec, abort: AbortController) => {
+    const speech = await service.start(spec, FILE, abort.signal, (seconds) => noteAudio(c, seconds));
     const file = await wholeAudio(speech.audio);
-    const headers = { ...fileHeaders(speech.prepared, file.byteLength, await speech.done), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
-    return new Response(file as Uint8Array<ArrayBuffer>, { headers });
+    return new Response(file as Uint8Array<ArrayBuffer>, { headers: fileHeaders(speech.prepared, file.byteLength, await speech.done) });
   };
 
-  /** The service names `language` when it ignores it; here the caller sent it as language_code. */
-  const ignoredHeader = (serviceIgnored: readonly string[], routeIgnored: readonly string[]) =>
-    ignoredFieldsHeader([...serviceIgnored.map((field) => (field === "language" ? "language_code" : field)), ...routeIgnored]);
-
   app.post("/elevenlabs/v1/text-to-speech/:voice_id", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
-    return fileResponse(c, request, format, ignoredFields);
+    const abort = clientAbort(c.req.raw.signal);
+    return fileResponse(c, await textToSpeech(c, abort.signal), abort);
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
+    const abort = clientAbort(c.req.raw.signal);
+    const spec = await textToSpeech(c, abort.signal);
     // A time-stretch needs the whole utterance (OpenAI's route refuses speed with streaming); ElevenLabs'
     // clients stream by default and send a speed with it, so they get the changed audio once it is all made.
-    if (request.speed !== undefined && request.speed !== 1) return fileResponse(c, request, format, ignoredFields);
-    const abort = clientAbort(c.req.raw.signal);
-    const speech = await service.start({ ...request, stream_format: "audio" }, "http", abort.signal, (seconds) => noteAudio(c, seconds), encodingOf(format));
+    if (spec.speed !== undefined && spec.speed !== 1) return fileResponse(c, spec, abort);
+    const speech = await service.start(spec, STREAM, abort.signal, (seconds) => noteAudio(c, seconds));
     // As the speech route: until the body is handed over nobody stops the generation, so a failure gives it up.
     try {
-      const headers = { ...audioStreamHeaders(speech.prepared), ...ignoredHeader(speech.prepared.ignoredFields, ignoredFields) };
+      const headers = audioStreamHeaders(speech.prepared);
       const ended = streamEnded(c);
       const body = pullStream(speech.audio, abort, (outcome, error) => {
         ended(outcome);
@@ -102,16 +101,16 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
+    const abort = clientAbort(c.req.raw.signal);
+    const spec = await textToSpeech(c, abort.signal);
     // As a file on the speech route: the whole utterance is held until it is encoded.
-    if (request.input.length > DEFAULT_MAX_INPUT_CHARS) {
+    if (spec.text.length > DEFAULT_MAX_INPUT_CHARS) {
       throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
     }
-    const abort = clientAbort(c.req.raw.signal);
-    const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
+    const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
     try {
       const { audio, alignment } = await timed.file();
-      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredHeader(timed.ignoredFields, ignoredFields));
+      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredFieldsHeader(timed.ignoredFields));
     } catch (error) {
       abort.abort();
       throw error;
@@ -119,29 +118,29 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 
   app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
-    const { request, format, ignoredFields } = await textToSpeech(c);
     const abort = clientAbort(c.req.raw.signal);
-    const timed = await TimedSpeech.start(service, request, timedOptionsOf(format), abort.signal, (seconds) => noteAudio(c, seconds));
+    const spec = await textToSpeech(c, abort.signal);
+    const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
     try {
       const ended = streamEnded(c);
       const body = pullStream(timestampLines(timed), abort, (outcome, error) => {
         ended(outcome);
         if (outcome === "failed") logger.error("elevenlabs timestamped stream failed", { error: String(error) });
       }, deps.stallTimeoutMs);
-      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredHeader(timed.ignoredFields, ignoredFields) } });
+      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(timed.ignoredFields) } });
     } catch (error) {
       abort.abort();
       throw error;
     }
   });
 
-  app.get("/elevenlabs/v1/voices", async (c) => c.json({ voices: await listVoices(service, voices) }));
+  app.get("/elevenlabs/v1/voices", async (c) => c.json({ voices: await listVoices(catalog) }));
 
   app.get("/elevenlabs/v2/voices", async (c) => {
     const query = parseElevenLabs(voicesPageQuerySchema, c.req.query(), "query");
     const search = query.search?.trim().toLowerCase();
     const wanted = categoryFilter(query.voice_type ?? query.category);
-    const matching = (await listVoices(service, voices)).filter((voice) => (!search || voice.name.toLowerCase().includes(search)) && wanted(voice.category));
+    const matching = (await listVoices(catalog)).filter((voice) => (!search || voice.name.toLowerCase().includes(search)) && wanted(voice.category));
     const offset = Number(query.next_page_token ?? 0);
     const pageSize = query.page_size ?? DEFAULT_VOICES_PAGE_SIZE;
     const page = matching.slice(offset, offset + pageSize);
@@ -151,7 +150,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
 
   app.get("/elevenlabs/v1/voices/:voice_id", async (c) => {
     const id = c.req.param("voice_id");
-    const found = (await listVoices(service, voices)).find((voice) => voice.voice_id.toLowerCase() === id.trim().toLowerCase());
+    const found = (await listVoices(catalog)).find((voice) => voice.voice_id.toLowerCase() === id.trim().toLowerCase());
     if (!found) throw voiceNotFound(id);
     return c.json(found);
   });
@@ -161,7 +160,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     if (await voices.delete(id.trim())) return c.json({ status: "ok" });
     const name = id.trim().toLowerCase();
     if (service.model().capabilities.voices.includes(name)) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is built in; only uploaded voices can be deleted`, "voice_id");
-    if (voiceAliasTarget(service.voiceAliases, name) !== undefined) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is an alias of another voice; only uploaded voices can be deleted`, "voice_id");
+    if (voiceAliasTarget(catalog.aliasTable, name) !== undefined) throw new ElevenLabsError(400, "voice_not_deletable", `Voice '${echoed(id)}' is an alias of another voice; only uploaded voices can be deleted`, "voice_id");
     throw voiceNotFound(id);
   });
 
@@ -187,7 +186,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     const capabilities = service.model().capabilities;
     const maxChars = service.maxInputChars;
     return c.json(
-      modelIds(service).map((modelId) => ({
+      modelIds(openai).map((modelId) => ({
         model_id: modelId,
         name: modelId === capabilities.modelId ? capabilities.description : `${modelId} (served by ${capabilities.modelId})`,
         description: capabilities.description,
@@ -210,25 +209,27 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
   });
 }
 
-function speechRequestOf(body: TextToSpeechBody, voice: string, format: ElevenLabsOutputFormat): SpeechRequest {
+const FILE: SpeechDelivery = { mode: "file", streamed: false, admit: "now", whenFull: "reject" };
+const STREAM: SpeechDelivery = { mode: "audio_stream", streamed: true, admit: "now", whenFull: "reject" };
+
+/** ElevenLabs' request in the core's terms; `routeIgnored` are the body fields no model here uses. */
+function speechSpecOf(body: TextToSpeechBody, voice: ResolvedVoice, format: ElevenLabsOutputFormat, routeIgnored: readonly string[]): SpeechSpec {
+  const language = body.language_code;
   return {
-    input: body.text,
+    text: body.text,
     voice,
-    response_format: format.responseFormat,
-    sample_rate: format.sampleRateHz,
+    output: { format: format.responseFormat, rateHz: format.sampleRateHz, ...(format.bitrateKbps === undefined ? {} : { bitrateKbps: format.bitrateKbps }) },
     speed: body.voice_settings?.speed,
-    seed: body.seed === undefined ? undefined : BigInt(body.seed),
-    language: body.language_code,
-    apply_text_normalization: body.apply_text_normalization,
+    sampling: { seed: body.seed === undefined ? undefined : BigInt(body.seed), params: {} },
+    normalization: body.apply_text_normalization,
+    language,
+    nameIgnored: (unused) => [
+      ...(unused.text ? ["input"] : []),
+      // No model here reads a language; "auto", letting the model decide, is what each of them does.
+      ...(language !== undefined && language.trim().toLowerCase() !== "auto" ? ["language_code"] : []),
+      ...routeIgnored,
+    ],
   };
-}
-
-function encodingOf(format: ElevenLabsOutputFormat) {
-  return format.bitrateKbps === undefined ? {} : { bitrateKbps: format.bitrateKbps };
-}
-
-function timedOptionsOf(format: ElevenLabsOutputFormat) {
-  return { responseFormat: format.responseFormat, sampleRateHz: format.sampleRateHz, encoding: encodingOf(format) };
 }
 
 /** One JSON object a line, as ElevenLabs streams them: a piece of audio and the alignment that ended in it. */
@@ -240,13 +241,14 @@ async function* timestampLines(timed: TimedSpeech): AsyncGenerator<Uint8Array, v
   }
 }
 
-function modelIds(service: SpeechService): string[] {
-  return [...new Set([service.model().capabilities.modelId, ...ELEVENLABS_MODEL_IDS, ...service.servedModelIds()])];
+/** The served model answers to ElevenLabs' model ids as well as to every name OpenAI's routes serve. */
+function modelIds(openai: OpenAiSpeech): string[] {
+  return [...new Set([openai.servedModelIds()[0]!, ...ELEVENLABS_MODEL_IDS, ...openai.servedModelIds()])];
 }
 
-export function checkModelId(service: SpeechService, modelId: string | undefined): void {
-  if (modelId === undefined || modelIds(service).includes(modelId)) return;
-  throw new ElevenLabsError(400, "model_not_found", `A model with model_id '${echoed(modelId)}' was not found. Served: ${modelIds(service).join(", ")}`, "model_id");
+export function checkModelId(openai: OpenAiSpeech, modelId: string | undefined): void {
+  if (modelId === undefined || modelIds(openai).includes(modelId)) return;
+  throw new ElevenLabsError(400, "model_not_found", `A model with model_id '${echoed(modelId)}' was not found. Served: ${modelIds(openai).join(", ")}`, "model_id");
 }
 
 function voiceNotFound(voiceId: string): ElevenLabsError {
@@ -258,11 +260,8 @@ function voiceNotFound(voiceId: string): ElevenLabsError {
  * ElevenLabs' premade voices by id or name, one of OpenAI's names, --voice-aliases), which the speech service
  * resolves; anything else is a 404.
  */
-export async function voiceNamed(service: SpeechService, voices: VoiceStore, voiceId: string): Promise<string> {
-  const name = voiceId.trim().toLowerCase();
-  // Replicas share the speaker folder: the upload as the folder holds it now.
-  await voices.refreshName(name);
-  if (voices.get(name) || name === "default" || service.model().capabilities.voices.includes(name) || voiceAliasTarget(service.voiceAliases, name) !== undefined) return name;
+export async function voiceNamed(catalog: VoiceCatalog, voiceId: string): Promise<string> {
+  if (await catalog.knows(voiceId, { uploads: true })) return voiceId.trim().toLowerCase();
   throw voiceNotFound(voiceId);
 }
 
@@ -287,13 +286,13 @@ interface ElevenLabsVoice {
  * shadow, then the aliases whose id nothing shadows: ElevenLabs' premade voices (their ids and names, which
  * its clients send or look up) and the names --voice-aliases adds, each saying which voice it speaks with.
  */
-async function listVoices(service: SpeechService, voices: VoiceStore): Promise<ElevenLabsVoice[]> {
-  await voices.rescan();
-  const uploaded = [...voices.list()].reverse().map(uploadedVoice);
+async function listVoices(catalog: VoiceCatalog): Promise<ElevenLabsVoice[]> {
+  const listed = await catalog.list({ uploads: true });
+  const uploaded = listed.uploaded.map(({ voice }) => voice).reverse().map(uploadedVoice);
   const shadowed = new Set(uploaded.map((voice) => voice.voice_id.toLowerCase()));
-  const builtIn = service.model().capabilities.voices.filter((name) => !shadowed.has(name)).map(builtInVoice);
+  const builtIn = listed.builtIn.filter((name) => !shadowed.has(name)).map(builtInVoice);
   for (const voice of builtIn) shadowed.add(voice.voice_id);
-  const table = service.voiceAliases;
+  const table = catalog.aliasTable;
   const aliases = [
     ...ELEVENLABS_PREMADE_VOICES.map(({ voiceId, name }) => ({ voiceId, name, premade: true })),
     ...Object.keys(table)

@@ -3,9 +3,11 @@ import { readFile } from "node:fs/promises";
 import type { Hono } from "hono";
 import type { ServiceMetrics } from "../metrics.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 
 export interface InfoRouteDeps {
   service: SpeechService;
+  openai: OpenAiSpeech;
   metrics: ServiceMetrics;
 }
 
@@ -18,7 +20,7 @@ const PUBLIC_DIR = new URL("../../public/", import.meta.url);
 export const PLAYGROUND_MODULES = ["playground.js", "playground-lib.js", "pcm-player.js", "browser-engine.js"] as const;
 const isPlaygroundModule = (file: string): file is (typeof PLAYGROUND_MODULES)[number] => (PLAYGROUND_MODULES as readonly string[]).includes(file);
 
-export function registerInfoRoutes(app: Hono, { service, metrics }: InfoRouteDeps): void {
+export function registerInfoRoutes(app: Hono, { service, openai, metrics }: InfoRouteDeps): void {
   app.get("/", async (c) => c.html(await readFile(new URL("index.html", PUBLIC_DIR), "utf-8")));
   app.get("/playground/:file", async (c) => {
     const file = c.req.param("file");
@@ -31,7 +33,7 @@ export function registerInfoRoutes(app: Hono, { service, metrics }: InfoRouteDep
 
   const modelEntries = () => {
     const capabilities = service.model().capabilities;
-    return service.servedModelIds().map((id) => ({
+    return openai.servedModelIds().map((id) => ({
       id,
       object: "model",
       created: STARTED_AT_SECONDS,

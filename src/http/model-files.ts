@@ -13,6 +13,7 @@ import type { Context, Hono } from "hono";
 import { ApiError, echoed } from "../api/errors.ts";
 import { fileRangeBody } from "../runtime/file-body.ts";
 import type { SpeechService } from "../speech/service.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 
 /** What a pulled bundle's complete.json says of one of its files. */
 export interface PulledFile {
@@ -26,7 +27,8 @@ export interface PulledFile {
 export type PulledFilesReader = (directory: string) => Promise<ReadonlyMap<string, PulledFile>>;
 
 export interface ModelFileRouteDeps {
-  service: Pick<SpeechService, "model" | "checkModel">;
+  service: Pick<SpeechService, "model">;
+  openai: Pick<OpenAiSpeech, "checkModel">;
   /** Injected by the composition root: routes do not read the weights layer's manifests themselves. */
   pulledFiles: PulledFilesReader;
 }
@@ -56,9 +58,9 @@ const FILE_HEADERS = {
   "Cross-Origin-Resource-Policy": "same-origin",
 } as const;
 
-export function registerModelFileRoutes(app: Hono, { service, pulledFiles }: ModelFileRouteDeps): void {
+export function registerModelFileRoutes(app: Hono, { service, openai, pulledFiles }: ModelFileRouteDeps): void {
   const filesOf = async (model: string): Promise<LentFile[]> => {
-    service.checkModel(model);
+    openai.checkModel(model);
     const served = service.model();
     if (served.filesDirectory === undefined) {
       const why = served.capabilities.kind === "classic-fallback" ? ": the offline engine runs only on the server" : "";

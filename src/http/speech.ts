@@ -1,7 +1,8 @@
 /** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
 import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
-import { type SpeechService, wholeAudio } from "../speech/service.ts";
+import { wholeAudio } from "../speech/service.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 import type { Logger } from "../log/logger.ts";
 import { clientAbort, pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
@@ -10,7 +11,7 @@ import { audioStreamHeaders, fileHeaders } from "./speech-headers.ts";
 import { speechAudioEvents, sseHeaders } from "./sse.ts";
 
 export interface SpeechRouteDeps {
-  service: SpeechService;
+  openai: OpenAiSpeech;
   logger: Logger;
   body: BodyLimits;
   stallTimeoutMs: number;
@@ -20,7 +21,7 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
   app.post("/v1/audio/speech", async (c) => {
     const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.body));
     const abort = clientAbort(c.req.raw.signal);
-    const speech = await deps.service.start(request, "http", abort.signal, (seconds) => noteAudio(c, seconds));
+    const speech = await deps.openai.start(request, "speech", abort.signal, (seconds) => noteAudio(c, seconds));
     const { prepared } = speech;
 
     if (prepared.delivery === "file") {

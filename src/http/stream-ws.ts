@@ -6,6 +6,7 @@ import type { Logger } from "../log/logger.ts";
 import type { StreamOutcome } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
+import type { OpenAiSpeech } from "./openai-speech.ts";
 import { outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
 import { noteAudio, noteFirstAudio, streamEnded } from "./access-log.ts";
@@ -18,13 +19,14 @@ const CLOSE_HANDSHAKE_MS = 5000;
 
 export interface StreamRouteDeps {
   service: SpeechService;
+  openai: OpenAiSpeech;
   logger: Logger;
   config: Config;
   runtime: RuntimeSupport;
   lifecycle: ServerLifecycle;
 }
 
-export function registerStreamRoute(app: Hono, { service, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
+export function registerStreamRoute(app: Hono, { service, openai, logger, config, runtime, lifecycle }: StreamRouteDeps): void {
   app.get(
     "/v1/audio/speech/stream",
     runtime.upgradeWebSocket((c) => {
@@ -67,6 +69,7 @@ export function registerStreamRoute(app: Hono, { service, logger, config, runtim
             },
             {
               service,
+              sentences: openai,
               logger,
               configTimeoutMs: config.wsConfigTimeoutSeconds * 1000,
               idleTimeoutMs: config.wsIdleTimeoutSeconds * 1000,

@@ -4,6 +4,7 @@ import { ApiError, badRequest } from "../api/errors.ts";
 import { MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { parseVoiceUpload, type UploadFile } from "../api/voices.ts";
 import type { SpeechService } from "../speech/service.ts";
+import type { VoiceCatalog } from "../voices/catalog.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import { guardedBody, type BodyLimits } from "./request-body.ts";
@@ -17,6 +18,7 @@ const MAX_FORM_PARTS = 16;
 
 export interface VoiceRouteDeps {
   service: SpeechService;
+  catalog: VoiceCatalog;
   voices: VoiceStore;
   logger: Logger;
   /** The whole upload must arrive within this long. */
@@ -25,12 +27,11 @@ export interface VoiceRouteDeps {
   isAnonymous: (c: Context) => boolean;
 }
 
-export function registerVoiceRoutes(app: Hono, { service, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
+export function registerVoiceRoutes(app: Hono, { service, catalog, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
   app.get("/v1/audio/voices", async (c) => {
-    const builtIn = service.model().capabilities.voices;
-    // What every replica sharing the folder uploaded or deleted.
-    await voices.rescan();
-    const uploaded = voices.list();
+    const listed = await catalog.list({ uploads: true });
+    const builtIn = listed.builtIn;
+    const uploaded = listed.uploaded.map(({ voice }) => voice);
     // As the seed: one lower-case name per voice, an upload and the built-in voice it shadows being one.
     const names = [...new Set([...builtIn, ...uploaded.map((voice) => voice.name.toLowerCase())])].sort();
     // Consent ids, transcripts and descriptions are the uploaders' data: a caller without a key (a public

@@ -14,7 +14,7 @@ import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequ
 import { SerialQueue } from "../async/serial-queue.ts";
 import type { Logger } from "../log/logger.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
-import type { SpeechService } from "./service.ts";
+import type { SpeechService, StartedSpeech } from "./service.ts";
 import { EngineFullError } from "../engine/core.ts";
 import type { EncodingOptions } from "../audio/encoders.ts";
 
@@ -87,8 +87,21 @@ export interface StreamSink {
   close(code: number, reason: string): void;
 }
 
+/**
+ * A session's sentences, spoken in the native protocol's dialect (OpenAI's, http/openai-speech.ts): the
+ * session's config is a speech request's fields, checked once when it arrives and applied to each sentence.
+ */
+export interface SentenceSpeech {
+  start(request: SpeechRequest, route: SentenceRoute, signal: AbortSignal, onAudio?: (seconds: number) => void, encoding?: EncodingOptions): Promise<StartedSpeech>;
+  check(fields: Omit<SpeechRequest, "input">, route: SentenceRoute, signal: AbortSignal): Promise<void>;
+}
+
+/** A sentence sent whole (one binary message) or streamed as it is made (stream_audio). */
+export type SentenceRoute = "websocket_whole" | "websocket_streamed";
+
 export interface StreamSessionOptions {
   service: SpeechService;
+  sentences: SentenceSpeech;
   logger: Logger;
   configTimeoutMs: number;
   idleTimeoutMs: number;
@@ -288,8 +301,8 @@ export class SpeechStreamSession {
   async #configure(config: StreamSessionConfig): Promise<void> {
     const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, streaming_mode: _mode, ...speechFields } = config;
     try {
-      // A dry run of the request checks everything a real one would (voice, model, rates, ref_audio).
-      await this.options.service.prepare({ ...speechFields, input: "configuration check" }, config.stream_audio ? "websocket_streamed" : "websocket_whole", this.#abort.signal);
+      // Everything a sentence would be refused for (voice, model, rates, ref_audio), found before any text.
+      await this.options.sentences.check(speechFields, config.stream_audio ? "websocket_streamed" : "websocket_whole", this.#abort.signal);
     } catch (error) {
       if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
       throw error;
@@ -377,7 +390,7 @@ export class SpeechStreamSession {
     const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
     try {
       const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
-      const speech = await this.options.service.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal, undefined, this.options.encoding);
+      const speech = await this.options.sentences.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal, undefined, this.options.encoding);
       const { prepared } = speech;
       this.sink.sendJson({
         type: "audio.start",

@@ -9,13 +9,12 @@
  * The joined audio is one stream in the requested format (one encoder across the sentences), so a player
  * hears no seam between them.
  */
-import type { SpeechRequest } from "../api/speech.ts";
 import { concatBytes, concatFloat32 } from "../lib/concat.ts";
 import type { EncodingOptions, ResponseFormat } from "../audio/encoders.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import { badRequest } from "../api/errors.ts";
-import type { SpeechService, StartedSpeech } from "./service.ts";
+import type { SamplesDelivery, SpeechService, SpeechSpec, StartedSpeech } from "./service.ts";
 
 /** ElevenLabs' alignment: one entry per character of the text (a code point), in order, times in seconds. */
 export interface CharacterAlignment {
@@ -32,7 +31,8 @@ export interface TimedPiece<Audio> {
   last: boolean;
 }
 
-export interface TimedSpeechOptions {
+/** The audio the caller wants, which the spec's output names; each sentence comes as samples at its rate. */
+interface TimedOutput {
   responseFormat: ResponseFormat;
   sampleRateHz: number;
   encoding: EncodingOptions;
@@ -53,25 +53,27 @@ export class TimedSpeech {
 
   private constructor(
     private readonly service: SpeechService,
-    private readonly request: SpeechRequest,
-    private readonly options: TimedSpeechOptions,
+    private readonly spec: SpeechSpec,
+    private readonly options: TimedOutput,
     private readonly signal: AbortSignal,
     private readonly onAudio: ((seconds: number) => void) | undefined,
     private readonly spans: SentenceSpan[],
-    private readonly first: StartedSpeech,
+    private readonly first: StartedSpeech<Float32Array>,
   ) {
-    this.#characters = Array.from(request.input);
+    this.#characters = Array.from(spec.text);
   }
 
   /**
    * Checks the request and starts its first sentence, so that a refusal (a bad field, an unknown voice, a
    * full engine) is a status line, not a broken stream. The rest start as the audio is read.
    */
-  static async start(service: SpeechService, request: SpeechRequest, options: TimedSpeechOptions, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<TimedSpeech> {
-    if (request.input.length > service.maxInputChars) throw badRequest(`text must be at most ${service.maxInputChars} characters (got ${request.input.length})`, "text");
-    const spans = sentenceSpans(request.input);
-    const first = await service.start(sentenceRequest(request, spans[0]!.text, options), "http", signal, onAudio);
-    return new TimedSpeech(service, request, options, signal, onAudio, spans, first);
+  static async start(service: SpeechService, spec: SpeechSpec, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<TimedSpeech> {
+    if (spec.text.length > service.maxInputChars) throw badRequest(`text must be at most ${service.maxInputChars} characters (got ${spec.text.length})`, "text");
+    const spans = sentenceSpans(spec.text);
+    const first = await startSentence(service, spec, spans[0]!.text, signal, onAudio);
+    const { format, bitrateKbps } = spec.output;
+    const output = { responseFormat: format, sampleRateHz: first.prepared.outputSampleRateHz, encoding: bitrateKbps === undefined ? {} : { bitrateKbps } };
+    return new TimedSpeech(service, spec, output, signal, onAudio, spans, first);
   }
 
   /** The request's fields the served model ignored, as the service names them. */
@@ -86,12 +88,12 @@ export class TimedSpeech {
   async *pcm(): AsyncGenerator<TimedPiece<Float32Array>, void, undefined> {
     for (let index = 0; index < this.spans.length; index++) {
       const span = this.spans[index]!;
-      const speech = index === 0 ? this.first : await this.service.start(sentenceRequest(this.request, span.text, this.options), "http", this.signal, this.onAudio);
+      const speech = index === 0 ? this.first : await startSentence(this.service, this.spec, span.text, this.signal, this.onAudio);
       const startSeconds = this.#elapsedSamples / this.options.sampleRateHz;
       let held: Float32Array | undefined;
-      for await (const bytes of speech.audio) {
+      for await (const samples of speech.audio) {
         if (held) yield { audio: held, alignment: null, last: false };
-        held = int16Samples(bytes);
+        held = samples;
         this.#elapsedSamples += held.length;
       }
       if (this.signal.aborted) return;
@@ -155,12 +157,13 @@ export class TimedSpeech {
 }
 
 /**
- * The sentence as a request of its own, for raw pcm at the output rate (the route encodes the joined audio),
- * streamed as it is made; with a speed, whole: a time-stretch needs the whole sentence.
+ * The sentence as a request of its own, as samples at the output rate (the route encodes the joined audio),
+ * streamed as they are made; with a speed, whole: a time-stretch needs the whole sentence.
  */
-function sentenceRequest(request: SpeechRequest, sentence: string, options: TimedSpeechOptions): SpeechRequest {
-  const streamed = request.speed === undefined || request.speed === 1;
-  return { ...request, input: sentence, response_format: "pcm", sample_rate: options.sampleRateHz, stream_format: streamed ? "audio" : undefined };
+function startSentence(service: SpeechService, spec: SpeechSpec, sentence: string, signal: AbortSignal, onAudio: ((seconds: number) => void) | undefined): Promise<StartedSpeech<Float32Array>> {
+  const streamed = spec.speed === undefined || spec.speed === 1;
+  const delivery: SamplesDelivery = { mode: streamed ? "audio_stream" : "file", streamed, admit: "now", whenFull: "reject", audio: "samples" };
+  return service.start({ ...spec, text: sentence }, delivery, signal, onAudio);
 }
 
 /**
@@ -199,11 +202,4 @@ function joinAlignments(alignments: readonly CharacterAlignment[]): CharacterAli
 /** Times to the microsecond: finer is noise, and JSON stays short. */
 function roundSeconds(seconds: number): number {
   return Math.round(seconds * 1e6) / 1e6;
-}
-
-function int16Samples(bytes: Uint8Array): Float32Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const samples = new Float32Array(bytes.byteLength >> 1);
-  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true) / 32768;
-  return samples;
 }

@@ -8,6 +8,7 @@
  */
 import type { ModelCapabilities } from "../models/contract.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
+import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { WyomingEvent } from "./protocol.ts";
 
 interface Attribution {
@@ -79,6 +80,7 @@ export const INFO_TTL_MS = 5000;
 
 export interface InfoSourceOptions {
   capabilities: () => ModelCapabilities;
+  catalog: VoiceCatalog;
   voices: VoiceStore;
   /** Uploaded voices are listed; when false, `info` names the model's voices alone and never scans the folder. */
   uploadedVoices: boolean;
@@ -115,11 +117,11 @@ export class InfoSource {
   }
 
   async #build(capabilities: ModelCapabilities): Promise<WyomingEvent> {
-    const { voices, uploadedVoices, version } = this.options;
+    const { catalog, uploadedVoices, version } = this.options;
     const voiceChangesBefore = this.#voiceChanges;
     // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
-    if (uploadedVoices) await voices.rescan();
-    const event = infoEvent({ capabilities, uploaded: uploadedVoices ? voices.list() : [], version });
+    const listed = await catalog.list({ uploads: uploadedVoices });
+    const event = infoEvent({ capabilities, uploaded: listed.uploaded.filter(({ speakable }) => speakable).map(({ voice }) => voice), version });
     if (this.#voiceChanges === voiceChangesBefore) this.#cached = { event, capabilities, builtAtMs: performance.now() };
     return event;
   }

@@ -10,6 +10,7 @@
 import { createServer, type Socket } from "node:net";
 import type { Logger } from "../log/logger.ts";
 import type { SpeechService } from "../speech/service.ts";
+import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
 import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
 import { InfoSource } from "./info.ts";
@@ -51,6 +52,7 @@ export interface WyomingServerOptions {
   host: string;
   port: number;
   service: SpeechService;
+  catalog: VoiceCatalog;
   voices: VoiceStore;
   logger: Logger;
   lifecycle: SessionTracker;
@@ -73,7 +75,7 @@ export interface WyomingServer {
 export function startWyomingServer(options: WyomingServerOptions): Promise<WyomingServer> {
   const { logger, lifecycle } = options;
   const sockets = new Set<Socket>();
-  const info = new InfoSource({ capabilities: () => options.service.model().capabilities, voices: options.voices, uploadedVoices: options.uploadedVoices, version: options.version });
+  const info = new InfoSource({ capabilities: () => options.service.model().capabilities, catalog: options.catalog, voices: options.voices, uploadedVoices: options.uploadedVoices, version: options.version });
   const server = createServer((socket) => {
     // A connection arriving while draining would start work the shutdown does not wait for.
     if (lifecycle.draining) return void socket.destroy();
@@ -123,7 +125,7 @@ function openSession(socket: Socket, options: WyomingServerOptions, info: InfoSo
       },
       close: endConnection,
     },
-    { service: options.service, info, logger, maxRunChars: options.maxRunChars, stallTimeoutMs: options.stallTimeoutMs, idleTimeoutMs: options.idleTimeoutMs ?? WYOMING_IDLE_TIMEOUT_MS },
+    { service: options.service, catalog: options.catalog, uploadedVoices: options.uploadedVoices, info, logger, maxRunChars: options.maxRunChars, stallTimeoutMs: options.stallTimeoutMs, idleTimeoutMs: options.idleTimeoutMs ?? WYOMING_IDLE_TIMEOUT_MS },
   );
   const untrack = options.lifecycle.trackSession(session);
   const parser = new EventParser(WYOMING_EVENT_LIMITS);

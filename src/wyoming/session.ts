@@ -25,12 +25,12 @@
 import { waitForDrain } from "../async/drain.ts";
 import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
-import type { SpeechRequest } from "../api/speech.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { EngineFullError } from "../engine/core.ts";
 import type { Logger } from "../log/logger.ts";
-import { OPENAI_PCM_SAMPLE_RATE_HZ, OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
+import { OUTPUT_SAMPLE_RATES_HZ, type SpeechDelivery, type SpeechService, type SpeechSpec } from "../speech/service.ts";
+import type { VoiceCatalog } from "../voices/catalog.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import type { InfoSource } from "./info.ts";
 import type { ReceivedEvent, WyomingEvent } from "./protocol.ts";
@@ -80,8 +80,16 @@ export interface WyomingSink {
   close(): void;
 }
 
+/** Raw pcm16 streamed as it is made, admitted at once: a full engine is an error event before audio-start. */
+const WYOMING_DELIVERY: SpeechDelivery = { mode: "wyoming", streamed: true, admit: "now", whenFull: "reject" };
+/** The rate for a model whose own rate is not one the core makes: OpenAI's pcm rate, which every client plays. */
+const FALLBACK_RATE_HZ = 24000;
+
 export interface WyomingSessionOptions {
   service: SpeechService;
+  catalog: VoiceCatalog;
+  /** Uploaded voices are spoken here (config.ts, wyomingExposure). */
+  uploadedVoices: boolean;
   /** Answers describe, shared by the listener's connections. */
   info: InfoSource;
   logger: Logger;
@@ -250,7 +258,7 @@ export class WyomingSession {
       return this.#sendError(`synthesize-start data of ${event.skippedDataBytes} bytes is more than a voice selection takes; it was not read (the run is not spoken)`, "invalid_request");
     }
     try {
-      await this.options.service.prepare(this.#speechRequest("voice check", voice), "wyoming", this.#abort.signal);
+      await this.options.catalog.check(this.#voiceName(voice, this.options.service.model().capabilities.languages), this.#scope);
     } catch (error) {
       if (this.#closed) return;
       run.refused = true;
@@ -309,7 +317,7 @@ export class WyomingSession {
     const signal = this.#abort.signal;
     let groupOpen = false;
     try {
-      const speech = await this.options.service.start(this.#speechRequest(text, voice), "wyoming", signal);
+      const speech = await this.options.service.start(await this.#speechSpec(text, voice, signal), WYOMING_DELIVERY, signal);
       const rateHz = speech.prepared.outputSampleRateHz;
       const format = { rate: rateHz, width: SAMPLE_WIDTH_BYTES, channels: CHANNELS };
       this.sink.send({ type: "audio-start", data: { ...format, timestamp: 0 } });
@@ -335,11 +343,16 @@ export class WyomingSession {
     }
   }
 
-  /** The speech request of one text: pcm16 at the model's own rate (no resampling), with the voice asked for. */
-  #speechRequest(text: string, voice: WyomingVoiceSelection | undefined): SpeechRequest {
+  get #scope() {
+    return { uploads: this.options.uploadedVoices };
+  }
+
+  /** One text in the core's terms: pcm16 at the model's own rate (no resampling), with the voice asked for. */
+  async #speechSpec(text: string, voice: WyomingVoiceSelection | undefined, signal: AbortSignal): Promise<SpeechSpec> {
     const capabilities = this.options.service.model().capabilities;
-    const sampleRateHz = OUTPUT_SAMPLE_RATES_HZ.includes(capabilities.nativeSampleRateHz) ? capabilities.nativeSampleRateHz : OPENAI_PCM_SAMPLE_RATE_HZ;
-    return { input: text, voice: this.#voiceName(voice, capabilities.languages), response_format: "pcm", sample_rate: sampleRateHz };
+    const rateHz = OUTPUT_SAMPLE_RATES_HZ.includes(capabilities.nativeSampleRateHz) ? capabilities.nativeSampleRateHz : FALLBACK_RATE_HZ;
+    const resolved = await this.options.catalog.resolve({ name: this.#voiceName(voice, capabilities.languages) }, this.#scope, signal);
+    return { text, voice: resolved, output: { format: "pcm", rateHz }, sampling: { params: {} } };
   }
 
   /** A name wins over a language (wyoming/tts.py); a language picks the default voice when the model speaks it. */

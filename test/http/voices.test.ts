@@ -6,7 +6,7 @@ import { multipartBody, sine, wavFile } from "../support/uploads.ts";
 import { encodeAudio } from "../../src/audio/encoders.ts";
 import { muxWebmLikeABrowser } from "../support/browser-recording.ts";
 import { decodedSecondsInRefusal, referenceBombs } from "../support/audio-bombs.ts";
-import { VOICE_PROMPT_CACHE_BYTES } from "../../src/speech/service.ts";
+import { VOICE_PROMPT_CACHE_BYTES } from "../../src/speech/voice-prompts.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 

@@ -89,10 +89,11 @@ afterEach(() => {
 });
 
 async function openSession(adapter: ToneAdapter, overrides: Partial<StreamSessionOptions> = {}) {
-  const { service } = await testApp(adapter);
+  const { service, openai } = await testApp(adapter);
   const sink = new FakeSink();
   const session = new SpeechStreamSession(sink, {
     service,
+    sentences: openai,
     logger: silentLogger,
     configTimeoutMs: 10_000,
     idleTimeoutMs: 30_000,

@@ -38,6 +38,7 @@ async function serve(adapter: SpeechModel, flags: Record<string, string> = {}, {
     host: "127.0.0.1",
     port: 0,
     service: app.service,
+    catalog: app.catalog,
     voices: app.voices,
     logger,
     lifecycle: app.lifecycle,
