@@ -8,7 +8,7 @@
 import { Worker } from "node:worker_threads";
 import { awaitWorkerReady } from "../lib/worker-ready.ts";
 import type { EncoderWorkerReply, EncoderWorkerRequest } from "./encoder-protocol.ts";
-import type { EncodingOptions, ResponseFormat } from "./response-format.ts";
+import type { EncodingOptions, ResponseFormat } from "./formats.ts";
 
 const START_TIMEOUT_MS = 60_000;
 
@@ -88,7 +88,7 @@ class EncoderThread {
   }
 }
 
-/** A stream's encoder in a worker, with the contract of stream-encoding.ts's StreamEncoder. */
+/** A stream's encoder in a worker, with the contract of codec.ts's StreamEncoder. */
 export interface PooledStreamEncoder {
   push(samples: Float32Array): Promise<Uint8Array>;
   end(): Promise<Uint8Array>;

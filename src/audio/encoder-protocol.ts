@@ -3,7 +3,7 @@
  * stream's `open`, `push`…, then `end` or `close`; out: one `done` or `error` per request (none for `close`).
  * A stream's messages are handled in the order sent; files and other streams interleave with them.
  */
-import type { EncodingOptions, ResponseFormat } from "./response-format.ts";
+import type { EncodingOptions, ResponseFormat } from "./formats.ts";
 
 export type EncoderWorkerRequest =
   | { kind: "file"; requestId: number; samples: Float32Array; sampleRateHz: number; format: ResponseFormat; options: EncodingOptions; speed: number }

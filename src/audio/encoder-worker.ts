@@ -10,7 +10,8 @@
 import { parentPort } from "node:worker_threads";
 import { setImmediate } from "node:timers";
 import { renderFileOnThisThread } from "./file-encoding.ts";
-import { createStreamEncoderOnThisThread, type StreamEncoder } from "./stream-encoding.ts";
+import type { StreamEncoder } from "./codec.ts";
+import { codecOf } from "./formats.ts";
 import type { EncoderWorkerReply, EncoderWorkerRequest } from "./encoder-protocol.ts";
 
 if (!parentPort) throw new Error("encoder-worker.ts runs as a worker thread (encoder-pool.ts starts it)");
@@ -48,7 +49,7 @@ port.on("message", (message: EncoderWorkerRequest) => {
       );
       return;
     case "open": {
-      const encoder = createStreamEncoderOnThisThread(message.format, message.sampleRateHz, message.options);
+      const encoder = codecOf(message.format).createStream(message.sampleRateHz, message.options);
       const tail = encoder.then(
         () => replyDone(message.requestId, new Uint8Array(0)),
         (error) => {

@@ -2,12 +2,12 @@
  * The speech API's response formats: one entry point that turns mono float samples into the bytes of a
  * complete file. The work runs on the encoder workers (encoder-pool.ts), never on the caller's thread: a long
  * file takes seconds to encode, which on the main thread would hold every other request. What each format
- * holds and which library makes it: file-encoding.ts and the codecs' own modules.
+ * holds and which library makes it: its codec's module (formats.ts lists them).
  */
 import { encoderPool } from "./encoder-pool.ts";
-import type { EncodingOptions, ResponseFormat } from "./response-format.ts";
+import type { EncodingOptions, ResponseFormat } from "./formats.ts";
 
-export { CONTENT_TYPES, type EncodingOptions, type ResponseFormat } from "./response-format.ts";
+export { CONTENT_TYPES, type EncodingOptions, type ResponseFormat } from "./formats.ts";
 
 /** Encodes mono samples in [-1, 1] (clipped beyond) as a complete file in `format`. The caller keeps `samples`. */
 export async function encodeAudio(samples: Float32Array, sampleRateHz: number, format: ResponseFormat, options: EncodingOptions = {}): Promise<Uint8Array> {

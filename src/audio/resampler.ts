@@ -23,7 +23,7 @@
  */
 import { concatFloat32 } from "../lib/concat.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { NO_PAUSE, type Pause } from "./pause.ts";
 
 /** Speex quality 0–10. 10 has the widest passband (96.6% of Nyquist, like SRC_SINC_BEST), and even
  *  44.1 kHz output costs only about 1% of one core for real-time 24 kHz input (see bench/resampler.ts). */

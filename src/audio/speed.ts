@@ -17,7 +17,7 @@
  */
 import { concatFloat32 } from "../lib/concat.ts";
 import { lazyLoad } from "../lib/lazy-load.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { NO_PAUSE, type Pause } from "./pause.ts";
 
 export const MIN_SPEED = 0.25;
 export const MAX_SPEED = 4;

@@ -17,7 +17,7 @@ import { samplingParamsSchema } from "../api/sampling-params.ts";
 import { DEFAULT_MAX_INPUT_CHARS, type TextNormalizationMode } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { renderAudioFile, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
-import { G711_SAMPLE_RATE_HZ } from "../audio/g711.ts";
+import { codecOf } from "../audio/formats.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
 import { concatBytes, concatFloat32 } from "../lib/concat.ts";
@@ -210,9 +210,10 @@ export class SpeechService {
 
   /** The output rate of `format` at `rateHz` (by default the format's own, else the model's), or a 400 when it cannot be. */
   checkOutput(format: ResponseFormat, rateHz: number | undefined, capabilities: { nativeSampleRateHz: number }): number {
-    const outputSampleRateHz = rateHz ?? (isG711(format) ? G711_SAMPLE_RATE_HZ : capabilities.nativeSampleRateHz);
-    if (isG711(format) && outputSampleRateHz !== G711_SAMPLE_RATE_HZ) {
-      throw badRequest(`response_format ${format} is G.711, which is 8000 Hz; omit sample_rate or set it to 8000`, "sample_rate");
+    const { fixedRateHz } = codecOf(format);
+    const outputSampleRateHz = rateHz ?? fixedRateHz ?? capabilities.nativeSampleRateHz;
+    if (fixedRateHz !== undefined && outputSampleRateHz !== fixedRateHz) {
+      throw badRequest(`response_format ${format} is defined at ${fixedRateHz} Hz only; omit sample_rate or set it to ${fixedRateHz}`, "sample_rate");
     }
     if (!OUTPUT_SAMPLE_RATES_HZ.includes(outputSampleRateHz)) {
       throw badRequest(`sample_rate ${outputSampleRateHz} is not supported; supported: ${OUTPUT_SAMPLE_RATES_HZ.join(", ")}`, "sample_rate");
@@ -485,8 +486,4 @@ function int16Samples(bytes: Uint8Array): Float32Array {
   const samples = new Float32Array(bytes.byteLength >> 1);
   for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true) / 32768;
   return samples;
-}
-
-function isG711(format: ResponseFormat): format is "ulaw" | "alaw" {
-  return format === "ulaw" || format === "alaw";
 }

@@ -7,8 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { EncoderPool } from "../../src/audio/encoder-pool.ts";
 import { encodeAudio, renderAudioFile } from "../../src/audio/encoders.ts";
 import { createStreamEncoder } from "../../src/audio/stream-encoder.ts";
-import { createStreamEncoderOnThisThread } from "../../src/audio/stream-encoding.ts";
-import { adtsFrames, encodeAdtsAac } from "../../src/audio/aac.ts";
+import { codecOf } from "../../src/audio/formats.ts";
+import { adtsFrames, encodeAdtsAac } from "../../src/audio/codecs/aac.ts";
 import { concatBytes } from "../../src/lib/concat.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 
@@ -107,7 +107,7 @@ describe("encoder workers", () => {
         return concatBytes(parts);
       };
       const pooled = await run(await createStreamEncoder(format, rateHz, {}));
-      const local = await run(await createStreamEncoderOnThisThread(format, rateHz, {}));
+      const local = await run(await codecOf(format).createStream(rateHz, {}));
       // An Ogg stream's serial number is random; its packets are what must match, so opus is compared decoded.
       const comparable = (bytes: Uint8Array) => Buffer.from(format === "opus" ? new Uint8Array(decodeWithFfmpeg(bytes).samples.buffer) : bytes).toString("base64");
       expect({ format, bytes: comparable(pooled) }).toEqual({ format, bytes: comparable(local) });

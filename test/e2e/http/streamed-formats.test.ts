@@ -10,7 +10,7 @@ import { testApp } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { decodeWithFfmpeg } from "../../support/ffmpeg.ts";
 import { concatBytes } from "../../../src/lib/concat.ts";
-import { adtsFrames } from "../../../src/audio/stream-encoder.ts";
+import { adtsFrames } from "../../../src/audio/codecs/aac.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 const INPUT = "Streamed speech, in every format a client may ask for.";

@@ -15,14 +15,18 @@
  *
  * Length: lossless and sample-exact.
  *
+ * Streaming: STREAMINFO with the length unknown (0, which the format allows for streams), then one frame per
+ * 1920 samples as each is complete.
+ *
  * Concurrency: all encoders share one emscripten heap. Each call runs from create to delete without an
  * `await`, so calls never interleave on it.
  */
 import type { StreamMetadata } from "libflacjs/dist/libflac.js";
-import { concatBytes } from "../lib/concat.ts";
-import { lazyLoad } from "../lib/lazy-load.ts";
-import { floatToInt16 } from "./wav.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { concatBytes } from "../../lib/concat.ts";
+import { lazyLoad } from "../../lib/lazy-load.ts";
+import { floatToInt16 } from "../wav.ts";
+import type { Codec, StreamEncoder } from "../codec.ts";
+import type { Pause } from "../pause.ts";
 
 /** libFLAC's default preset: nearly all of level 8's compression at a fraction of its CPU. */
 const COMPRESSION_LEVEL = 5;
@@ -36,8 +40,8 @@ const MIN_FRAME_BYTES_AT = STREAMINFO_START + 4;
 const MAX_FRAME_BYTES_AT = STREAMINFO_START + 7;
 const MD5_AT = STREAMINFO_START + 18;
 
-export type Flac = typeof import("libflacjs/dist/libflac.js");
-export const loadFlac = lazyLoad(async (): Promise<Flac> => {
+type Flac = typeof import("libflacjs/dist/libflac.js");
+const loadFlac = lazyLoad(async (): Promise<Flac> => {
   const module = (await import("libflacjs/dist/libflac.js")) as Flac & { default?: Flac };
   // CommonJS interop: Bun and Deno expose module.exports as the default export.
   const library = module.default ?? module;
@@ -45,7 +49,7 @@ export const loadFlac = lazyLoad(async (): Promise<Flac> => {
   return library;
 });
 
-export async function encodeFlac(samples: Float32Array, sampleRateHz: number, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
+async function encodeFlac(samples: Float32Array, sampleRateHz: number, pause: Pause): Promise<Uint8Array> {
   const library = await loadFlac();
   const pcm = floatToInt16(samples);
 
@@ -92,3 +96,55 @@ function patchStreamInfo(file: Uint8Array, streamInfo: StreamMetadata): void {
   writeUint24(MAX_FRAME_BYTES_AT, streamInfo.max_framesize);
   for (let i = 0; i < 16; i++) file[MD5_AT + i] = Number.parseInt(streamInfo.md5sum.slice(2 * i, 2 * i + 2), 16);
 }
+
+/** One FLAC frame per this many samples: 80 ms at 24 kHz, the engine's chunk, so each chunk leaves at once. */
+const FLAC_STREAM_BLOCK_SAMPLES = 1920;
+
+async function flacStreamEncoder(sampleRateHz: number): Promise<StreamEncoder> {
+  const library = await loadFlac();
+  const encoder = library.create_libflac_encoder(sampleRateHz, 1, BITS_PER_SAMPLE, COMPRESSION_LEVEL, 0, false, FLAC_STREAM_BLOCK_SAMPLES);
+  if (!encoder) throw new Error(`libFLAC refused to create an encoder for ${sampleRateHz} Hz mono`);
+  const parts: Uint8Array[] = [];
+  const status = library.init_encoder_stream(encoder, (data) => void parts.push(data.slice()), () => undefined);
+  if (status !== 0) {
+    library.FLAC__stream_encoder_delete(encoder);
+    throw new Error(`libFLAC encoder init failed with status ${status}`);
+  }
+  let open = true;
+  const take = () => {
+    const out = concatBytes(parts);
+    parts.length = 0;
+    return out;
+  };
+  const release = () => {
+    if (!open) return;
+    open = false;
+    library.FLAC__stream_encoder_delete(encoder);
+  };
+  return {
+    push: async (samples) => {
+      if (!open) throw new Error("the FLAC stream encoder is closed");
+      if (samples.length > 0 && !library.FLAC__stream_encoder_process_interleaved(encoder, Int32Array.from(floatToInt16(samples)), samples.length)) {
+        throw new Error(`libFLAC encoding failed in state ${library.FLAC__stream_encoder_get_state(encoder)}`);
+      }
+      return take();
+    },
+    end: async () => {
+      if (!open) throw new Error("the FLAC stream encoder is closed");
+      const finished = library.FLAC__stream_encoder_finish(encoder);
+      const rest = take();
+      release();
+      if (!finished) throw new Error("libFLAC could not finish the stream");
+      return rest;
+    },
+    close: release,
+  };
+}
+
+export const flacCodec: Codec<"flac"> = {
+  name: "flac",
+  contentType: "audio/flac",
+  streamEncodesOn: "encoder-worker",
+  encodeFile: (samples, sampleRateHz, _options, pause) => encodeFlac(samples, sampleRateHz, pause),
+  createStream: (sampleRateHz) => flacStreamEncoder(sampleRateHz),
+};

@@ -17,19 +17,23 @@
  *
  * Length: sample-exact for decoders that read the Info tag.
  *
+ * Streaming: LAME's frames as it completes them, from the same encoder: the joined bytes are the file's frames
+ * without its leading Info tag, which needs the frame count, unknown until the end.
+ *
  * Concurrency: each call has its own encoder, so calls may interleave between chunks (at `pause`).
  */
-import { concatBytes } from "../lib/concat.ts";
-import { lazyLoad } from "../lib/lazy-load.ts";
-import { resample } from "./resampler.ts";
-import { floatToInt16 } from "./wav.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { concatBytes } from "../../lib/concat.ts";
+import { lazyLoad } from "../../lib/lazy-load.ts";
+import { resample } from "../resampler.ts";
+import { floatToInt16 } from "../wav.ts";
+import { withResampling, type Codec, type StreamEncoder } from "../codec.ts";
+import type { Pause } from "../pause.ts";
 
 /** Ample for mono speech and valid in every MPEG version's bitrate table. */
-export const MP3_BITRATE_KBPS = 64;
+const MP3_BITRATE_KBPS = 64;
 /** Bytes of the Info tag frame up to its last field (the tag CRC) for mono: a frame must hold at least this. */
 const INFO_TAG_FRAME_BYTES = 4 + 17 + 120 + 36;
-export const MP3_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
+const MP3_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
 /**
  * Below this bitrate LAME codes mono at 22.05 kHz at most (32 kbps: 24, 32, 44.1 and 48 kHz all come out at
  * 22.05 kHz), resampling on its own with a delay the Info tag does not count. Such audio is resampled here
@@ -44,14 +48,14 @@ const LAME_ENCODER_DELAY_SAMPLES = 576;
 /** lamejs is LAME 3.98.4; LAME's tag names its version in exactly nine bytes. */
 const LAME_VERSION_TAG = "LAME3.98r";
 
-export const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
+const loadLame = lazyLoad(() => import("@breezystack/lamejs"));
 
 /** The rates LAME codes at `bitrateKbps` without resampling by itself. */
-export function mp3RatesAt(bitrateKbps: number): readonly number[] {
+function mp3RatesAt(bitrateKbps: number): readonly number[] {
   return bitrateKbps < MIN_KBPS_ABOVE_22050_HZ ? MP3_RATES_HZ.filter((rateHz) => rateHz <= LOW_BITRATE_MAX_RATE_HZ) : MP3_RATES_HZ;
 }
 
-export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bitrateKbps = MP3_BITRATE_KBPS, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
+async function encodeMp3(samples: Float32Array, sampleRateHz: number, bitrateKbps = MP3_BITRATE_KBPS, pause: Pause): Promise<Uint8Array> {
   const rates = mp3RatesAt(bitrateKbps);
   const encoderRateHz = rates.find((rateHz) => rateHz >= sampleRateHz) ?? rates.at(-1)!;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz, pause);
@@ -70,6 +74,29 @@ export async function encodeMp3(samples: Float32Array, sampleRateHz: number, bit
   const audio = concatBytes(parts);
   return concatBytes([infoTagFrame(audio, pcm.length, bitrateKbps), audio]);
 }
+
+async function mp3StreamEncoder(rateHz: number, bitrateKbps: number): Promise<StreamEncoder> {
+  const { Mp3Encoder } = await loadLame();
+  const encoder = new Mp3Encoder(1, rateHz, bitrateKbps);
+  // lamejs returns views of one internal buffer that the next call overwrites, so each part is copied.
+  const copy = (part: Int8Array | Uint8Array) => new Uint8Array(part.buffer, part.byteOffset, part.byteLength).slice();
+  return {
+    push: async (samples) => copy(encoder.encodeBuffer(floatToInt16(samples))),
+    end: async () => copy(encoder.flush()),
+    close: () => undefined,
+  };
+}
+
+export const mp3Codec: Codec<"mp3"> = {
+  name: "mp3",
+  contentType: "audio/mpeg",
+  streamEncodesOn: "encoder-worker",
+  encodeFile: (samples, sampleRateHz, options, pause) => encodeMp3(samples, sampleRateHz, options.bitrateKbps, pause),
+  createStream: async (sampleRateHz, options) => {
+    const bitrateKbps = options.bitrateKbps ?? MP3_BITRATE_KBPS;
+    return withResampling(sampleRateHz, mp3RatesAt(bitrateKbps), (rateHz) => mp3StreamEncoder(rateHz, bitrateKbps));
+  },
+};
 
 interface FrameHeader {
   /** The 4 header bytes, to copy into the tag frame. */

@@ -19,34 +19,39 @@
  * Length: sample-exact at 48 kHz (the input duration × 48 kHz, rounded), through pre-skip and
  * end-trimming granule positions.
  *
+ * Streaming: Ogg pages of 20 ms packets from the same encoder and muxer, a page flushed for each chunk; the
+ * first bytes are the OpusHead and OpusTags pages.
+ *
  * Concurrency: each call has its own encoder. Each encode() copies its input into @evan/opus's shared wasm
  * staging buffer and its packet out of it synchronously, so calls that interleave between packets (at
  * `pause`) never see each other's data.
  */
-import { resample } from "./resampler.ts";
-import { floatToInt16 } from "./wav.ts";
-import { lazyLoad } from "../lib/lazy-load.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { resample } from "../resampler.ts";
+import { floatToInt16 } from "../wav.ts";
+import { concatBytes } from "../../lib/concat.ts";
+import { lazyLoad } from "../../lib/lazy-load.ts";
+import { withResampling, type Codec, type StreamEncoder } from "../codec.ts";
+import type { Pause } from "../pause.ts";
 
 /** Sample rates libopus can encode. */
-export const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
+const OPUS_ENCODER_RATES_HZ = [8000, 12000, 16000, 24000, 48000] as const;
 /** RFC 7845: granule positions and pre-skip always count 48 kHz samples, whatever the encoder's rate. */
-export const OGG_OPUS_RATE_HZ = 48000;
+const OGG_OPUS_RATE_HZ = 48000;
 /** The usual Opus frame for speech: shorter frames spend more bits on overhead, longer ones add latency. */
-export const OPUS_FRAME_MS = 20;
+const OPUS_FRAME_MS = 20;
 const FRAME_SAMPLES_48K = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
 /** OPUS_GET_LOOKAHEAD_REQUEST from opus_defines.h. Asked through ctl() because the package's types
  *  misspell its `lookahead` getter as `lookhead`. */
-export const OPUS_GET_LOOKAHEAD = 4027;
+const OPUS_GET_LOOKAHEAD = 4027;
 
 /** Packets encoded (and muxed) between two pauses of a long file: 5 s of audio. */
 const PACKETS_PER_SLICE = 250;
 
-export const loadOpus = lazyLoad(() => import("@evan/opus"));
-export const loadMediabunny = lazyLoad(() => import("mediabunny"));
+const loadOpus = lazyLoad(() => import("@evan/opus"));
+const loadMediabunny = lazyLoad(() => import("mediabunny"));
 
 /** `bitrateKbps` unset leaves libopus's own choice for the rate (about 32 kbps for mono speech at 48 kHz). */
-export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number, bitrateKbps?: number, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
+async function encodeOggOpus(samples: Float32Array, sampleRateHz: number, bitrateKbps: number | undefined, pause: Pause): Promise<Uint8Array> {
   const encoderRateHz = OPUS_ENCODER_RATES_HZ.find((rateHz) => rateHz >= sampleRateHz) ?? OGG_OPUS_RATE_HZ;
   const encoderInput = encoderRateHz === sampleRateHz ? samples : await resample(samples, sampleRateHz, encoderRateHz, pause);
 
@@ -87,7 +92,7 @@ export async function encodeOggOpus(samples: Float32Array, sampleRateHz: number,
 }
 
 /** The RFC 7845 identification header for one channel (mapping family 0). */
-export function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Array {
+function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Array {
   const header = new Uint8Array(19);
   const view = new DataView(header.buffer);
   header.set(new TextEncoder().encode("OpusHead"), 0);
@@ -99,3 +104,76 @@ export function opusHead(preSkip48k: number, inputSampleRateHz: number): Uint8Ar
   view.setUint8(18, 0); // channel mapping family: mono/stereo, no mapping table
   return header;
 }
+
+async function opusStreamEncoder(encoderRateHz: number, inputRateHz: number, bitrateKbps: number | undefined): Promise<StreamEncoder> {
+  const { Encoder } = await loadOpus();
+  const { NullTarget, EncodedAudioPacketSource, EncodedPacket, OggOutputFormat, Output } = await loadMediabunny();
+  const encoder = new Encoder({ channels: 1, sample_rate: encoderRateHz as (typeof OPUS_ENCODER_RATES_HZ)[number], application: "audio" });
+  if (bitrateKbps !== undefined) encoder.bitrate = bitrateKbps * 1000;
+  const samplesPer48k = OGG_OPUS_RATE_HZ / encoderRateHz;
+  const preSkip48k = encoder.ctl(OPUS_GET_LOOKAHEAD) * samplesPer48k;
+  const frameSamples = (encoderRateHz * OPUS_FRAME_MS) / 1000;
+  const frame48k = (OGG_OPUS_RATE_HZ * OPUS_FRAME_MS) / 1000;
+
+  const pages: Uint8Array[] = [];
+  // A page at most every 20 ms of audio: each push's packets leave with it.
+  const output = new Output({ format: new OggOutputFormat({ maximumPageDuration: OPUS_FRAME_MS / 1000, onPage: (data) => void pages.push(data.slice()) }), target: new NullTarget() });
+  const source = new EncodedAudioPacketSource("opus");
+  output.addAudioTrack(source);
+  await output.start();
+  const decoderConfig = { codec: "opus" as const, numberOfChannels: 1, sampleRate: OGG_OPUS_RATE_HZ, description: opusHead(preSkip48k, inputRateHz) };
+
+  let pending = new Int16Array(0);
+  let packets = 0;
+  let inputSamples = 0;
+  const take = () => {
+    const out = concatBytes(pages);
+    pages.length = 0;
+    return out;
+  };
+  const addPacket = async (pcm: Int16Array, durationSamples48k: number) => {
+    const packet = new EncodedPacket(encoder.encode(pcm), "key", (packets * frame48k) / OGG_OPUS_RATE_HZ, durationSamples48k / OGG_OPUS_RATE_HZ);
+    await source.add(packet, packets === 0 ? { decoderConfig } : undefined);
+    packets++;
+  };
+  const encodeWhole = async () => {
+    let at = 0;
+    for (; at + frameSamples <= pending.length; at += frameSamples) await addPacket(pending.subarray(at, at + frameSamples), frame48k);
+    pending = pending.slice(at);
+  };
+  return {
+    push: async (samples) => {
+      inputSamples += samples.length;
+      const next = new Int16Array(pending.length + samples.length);
+      next.set(pending);
+      next.set(floatToInt16(samples), pending.length);
+      pending = next;
+      await encodeWhole();
+      return take();
+    },
+    end: async () => {
+      // As the file encoder: fed past the end by the pre-skip, the last packet shortened to the true length.
+      const granuleEnd = preSkip48k + Math.round(inputSamples * samplesPer48k);
+      const totalPackets = Math.max(1, Math.ceil(granuleEnd / frame48k));
+      while (packets < totalPackets) {
+        const pcm = new Int16Array(frameSamples);
+        pcm.set(pending.subarray(0, frameSamples));
+        pending = pending.slice(Math.min(frameSamples, pending.length));
+        await addPacket(pcm, Math.min(frame48k, granuleEnd - packets * frame48k));
+      }
+      await output.finalize();
+      return take();
+    },
+    close: () => {
+      void output.cancel().catch(() => undefined);
+    },
+  };
+}
+
+export const opusCodec: Codec<"opus"> = {
+  name: "opus",
+  contentType: "audio/ogg",
+  streamEncodesOn: "encoder-worker",
+  encodeFile: (samples, sampleRateHz, options, pause) => encodeOggOpus(samples, sampleRateHz, options.bitrateKbps, pause),
+  createStream: (sampleRateHz, options) => withResampling(sampleRateHz, OPUS_ENCODER_RATES_HZ, (rateHz) => opusStreamEncoder(rateHz, sampleRateHz, options.bitrateKbps)),
+};

@@ -18,15 +18,21 @@
  * plus 1024 samples of priming at the start plus under 1024 samples of end padding (FAAD2 drops its
  * first output frame, which absorbs the priming).
  *
+ * Streaming: ADTS frames. ffmpeg's CLI encodes whole inputs, so each chunk's frames come from an encode of the
+ * last few frames' audio and the new one, and only the frames past those already sent are kept: every frame is
+ * encoded with the audio around it, and the joined frames decode as one continuous stream (within the codec's
+ * own error), not as chunks each with its own priming.
+ *
  * Concurrency: the module has one ffmpeg instance and fixed file names. Each call writes the input,
  * runs ffmpeg and reads the output without an `await`, so calls never interleave on it.
  */
 import type { FfmpegCore } from "@ffmpeg/core";
 import { readFile } from "node:fs/promises";
-import { encodeWav } from "./wav.ts";
-import { lazyLoad } from "../lib/lazy-load.ts";
-import { concatBytes } from "../lib/concat.ts";
-import { NO_PAUSE, type Pause } from "./response-format.ts";
+import { encodeWav } from "../wav.ts";
+import { lazyLoad } from "../../lib/lazy-load.ts";
+import { concatBytes } from "../../lib/concat.ts";
+import type { Codec, StreamEncoder } from "../codec.ts";
+import type { Pause } from "../pause.ts";
 
 const BITRATE = "64k";
 const INPUT_FILE = "input.wav";
@@ -145,9 +151,9 @@ export function adtsFrames(bytes: Uint8Array): Uint8Array[] {
 
 /**
  * ADTS frames for a stream of mono samples, as they can be given: each encode runs ffmpeg on the last few
- * frames' audio and the new one, and keeps only the frames past those already sent (stream-encoding.ts says why).
+ * frames' audio and the new one, and keeps only the frames past those already sent (the header says why).
  */
-export async function createAacStreamEncoder(sampleRateHz: number): Promise<{ push(samples: Float32Array): Promise<Uint8Array>; end(): Promise<Uint8Array>; close(): void }> {
+async function createAacStreamEncoder(sampleRateHz: number): Promise<StreamEncoder> {
   // The audio not yet behind every frame sent, from the sample `historyStart` of the stream on.
   let history = new Float32Array(0);
   let historyStart = 0;
@@ -212,7 +218,7 @@ const AAC_FILE_SEGMENT_FRAMES = 128;
  * `pause` between them, so that time and memory stay bounded per run whatever the length. The segments'
  * frames join as the stream's do: every frame coded in context, within the codec's own error of one run.
  */
-export async function encodeAacFile(samples: Float32Array, sampleRateHz: number, pause: Pause = NO_PAUSE): Promise<Uint8Array> {
+async function encodeAacFile(samples: Float32Array, sampleRateHz: number, pause: Pause): Promise<Uint8Array> {
   const segmentSamples = AAC_FILE_SEGMENT_FRAMES * AAC_FRAME_SAMPLES;
   if (samples.length <= segmentSamples) return encodeAdtsAac(samples, sampleRateHz);
   const encoder = await createAacStreamEncoder(sampleRateHz);
@@ -229,3 +235,11 @@ export async function encodeAacFile(samples: Float32Array, sampleRateHz: number,
   }
   return concatBytes(parts);
 }
+
+export const aacCodec: Codec<"aac"> = {
+  name: "aac",
+  contentType: "audio/aac",
+  streamEncodesOn: "encoder-worker",
+  encodeFile: (samples, sampleRateHz, _options, pause) => encodeAacFile(samples, sampleRateHz, pause),
+  createStream: (sampleRateHz) => createAacStreamEncoder(sampleRateHz),
+};
