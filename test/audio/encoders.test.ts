@@ -60,15 +60,6 @@ function expectLength(format: ResponseFormat, sampleRateHz: number, inputSamples
   }
 }
 
-/** The RFC 7845 identification header: the first Ogg packet, found by its magic. */
-function readOpusHead(file: Uint8Array): { channels: number; preSkip: number; inputSampleRateHz: number } {
-  const magic = new TextEncoder().encode("OpusHead");
-  const at = file.findIndex((_, i) => magic.every((byte, j) => file[i + j] === byte));
-  if (at < 0) throw new Error("no OpusHead in the Ogg stream");
-  const view = new DataView(file.buffer, file.byteOffset + at);
-  return { channels: view.getUint8(9), preSkip: view.getUint16(10, true), inputSampleRateHz: view.getUint32(12, true) };
-}
-
 beforeAll(() => {
   for (const tool of ["ffmpeg", "ffprobe"]) {
     const probe = spawnSync(tool, ["-version"]);
@@ -93,10 +84,6 @@ describe("encodeAudio", () => {
       // ffmpeg names the encoder only when the tag's CRC checks out.
       expect(decoded.encoderTag).toBe("LAME3.98r");
       expect(decoded.startTimeSeconds).toBeCloseTo(LAME_START_SKIP_SAMPLES / sampleRateHz, 5);
-    }
-    if (format === "opus") {
-      // The encoder runs at 24 kHz for 22.05 kHz input; OpusHead still names the rate the audio came in at.
-      expect(readOpusHead(encoded)).toEqual({ channels: 1, preSkip: 312, inputSampleRateHz: sampleRateHz });
     }
   });
 
