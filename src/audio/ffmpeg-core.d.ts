@@ -1,4 +1,4 @@
-// @ffmpeg/core ships no types. These are the parts of its emscripten module that src/audio/aac.ts
+// @ffmpeg/core ships no types. These are the parts of its emscripten module that src/audio/codecs/aac.ts
 // uses: the factory, emscripten's in-memory FS, and the helpers its own JS wrapper adds.
 declare module "@ffmpeg/core" {
   export interface FfmpegCore {
