@@ -7,24 +7,27 @@
  * and stream rules live beside its routes.
  */
 import type { Config } from "../config.ts";
-import type { SpeechModel, SynthesisJob, FinishReason } from "../models/contract.ts";
+import type { FinishReason, SpeechModel } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import type { Engine, EngineStream } from "../engine/core.ts";
 import { STREAM_OUTCOMES } from "../engine/request.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
-import { DEFAULT_MAX_INPUT_CHARS, type TextNormalizationMode } from "../api/speech.ts";
+import { DEFAULT_MAX_INPUT_CHARS } from "../api/speech.ts";
 import type { DeliveryMode, ServiceMetrics } from "../metrics.ts";
 import { renderAudioFile, type EncodingOptions, type ResponseFormat } from "../audio/encoders.ts";
 import { codecOf } from "../audio/formats.ts";
-import { createStreamEncoder } from "../audio/stream-encoder.ts";
+import { encodedStream, int16Samples } from "./audio-output.ts";
 import { createStreamingResampler } from "../audio/resampler.ts";
-import { concatBytes, concatFloat32 } from "../lib/concat.ts";
-import type { ResolvedVoice } from "../voices/catalog.ts";
+import { concatFloat32 } from "../lib/concat.ts";
 import type { VoiceStore } from "../voices/store.ts";
 import { VoicePrompts } from "./voice-prompts.ts";
+import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
 import { spokenText } from "./text-normalization.ts";
+
+export { wholeAudio } from "./audio-output.ts";
+export type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
 
 /** The output rates a request may ask for, whatever the model's own rate: the core resamples. */
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
@@ -38,108 +41,11 @@ function maxFramesForInput(inputChars: number, framesPerSecond: number): number 
   return Math.ceil(framesPerSecond * (10 + inputChars));
 }
 
-/** What to say, with which voice, and in what audio: every front end's request once it has read it. */
-export interface SpeechSpec {
-  /** The text as the client sent it; the model reads its normalized form. */
-  text: string;
-  voice: ResolvedVoice;
-  output: {
-    format: ResponseFormat;
-    /** The output rate; by default the format's own (G.711's 8 kHz) or else the model's. */
-    rateHz?: number;
-    bitrateKbps?: number;
-  };
-  /** Played this many times faster (a time-stretch of the whole utterance); 1 by default. */
-  speed?: number;
-  sampling: {
-    seed?: bigint;
-    maxNewTokens?: number;
-    /** The model's own parameters (its paramsSchema), temperature among them. */
-    params: Record<string, unknown>;
-  };
-  normalization?: TextNormalizationMode;
-  instructions?: string;
-  language?: string;
-  /** Names, in the dialect's own words, the parts of its request the model did not use. */
-  nameIgnored?: (unused: UnusedParts) => string[];
-}
-
-/** What the model could not use of a spec. */
-export interface UnusedParts {
-  /** Part of the text was not read (a script the model does not speak). */
-  text: boolean;
-  /** The model does not follow instructions. */
-  instructions: boolean;
-  /** Keys of `sampling.params` the model's schema does not read. */
-  params: string[];
-}
-
-/** How the audio leaves, which decides admission and what the metrics count it as. */
-export interface SpeechDelivery {
-  mode: DeliveryMode;
-  /** The audio leaves piece by piece as it is made, not as one file. */
-  streamed: boolean;
-  /**
-   * "now": admitted before `start` returns, so a refusal is still a status line; "on-read": when the audio is
-   * first read (a WebSocket sentence, after its audio.start).
-   */
-  admit: "now" | "on-read";
-  /** A full engine refuses (429), or the request waits for a place (a batch item). */
-  whenFull: "reject" | "wait";
-}
-
-/** A delivery of mono float samples at the spec's rate, rather than bytes in its format. */
-export type SamplesDelivery = SpeechDelivery & { audio: "samples" };
-
-export interface PreparedSpeech {
-  job: Omit<SynthesisJob, "signal">;
-  responseFormat: ResponseFormat;
-  outputSampleRateHz: number;
-  /** What the route asks of the codec beyond the format (a bitrate). */
-  encoding: EncodingOptions;
-  speed: number;
-  delivery: DeliveryMode;
-  streamed: boolean;
-  inputTextTokens: number;
-  inputAudioTokens: number;
-  /** The parts of the request the served model ignored, as its dialect names them. */
-  ignoredFields: string[];
-}
-
-export interface SpeechUsage {
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  input_token_details: { text_tokens: number; audio_tokens: number };
-}
-
 /** Counts what a generation produced, filled in as audio flows. */
 interface GenerationTally {
   frames: number;
   /** Samples at the output rate, before the speed change. */
   samples: number;
-}
-
-/** A request under way: what `start` returns. */
-export interface StartedSpeech<Audio extends Uint8Array | Float32Array = Uint8Array> {
-  prepared: PreparedSpeech;
-  /**
-   * The audio. Encoded, a file comes as one piece once it is made and a stream piece by piece as the format
-   * can give them (audio/stream-encoder.ts), the joined pieces one file; as samples, chunk by chunk at the
-   * output rate. Reading it runs the generation; leaving early (`return`, `break`) gives the generation up.
-   * A file whose client left throws a 499.
-   */
-  audio: AsyncGenerator<Audio, void, undefined>;
-  /** Settles (never rejects) once `audio` has ended, however it ended. */
-  done: Promise<SpeechEnd>;
-}
-
-export interface SpeechEnd {
-  /** "stop" (the speech ended by itself), "length" (a frame cap cut it), "abort" (the client left) or "error". */
-  finishReason: FinishReason;
-  usage: SpeechUsage;
-  /** Seconds of audio delivered, after the speed change. */
-  audioSeconds: number;
 }
 
 export class SpeechService {
@@ -432,38 +338,9 @@ export class SpeechService {
   }
 }
 
-/**
- * The audio in its response format, each chunk's bytes as soon as the format can give them: the joined
- * bytes are one file (a WAV's header carries sizes 0xFFFFFFFF, which players read as "until EOF"), and a
- * player can start on the first.
- */
-async function* encodedStream(prepared: PreparedSpeech, pcm: AsyncIterable<Float32Array>, signal: AbortSignal): AsyncGenerator<Uint8Array, void, undefined> {
-  const encoder = await createStreamEncoder(prepared.responseFormat, prepared.outputSampleRateHz, prepared.encoding);
-  let ended = false;
-  try {
-    for await (const samples of pcm) {
-      const bytes = await encoder.push(samples);
-      if (bytes.byteLength > 0) yield bytes;
-    }
-    if (signal.aborted) return;
-    ended = true;
-    const rest = await encoder.end();
-    if (rest.byteLength > 0) yield rest;
-  } finally {
-    if (!ended) encoder.close();
-  }
-}
-
 /** The client closed the connection before its audio was ready: nobody receives the answer, and the status (nginx's 499, as for a body cut short) keeps a hang-up from counting as a bad request or a server fault. */
 function clientLeft(): ApiError {
   return new ApiError(499, "The client closed the connection before its audio was ready");
-}
-
-/** All of `audio`'s pieces as one array: a file, or a whole stream. */
-export async function wholeAudio(audio: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
-  const pieces: Uint8Array[] = [];
-  for await (const piece of audio) pieces.push(piece);
-  return pieces.length === 1 ? pieces[0]! : concatBytes(pieces);
 }
 
 /** Something to say: a letter or a digit. */
@@ -481,9 +358,3 @@ function readableText(model: SpeechModel, text: string): { text: string; dropped
   return readable;
 }
 
-function int16Samples(bytes: Uint8Array): Float32Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const samples = new Float32Array(bytes.byteLength >> 1);
-  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true) / 32768;
-  return samples;
-}
