@@ -4,7 +4,9 @@
  * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
  * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. browser/ (the page's engine) sits beside
- * the server's layers: it runs models' modules in a page, and only the composition root imports it. The composition root
+ * the server's layers, split by where its code runs: browser/page/ runs models' modules in a page; build.ts and routes.ts
+ * bundle and serve it, imported by the composition root and by chromium/, the development tooling that drives a
+ * headless Chromium (`conformance --browser`). The composition root
  * (main.ts, app.ts, server.ts, deploy.ts) may import anything. A folder or top-level file of src/ that is
  * none of these is a violation itself: no rule would see its imports.
  *
@@ -22,7 +24,7 @@ const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const compositionRoot = "^src/(main|app|server|deploy|services)\\.ts$";
-const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser"];
+const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser", "chromium"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });
 
@@ -180,17 +182,33 @@ module.exports = {
       to: onlyTo("^src/(cli|weights)/"),
     },
     {
-      name: "browser-runs-a-model-in-a-page",
+      name: "page-runs-a-model",
       comment:
-        "The page's engine (browser/: its build, the worker, the routes that serve them) runs a model's own modules in the page: the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, and the golden-case harness for `conformance --browser`, whose loopback server lends the fixture with the model files route's code and isolates its page as the playground is. Nothing but the composition root imports it.",
+        "The code that runs in the page (browser/page/: the engine's and the decoder's workers, their file system and worker threads) runs a model's own modules: the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, and the golden-case harness for `conformance --browser`. It never reaches back to the server's side of browser/ or to the Chromium tooling that drives it.",
       severity: "error",
-      from: { path: "^src/browser/" },
-      to: onlyTo("^src/(browser|models|onnx|gpu|text|conformance)/", "^src/speech/text-normalization\\.ts$", "^src/http/(model-files|isolation)\\.ts$"),
+      from: { path: "^src/browser/page/" },
+      to: onlyTo("^src/browser/page/", "^src/(models|onnx|gpu|text)/", "^src/conformance/", "^src/speech/text-normalization\\.ts$"),
+    },
+    {
+      name: "chromium-drives-the-page",
+      comment:
+        "Development tooling, beside the page rather than in it: headless Chromium (launch.ts) for the tests, the browser benchmark and `conformance --browser` (conformance.ts), whose loopback server offers the page's engine with the server's routes, lends the fixture with the model files route's code and isolates its page as the playground is; the report is the harness's. Only the composition root imports it. It lives outside conformance/ because the page imports the harness: conformance/ importing browser/ would make a folder cycle.",
+      severity: "error",
+      from: { path: "^src/chromium/" },
+      to: onlyTo("^src/chromium/", "^src/browser/routes\\.ts$", "^src/http/(model-files|isolation)\\.ts$", "^src/conformance/harness\\.ts$"),
+    },
+    {
+      name: "server-builds-and-serves-the-page",
+      comment:
+        "The server's side of browser/ (build.ts bundles the page's workers from their paths, routes.ts serves them) imports none of the page's modules and lends files with the model files route's code. Nothing but the composition root and chromium/ (`conformance --browser`) import it.",
+      severity: "error",
+      from: { path: "^src/browser/[^/]+$" },
+      to: onlyTo("^src/browser/[^/]+$", "^src/http/model-files\\.ts$"),
     },
     {
       name: "conformance-only-from-the-cli",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/(main\\.ts$|conformance/|browser/)" },
+      from: { path: "^src/", pathNot: "^src/(main\\.ts$|conformance/|browser/page/|chromium/)" },
       to: { path: "^src/conformance/" },
     },
   ],

@@ -20,7 +20,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { BrowserContext } from "playwright-core";
-import { launchChromium } from "../src/browser/chromium.ts";
+import { launchChromium } from "../src/chromium/launch.ts";
 import { BENCH_SENTENCE } from "./pocket-timing.ts";
 import { startChildServer } from "./support/child-server.ts";
 import { tablePrinter } from "./support/streams.ts";

@@ -1,5 +1,5 @@
 /**
- * The page's side of the in-browser engine (src/browser/engine-worker.ts): starts the worker
+ * The page's side of the in-browser engine (src/browser/page/engine-worker.ts): starts the worker
  * (`/playground/engine.js`) and turns its messages into promises and callbacks. The playground and
  * `voxedge conformance --browser` both talk to the worker through this module.
  */

@@ -164,7 +164,7 @@ async function runBrowserConformance(fixtureDir: string, decoder: "onnx" | "wgsl
     console.error("--browser runs onnxruntime-web in the page: --provider must be auto, onnxruntime-web or webgpu");
     return 2;
   }
-  const { runConformanceInBrowser } = await import("./browser/conformance.ts");
+  const { runConformanceInBrowser } = await import("./chromium/conformance.ts");
   let report;
   try {
     report = await runConformanceInBrowser(fixtureDir, { decoder, ep: provider === "webgpu" ? "webgpu" : "wasm", ...(batch !== undefined ? { batch } : {}), onConsole: (line) => console.error(line) });

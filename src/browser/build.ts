@@ -3,13 +3,13 @@
  * from the same modules the server runs (models/pocket, onnx, gpu, text, conformance), not from a copy.
  *
  * Those modules import a few of the runtime's built-ins. In the page:
- * - `node:fs` and `node:fs/promises` are platform/fs.ts, a read-only file system of the model's files that
+ * - `node:fs` and `node:fs/promises` are page/platform/fs.ts, a read-only file system of the model's files that
  *   the worker mounts from what it fetched, so the bundle loaders and sessions read them by path as usual;
  * - what is imported only dynamically, where the caller already copes with its absence (onnxruntime-node,
  *   whose failure makes "auto" take onnxruntime-web; bun-webgpu and bun:ffi, Bun's WebGPU binding), is a
  *   module that fails to load;
- * - `node:worker_threads` is platform/worker-threads.ts, its Worker and parentPort over Web Workers, so the
- *   Mimi decoder's worker and its client run in the page as on the server (decoder-worker.ts);
+ * - `node:worker_threads` is page/platform/worker-threads.ts, its Worker and parentPort over Web Workers, so the
+ *   Mimi decoder's worker and its client run in the page as on the server (page/decoder-worker.ts);
  * - `node:path` is Bun's browser polyfill (POSIX paths, as the mounted files have);
  * - every other built-in (os, util, crypto, url) is a module with the same export
  *   names whose functions throw when called: the browser's code paths never call them, and one that did would
@@ -20,11 +20,12 @@
  * from that loader's own URL instead of from this bundle.
  */
 import { fileURLToPath } from "node:url";
+import { bunBundler } from "../runtime/detect.ts";
 
-const ENGINE_ENTRY = fileURLToPath(new URL("./engine-worker.ts", import.meta.url));
-const DECODER_ENTRY = fileURLToPath(new URL("./decoder-worker.ts", import.meta.url));
-const FILE_SYSTEM = fileURLToPath(new URL("./platform/fs.ts", import.meta.url));
-const WORKER_THREADS = fileURLToPath(new URL("./platform/worker-threads.ts", import.meta.url));
+const ENGINE_ENTRY = fileURLToPath(new URL("./page/engine-worker.ts", import.meta.url));
+const DECODER_ENTRY = fileURLToPath(new URL("./page/decoder-worker.ts", import.meta.url));
+const FILE_SYSTEM = fileURLToPath(new URL("./page/platform/fs.ts", import.meta.url));
+const WORKER_THREADS = fileURLToPath(new URL("./page/platform/worker-threads.ts", import.meta.url));
 
 const LOAD_FAILS = new Set(["onnxruntime-node", "bun-webgpu", "bun:ffi"]);
 const FILE_SYSTEM_MODULES = new Set(["node:fs", "fs", "node:fs/promises", "fs/promises"]);
@@ -65,9 +66,9 @@ export interface BuiltModule {
 }
 
 export interface BrowserEngineBuild {
-  /** The engine's worker (engine-worker.ts). */
+  /** The engine's worker (page/engine-worker.ts). */
   engine: BuiltModule;
-  /** The Mimi decoder's worker, which the engine starts (decoder-worker.ts). */
+  /** The Mimi decoder's worker, which the engine starts (page/decoder-worker.ts). */
   decoder: BuiltModule;
   buildSeconds: number;
 }
@@ -79,10 +80,10 @@ async function builtModule(source: string): Promise<BuiltModule> {
 
 /** Bundles the workers, each whole. Needs Bun (Bun.build); other runtimes get an Error saying so. */
 export async function buildBrowserEngine(options: { minify?: boolean } = {}): Promise<BrowserEngineBuild> {
-  const bun = (globalThis as { Bun?: typeof Bun }).Bun;
-  if (!bun) throw new Error("the browser engine is built with Bun.build: serve with Bun (`bun run voxedge serve`) to offer it");
+  const bundle = bunBundler();
+  if (!bundle) throw new Error("the browser engine is built with Bun.build: serve with Bun (`bun run voxedge serve`) to offer it");
   const started = performance.now();
-  const result = await bun.build({
+  const result = await bundle({
     entrypoints: [ENGINE_ENTRY, DECODER_ENTRY],
     target: "browser",
     format: "esm",

@@ -18,7 +18,7 @@ export const MapMode = { READ: 0x1 } as const;
 const kernelSources = new Map<string, string>();
 const pipelineCaches = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
-/** Kernel sources known before any file is read: the browser build bundles them (browser/kernel-sources.ts). */
+/** Kernel sources known before any file is read: the browser build bundles them (browser/page/kernel-sources.ts). */
 export function provideKernelSources(sources: Readonly<Record<string, string>>): void {
   for (const [name, source] of Object.entries(sources)) kernelSources.set(name, source);
 }

@@ -8,7 +8,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Hono } from "hono";
 import { buildBrowserEngine, ONNX_RUNTIME_FILES, type BrowserEngineBuild } from "../../src/browser/build.ts";
-import { KERNEL_SOURCES } from "../../src/browser/kernel-sources.ts";
+import { KERNEL_SOURCES } from "../../src/browser/page/kernel-sources.ts";
 import { registerBrowserEngineRoutes } from "../../src/browser/routes.ts";
 import { REPO_ROOT } from "../support/repo.ts";
 

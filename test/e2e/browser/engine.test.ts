@@ -9,7 +9,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, DEFAULT_CHROMIUM } from "../../../src/browser/chromium.ts";
+import { launchChromium, DEFAULT_CHROMIUM } from "../../../src/chromium/launch.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
 import { floatToInt16 } from "../../../src/audio/wav.ts";

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DEFAULT_CHROMIUM, launchChromium } from "../../../src/browser/chromium.ts";
+import { DEFAULT_CHROMIUM, launchChromium } from "../../../src/chromium/launch.ts";
 import { type Browser, type Page } from "playwright-core";
 import { createClassicModel } from "../../../src/models/classic/model.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";

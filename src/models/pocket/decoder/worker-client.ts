@@ -35,7 +35,7 @@ export interface DecoderWorkerOptions {
   startTimeoutMs?: number;
   /** Where the worker's log messages go. */
   logger: Logger;
-  /** Starts the worker; default: worker.ts as a worker thread. A page starts its own (browser/engine-worker.ts). */
+  /** Starts the worker; default: worker.ts as a worker thread. A page starts its own (browser/page/engine-worker.ts). */
   spawn?: SpawnDecoderWorker;
 }
 
@@ -190,7 +190,7 @@ export async function startDecoderWorker(bundle: PocketBundle, provider: CpuProv
   // Measured (bench/pocket-providers.ts, 2 cores): with onnxruntime-node the worker takes RTF from 0.28 to
   // 0.18; with onnxruntime-web under Bun the worker's wasm decoder ran at ~55 ms/frame and first audio took
   // ~3 s, so onnxruntime-web decodes in-process there. A page that starts its own worker (`spawn`) is
-  // another runtime: it decides (browser/engine-worker.ts, measured with bench/browser-engine.ts).
+  // another runtime: it decides (browser/page/engine-worker.ts, measured with bench/browser-engine.ts).
   if (provider !== "onnxruntime-node" && !spawn) return null;
   const { latentDim, samplesPerFrame } = bundle.dims;
   try {

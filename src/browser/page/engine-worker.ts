@@ -28,19 +28,19 @@
 import { mountFiles, unmountFiles } from "./platform/fs.ts";
 import { ModelFiles, fetchListing, type FileSource, type ListedFile } from "./model-files.ts";
 import { KERNEL_SOURCES } from "./kernel-sources.ts";
-import { provideKernelSources } from "../gpu/kernel.ts";
-import { configureOnnxRuntime, configuredOnnxThreads } from "../onnx/runtime.ts";
-import { PocketModel } from "../models/pocket/model.ts";
-import { generateSpeech } from "../models/pocket/loop.ts";
-import type { VoicePrompt } from "../models/contract.ts";
-import type { TextNormalizationMode } from "../api/speech.ts";
-import { spokenText } from "../speech/text-normalization.ts";
-import { isOpenAiVoiceName } from "../api/voice-aliases.ts";
+import { provideKernelSources } from "../../gpu/kernel.ts";
+import { configureOnnxRuntime, configuredOnnxThreads } from "../../onnx/runtime.ts";
+import { PocketModel } from "../../models/pocket/model.ts";
+import { generateSpeech } from "../../models/pocket/loop.ts";
+import type { VoicePrompt } from "../../models/contract.ts";
+import type { TextNormalizationMode } from "../../api/speech.ts";
+import { spokenText } from "../../speech/text-normalization.ts";
+import { isOpenAiVoiceName } from "../../api/voice-aliases.ts";
 import { Worker as PageWorker } from "./platform/worker-threads.ts";
-import type { SpawnDecoderWorker } from "../models/pocket/decoder/worker-client.ts";
+import type { SpawnDecoderWorker } from "../../models/pocket/decoder/worker-client.ts";
 import type { DecoderWorkerMount } from "./decoder-worker.ts";
-import type { DevicePolicy } from "../models/pocket/decoder/choice.ts";
-import type { Logger } from "../log/logger.ts";
+import type { DevicePolicy } from "../../models/pocket/decoder/choice.ts";
+import type { Logger } from "../../log/logger.ts";
 
 const MODEL_ROOT = "/models";
 const FIXTURE_ROOT = "/fixture";
@@ -288,9 +288,9 @@ async function conformance(message: Extract<Message, { type: "conformance" }>): 
   unmountFiles(FIXTURE_ROOT);
   // The harness reads golden data synchronously: every file is in memory before it starts.
   mountFiles(FIXTURE_ROOT, await files.mountable(() => true));
-  const { runConformance } = await import("../conformance/harness.ts");
+  const { runConformance } = await import("../../conformance/harness.ts");
   const ep = message.ep ?? "wasm";
-  const providerOptions = ep === "wasm" ? { provider: "onnxruntime-web" as const } : { gpuDevice: (await (await import("../gpu/device.ts")).acquireGpu({ allowSoftware: true })).device };
+  const providerOptions = ep === "wasm" ? { provider: "onnxruntime-web" as const } : { gpuDevice: (await (await import("../../gpu/device.ts")).acquireGpu({ allowSoftware: true })).device };
   return runConformance(FIXTURE_ROOT, message.decoder ?? "onnx", providerOptions, message.batch);
 }
 

@@ -7,7 +7,7 @@
 import { parentPort } from "./platform/worker-threads.ts";
 import { mountFiles } from "./platform/fs.ts";
 import { ModelFiles, type ListedFile } from "./model-files.ts";
-import { configureOnnxRuntime } from "../onnx/runtime.ts";
+import { configureOnnxRuntime } from "../../onnx/runtime.ts";
 
 /** What the engine worker sends first (engine-worker.ts, spawnDecoderWorker). */
 export interface DecoderWorkerMount {
@@ -27,6 +27,6 @@ parentPort.once("message", (message) => {
     mountFiles(mount.root, entries);
     configureOnnxRuntime({ wasmPaths: mount.wasmPaths });
     // Its messages ("open", then decodes) waited in parentPort's queue until now.
-    await import("../models/pocket/decoder/worker.ts");
+    await import("../../models/pocket/decoder/worker.ts");
   });
 });

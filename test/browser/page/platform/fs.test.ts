@@ -1,6 +1,6 @@
-/** The browser build's read-only file system (src/browser/platform/fs.ts), as the pipeline's modules call it. */
+/** The browser build's read-only file system (src/browser/page/platform/fs.ts), as the pipeline's modules call it. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mountFiles, open, readdir, readdirSync, readFile, readFileSync, stat, statSync, unmountFiles, writeFile, mkdir, type MountedFile } from "../../src/browser/platform/fs.ts";
+import { existsSync, mountFiles, open, readdir, readdirSync, readFile, readFileSync, stat, statSync, unmountFiles, writeFile, mkdir, type MountedFile } from "../../../../src/browser/page/platform/fs.ts";
 
 const bytes = (...values: number[]) => new Uint8Array(values);
 

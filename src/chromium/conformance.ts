@@ -9,8 +9,9 @@ import { readFile, stat } from "node:fs/promises";
 import { Hono } from "hono";
 import { listFiles, listingEntries, serveFile } from "../http/model-files.ts";
 import { registerCrossOriginIsolation } from "../http/isolation.ts";
-import { registerBrowserEngineRoutes } from "./routes.ts";
-import { launchChromium, type ChromiumOptions } from "./chromium.ts";
+import { registerBrowserEngineRoutes } from "../browser/routes.ts";
+import { launchChromium, type ChromiumOptions } from "./launch.ts";
+import { loadRuntime } from "../runtime/serve.ts";
 import type { ConformanceReport } from "../conformance/harness.ts";
 
 export interface BrowserConformanceOptions extends ChromiumOptions {
@@ -54,7 +55,8 @@ async function conformanceApp(fixtureDir: string): Promise<Hono> {
 export async function runConformanceInBrowser(fixtureDir: string, options: BrowserConformanceOptions = {}): Promise<BrowserConformanceReport> {
   if (!(await stat(fixtureDir).then((info) => info.isDirectory(), () => false))) throw new Error(`${fixtureDir} is not a fixture folder`);
   const app = await conformanceApp(fixtureDir);
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: app.fetch, idleTimeout: 0 });
+  // No keep-alive deadline: the page may compute for minutes between two fetches of a run.
+  const server = (await loadRuntime()).serve(app.fetch, "127.0.0.1", 0, { keepAliveTimeoutSeconds: 0 });
   const browser = await launchChromium({ ...options, webgpu: options.webgpu ?? (options.ep === "webgpu" || options.decoder === "wgsl") });
   try {
     const page = await browser.newPage();
@@ -67,6 +69,6 @@ export async function runConformanceInBrowser(fixtureDir: string, options: Brows
     return { ...report, browser: `Chromium ${browser.version()}` };
   } finally {
     await browser.close();
-    server.stop(true);
+    await server.stop();
   }
 }
