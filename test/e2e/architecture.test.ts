@@ -45,6 +45,48 @@ function importTypeExpressionsIn(baseDir: string): string[] {
   return violations;
 }
 
+/**
+ * Every line of src/ outside runtime/ whose code reaches for Bun's or Deno's globals (`Bun.serve`,
+ * `globalThis.Deno`, `(globalThis as …).Bun`, `typeof Bun`, a `Bun.Server` type), as `file:line: code`.
+ * Read from swc's tree, so a comment or a message that names them passes.
+ */
+function runtimeGlobalUsesIn(baseDir: string): string[] {
+  const uses = new Set<string>();
+  for (const path of sourceFiles(baseDir, "src")) {
+    if (path.startsWith("src/runtime/")) continue;
+    // swc's spans are positions in its own source map, not in the file: a leading `0;` gives the file's first
+    // byte a known span. A shebang becomes a comment of the same length, so lines keep their numbers.
+    const source = `0;${readFileSync(join(baseDir, path), "utf8").replace(/^#!/, "//")}`;
+    const bytes = Buffer.from(source);
+    const module = parseSync(source, { syntax: "typescript", tsx: path.endsWith(".tsx") });
+    const origin = module.body[0]!.span.start;
+    for (const offset of runtimeGlobalOffsets(module)) {
+      const before = bytes.subarray(0, offset - origin).toString("utf8");
+      const line = before.split("\n").length;
+      uses.add(`${path}:${line}: ${source.split("\n")[line - 1]!.replace(/^0;/, "").trim()}`);
+    }
+  }
+  return [...uses].sort();
+}
+
+const RUNTIME_GLOBALS = new Set(["Bun", "Deno"]);
+
+function runtimeGlobalOffsets(node: unknown): number[] {
+  if (Array.isArray(node)) return node.flatMap(runtimeGlobalOffsets);
+  if (node === null || typeof node !== "object") return [];
+  const fields = node as { type?: unknown; span?: { start: number }; object?: unknown; property?: unknown; left?: unknown; exprName?: unknown };
+  const named = (candidate: unknown) => {
+    const identifier = candidate as { type?: unknown; value?: unknown } | undefined;
+    return identifier?.type === "Identifier" && RUNTIME_GLOBALS.has(identifier.value as string);
+  };
+  const reaches =
+    (fields.type === "MemberExpression" && (named(fields.object) || named(fields.property))) ||
+    (fields.type === "TsQualifiedName" && named(fields.left)) ||
+    (fields.type === "TsTypeQuery" && named(fields.exprName));
+  const own = reaches && fields.span ? [fields.span.start] : [];
+  return [...own, ...Object.values(node).flatMap(runtimeGlobalOffsets)];
+}
+
 function sourceFiles(baseDir: string, folder: string): string[] {
   return readdirSync(join(baseDir, folder), { withFileTypes: true }).flatMap((entry) => {
     const path = posix.join(folder, entry.name);
@@ -160,6 +202,25 @@ test("runtime/ is asked by every layer which runtime runs, and imports nothing o
     "src/gpu/device.ts": 'import { isBun } from "../runtime/detect.ts";\nexport const device = isBun;\n',
   });
   expect(await violationsIn(root)).toEqual(["runtime-knows-no-layer: src/runtime/serve.ts → src/speech/service.ts"]);
+});
+
+test("no code outside src/runtime/ reaches for Bun's or Deno's globals", () => {
+  expect(runtimeGlobalUsesIn(repoRoot)).toEqual([]);
+});
+
+test("a runtime global reached outside src/runtime/ is named by file and line; comments, messages and runtime/ pass", () => {
+  const root = scratchTree({
+    "src/main.ts": '#!/usr/bin/env bun\n// Bun.serve is runtime/serve.ts\'s\nconst message = "built with Bun.build";\nexport const server = Bun.serve({ fetch: () => new Response(message) });\n',
+    "src/browser/build.ts": "const bun = (globalThis as { Bun?: typeof Bun }).Bun;\nexport const version = globalThis.Deno?.version ?? bun;\n",
+    "src/gpu/device.ts": "/** A Deno.GpuDevice in Deno. */\nexport type Served = Bun.Server;\n",
+    "src/runtime/serve.ts": "export const serve = Bun.serve;\n",
+  });
+  expect(runtimeGlobalUsesIn(root)).toEqual([
+    "src/browser/build.ts:1: const bun = (globalThis as { Bun?: typeof Bun }).Bun;",
+    "src/browser/build.ts:2: export const version = globalThis.Deno?.version ?? bun;",
+    "src/gpu/device.ts:2: export type Served = Bun.Server;",
+    "src/main.ts:4: export const server = Bun.serve({ fetch: () => new Response(message) });",
+  ]);
 });
 
 // swc's extraction skips types, so the engine → pocket edge below is in no cruised rule's sight: the check
