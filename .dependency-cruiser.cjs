@@ -192,10 +192,10 @@ module.exports = {
     {
       name: "chromium-drives-the-page",
       comment:
-        "Development tooling, beside the page rather than in it: headless Chromium (launch.ts) for the tests, the browser benchmark and `conformance --browser` (conformance.ts), whose loopback server offers the page's engine with the server's routes, lends the fixture with the model files route's code and isolates its page as the playground is; the report is the harness's. Only the composition root imports it. It lives outside conformance/ because the page imports the harness: conformance/ importing browser/ would make a folder cycle.",
+        "Development tooling, beside the page rather than in it: headless Chromium (launch.ts) for the tests, the browser benchmark and `conformance --browser` (conformance.ts), whose loopback server offers the page's engine with the server's routes, lends the fixture with the model files route's code and isolates its page as the playground is; the report is the harness's (conformance/report.ts). Only the composition root imports it. It lives outside conformance/ because the page imports the harness: conformance/ importing browser/ would make a folder cycle.",
       severity: "error",
       from: { path: "^src/chromium/" },
-      to: onlyTo("^src/chromium/", "^src/browser/routes\\.ts$", "^src/http/(model-files|isolation)\\.ts$", "^src/conformance/harness\\.ts$"),
+      to: onlyTo("^src/chromium/", "^src/browser/routes\\.ts$", "^src/http/(model-files|isolation)\\.ts$", "^src/conformance/report\\.ts$"),
     },
     {
       name: "server-builds-and-serves-the-page",

@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
 import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
 import { type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
-import { compareTensors } from "../src/conformance/harness.ts";
+import { compareTensors } from "../src/conformance/report.ts";
 import { generateSpeech } from "../src/models/pocket/loop.ts";
 import { planTextChunks } from "../src/models/pocket/text-chunks.ts";
 import { PocketRunner } from "../src/models/pocket/runner.ts";

@@ -12,7 +12,7 @@ import { registerCrossOriginIsolation } from "../http/isolation.ts";
 import { registerBrowserEngineRoutes } from "../browser/routes.ts";
 import { launchChromium, type ChromiumOptions } from "./launch.ts";
 import { loadRuntime } from "../runtime/serve.ts";
-import type { ConformanceReport } from "../conformance/harness.ts";
+import type { ConformanceReport } from "../conformance/report.ts";
 
 export interface BrowserConformanceOptions extends ChromiumOptions {
   decoder?: "onnx" | "wgsl";

@@ -3,7 +3,7 @@
  * through the project's own code and reports each comparison.
  *
  * Rules: token ids, texts, EOS decisions, step counts and lengths must match exactly; tensors pass at
- * relRms = rms(actual − golden) / rms(golden) ≤ 1e-4 (float32 implementations land near 1e-6, fixture
+ * relRms = rms(actual − golden) / rms(golden) ≤ 1e-4 (report.ts; float32 implementations land near 1e-6, fixture
  * README "Observed differences"). Cases are discovered from golden.json → `cases`, so a case without a
  * runner here, or one whose module is missing, is reported as a failure rather than skipped.
  *
@@ -25,79 +25,21 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { decodeSafetensorsWithInt64, type DecodedTensor } from "../formats/safetensors.ts";
-import { loadPocketBundle } from "../models/pocket/bundle/load.ts";
-import { parseStateManifest } from "../models/pocket/bundle/state-manifest.ts";
-import { type PocketBundle } from "../models/pocket/bundle/pocket-bundle.ts";
 import { generateSpeechTogether, type GenerationRequest } from "../models/pocket/loop.ts";
 import { planTextChunks, type TextChunk } from "../models/pocket/text-chunks.ts";
 import type { StepTrace } from "../models/pocket/request-state.ts";
-import { PocketRunner, type RunnerDecoder } from "../models/pocket/runner.ts";
+import { PocketRunner } from "../models/pocket/runner.ts";
 import { replayLatentNoise } from "../models/pocket/noise.ts";
-import { closePocketSessions, openPocketSessions, type PocketSessions } from "../models/pocket/sessions.ts";
-import { loadOnnxRuntime, type CpuProvider, type OnnxProviderOptions, type OnnxRuntime, type OnnxSession } from "../onnx/runtime.ts";
+import type { OnnxProviderOptions } from "../onnx/runtime.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";
-import { SentencePieceTokenizer } from "../text/sentencepiece.ts";
-import { createPocketStages, type PocketStages } from "../models/pocket/pipeline.ts";
-import { MimiDecoder, openMimiDecoderSession, type LatentDecoder } from "../models/pocket/stages/mimi-decoder.ts";
+import type { PocketStages } from "../models/pocket/pipeline.ts";
 import { VoiceEncoder } from "../models/pocket/stages/voice-encoder.ts";
 import { voiceStateFromSafetensors } from "../models/pocket/stages/flow-lm.ts";
 import { type FlowLmState } from "../models/pocket/stages/state.ts";
-import type { StateEntry } from "../models/pocket/bundle/pocket-bundle.ts";
 import type { MimiGpuDecoder } from "../models/pocket/mimi-wgsl/decoder.ts";
 import { concatFloat32 } from "../lib/concat.ts";
-import { CrowdedFlowLm, decodeInCrowdedCalls } from "./crowd.ts";
-import type { FlowLmStepper } from "../models/pocket/stages/flow-lm-slots.ts";
-
-export type ConformanceDecoder = "onnx" | "wgsl";
-export type ConformanceStage = "tokenizer" | "text_conditioner" | "encoder" | "flow_lm" | "flow_head" | "decoder" | "end_to_end";
-
-export interface ConformanceCase {
-  case: string;
-  stage: ConformanceStage;
-  /** max |actual − golden|; for exact comparisons the number of mismatching items. Null when nothing was compared. */
-  maxAbs: number | null;
-  relRms: number | null;
-  pass: boolean;
-  /** False for golden intermediates that the chosen decoder path has no way to expose. */
-  observable?: boolean;
-  detail?: string;
-}
-
-export interface ConformanceReport {
-  fixture: string;
-  decoder: ConformanceDecoder;
-  /** The onnxruntime package that ran the graphs; absent when no case needed a session. */
-  provider?: CpuProvider;
-  /** Where the language-model graphs ran; absent when no case opened the bundle's sessions. */
-  executionProvider?: "cpu" | "webgpu";
-  /** Streams per model call (`--batch`); absent: the stages as they are. */
-  batch?: number;
-  pass: boolean;
-  cases: ConformanceCase[];
-}
-
-export const RELATIVE_RMS_TOLERANCE = 1e-4;
-
-/** relRms and maxAbs of two float tensors; positions where both are NaN (BOS rows) count as equal. */
-export function compareTensors(actual: ArrayLike<number>, expected: ArrayLike<number>): { maxAbs: number; relRms: number } {
-  if (actual.length !== expected.length) return { maxAbs: Infinity, relRms: Infinity };
-  let maxAbs = 0;
-  let squaredError = 0;
-  let squaredReference = 0;
-  for (let index = 0; index < expected.length; index++) {
-    const a = actual[index]!;
-    const b = expected[index]!;
-    if (Number.isNaN(a) && Number.isNaN(b)) continue;
-    const difference = Math.abs(a - b);
-    if (Number.isNaN(difference)) return { maxAbs: NaN, relRms: NaN };
-    maxAbs = Math.max(maxAbs, difference);
-    squaredError += difference * difference;
-    squaredReference += b * b;
-  }
-  const relRms = squaredError === 0 ? 0 : squaredReference === 0 ? Infinity : Math.sqrt(squaredError / squaredReference);
-  return { maxAbs, relRms };
-}
+import { decodeInCalls, Fixture, loadTokenizer, rows } from "./fixture.ts";
+import { exactCase, orNotRun, tensorCase, unobservable, type ConformanceCase, type ConformanceDecoder, type ConformanceReport, type ConformanceStage } from "./report.ts";
 
 export async function runConformance(fixtureDir: string, decoder: ConformanceDecoder, options: OnnxProviderOptions = {}, batch?: number): Promise<ConformanceReport> {
   if (batch !== undefined && (!Number.isInteger(batch) || batch < 1)) throw new RangeError(`batch must be a positive integer, got ${batch}`);
@@ -122,198 +64,6 @@ export async function runConformance(fixtureDir: string, decoder: ConformanceDec
   const provider = await fixture.provider();
   const executionProvider = await fixture.executionProvider();
   return { fixture: fixture.golden.fixture, decoder, ...(provider ? { provider } : {}), ...(executionProvider ? { executionProvider } : {}), ...(batch ? { batch } : {}), pass: cases.length > 0 && cases.every((entry) => entry.pass), cases };
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Fixture access
-
-interface GoldenJson {
-  fixture: string;
-  cases: Record<string, unknown>;
-  mimi_state_manifest?: unknown;
-  /** Mimi config of a decoder-only fixture (mimi-full). */
-  model_config?: { sample_rate: number; frame_rate: number; quantizer: { dimension: number } };
-  generation_parameters?: { eos_threshold?: number };
-}
-
-/** One conformance run's resources (sessions are released by `close`). */
-class Fixture {
-  readonly golden: GoldenJson;
-  private readonly tensors: Record<string, DecodedTensor>;
-  private stagesPromise: Promise<{ bundle: PocketBundle; stages: PocketStages; sessions: PocketSessions }> | undefined;
-  private readonly extraSessions: Promise<OnnxSession>[] = [];
-  private runtimePromise: Promise<OnnxRuntime> | undefined;
-  private gpuDecoderPromise: Promise<MimiGpuDecoder> | undefined;
-
-  constructor(
-    readonly directory: string,
-    private readonly providerOptions: OnnxProviderOptions,
-    readonly decoder: ConformanceDecoder,
-    readonly batch?: number,
-  ) {
-    this.golden = JSON.parse(readFileSync(join(directory, "golden.json"), "utf8")) as GoldenJson;
-    this.tensors = decodeSafetensorsWithInt64(readFileSync(join(directory, "golden.safetensors")));
-  }
-
-  float(name: string): Float32Array {
-    const tensor = this.tensors[name];
-    if (!tensor || tensor.dtype !== "F32") throw new Error(`golden.safetensors has no float tensor '${name}'`);
-    return tensor.data;
-  }
-
-  dims(name: string): number[] {
-    const tensor = this.tensors[name];
-    if (!tensor) throw new Error(`golden.safetensors has no tensor '${name}'`);
-    return tensor.shape;
-  }
-
-  ids(name: string): number[] {
-    const tensor = this.tensors[name];
-    if (!tensor || tensor.dtype !== "I64") throw new Error(`golden.safetensors has no int64 tensor '${name}'`);
-    return Array.from(tensor.data, Number);
-  }
-
-  /** The fixture's bundle (pocket-tiny) and its stages. */
-  async pipeline(): Promise<{ bundle: PocketBundle; stages: PocketStages }> {
-    this.stagesPromise ??= (async () => {
-      const bundle = await loadPocketBundle(this.directory);
-      const sessions = await openPocketSessions(bundle, { ...this.providerOptions, provider: (await this.runtime()).provider });
-      return { bundle, stages: await createPocketStages(bundle, sessions), sessions };
-    })();
-    return this.stagesPromise;
-  }
-
-  async stages(): Promise<PocketStages> {
-    return (await this.pipeline()).stages;
-  }
-
-  /** Decodes in `calls` as decodeInCalls does; with `batch`, each call beside batch − 1 random streams. */
-  decode<State>(decoder: LatentDecoder<State>, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
-    return this.batch === undefined ? decodeInCalls(decoder, latents, calls) : decodeInCrowdedCalls(decoder, latents, calls, this.batch);
-  }
-
-  /** How `decode` ran, for a case's detail. */
-  get decodeDetail(): string {
-    if (this.batch === undefined) return "";
-    return this.decoder === "wgsl" ? `, in decodeBatch calls of ${this.batch} streams` : `, between the decodes of ${this.batch - 1} other streams (the ONNX graph is batch 1)`;
-  }
-
-  /** What the flow_lm case's AR steps go through: with `batch`, the batched step inside a crowd of `batch` streams; else the published graph. */
-  async flowLmSteps(): Promise<{ stepper: FlowLmStepper | null; close(): void; detail?: string }> {
-    const stages = await this.stages();
-    if (this.batch === undefined) return { stepper: null, close: () => {} };
-    if (!stages.flowLmSlots) throw new Error(`no batched FlowLM step: ${stages.flowLmSlotsUnavailable}`);
-    const crowd = new CrowdedFlowLm(stages.flowLmSlots, stages.flowLm, this.batch);
-    return { stepper: crowd, close: () => crowd.close(), detail: `in calls of ${this.batch} streams` };
-  }
-
-  /** The decoder under test: the ONNX one, or with `--decoder wgsl` our WGSL one on the same weights. */
-  async mimiDecoder(): Promise<RunnerDecoder> {
-    return this.decoder === "wgsl" ? this.gpuDecoder() : this.onnxMimiDecoder();
-  }
-
-  /** The ONNX decoder alone: from the bundle when there is one, else the graph with golden.json's manifest (mimi-full). */
-  async onnxMimiDecoder(): Promise<MimiDecoder> {
-    if (existsSync(join(this.directory, "bundle.json"))) return (await this.stages()).mimiDecoder;
-    const config = this.golden.model_config;
-    if (!config) throw new Error("golden.json has no model_config");
-    const decoderConfig = { latentDim: config.quantizer.dimension, samplesPerFrame: config.sample_rate / config.frame_rate };
-    const { session, manifest } = await openMimiDecoderSession(await this.runtime(), join(this.directory, "mimi_decoder.onnx"), await this.mimiManifest(), decoderConfig);
-    this.extraSessions.push(Promise.resolve(session));
-    return new MimiDecoder(session, manifest, decoderConfig);
-  }
-
-  /** The Mimi state manifest: the bundle's, or golden.json's for a decoder-only fixture (mimi-full). */
-  private async mimiManifest(): Promise<readonly StateEntry[]> {
-    if (existsSync(join(this.directory, "bundle.json"))) return (await this.pipeline()).bundle.mimiStateManifest;
-    return parseStateManifest(this.golden.mimi_state_manifest, `${this.directory}/golden.json mimi_state_manifest`);
-  }
-
-  /** The WGSL decoder on the fixture's mimi_decoder.onnx weights (a software adapter is fine for a check). */
-  gpuDecoder(): Promise<MimiGpuDecoder> {
-    this.gpuDecoderPromise ??= (async () => {
-      const [{ acquireGpu }, { MimiGpuDecoder }, { readMimiWeightsFromOnnx }] = await Promise.all([import("../gpu/device.ts"), import("../models/pocket/mimi-wgsl/decoder.ts"), import("../models/pocket/mimi-wgsl/weights.ts")]);
-      const { device } = await acquireGpu({ allowSoftware: true });
-      // Heads are not in the weights: the graph's KV cache state [2, 1, heads, positions, headDim] has them (docs/pocket-tts.md §3.1).
-      const cache = (await this.mimiManifest()).find((entry) => entry.module.startsWith("decoder_transformer.") && entry.key === "cache");
-      if (!cache || cache.shape.length !== 5) throw new Error("the Mimi state manifest has no decoder_transformer KV cache to read the head count from");
-      // A request of an end-to-end run holds two states while one chunk's last latents decode and the next chunk starts.
-      const decoder = new MimiGpuDecoder(device, await readMimiWeightsFromOnnx(join(this.directory, "mimi_decoder.onnx")), { heads: cache.shape[2]!, maxStreams: Math.max(16, 2 * (this.batch ?? 1)) });
-      const expected = this.golden.model_config?.sample_rate !== undefined ? this.golden.model_config.sample_rate / this.golden.model_config.frame_rate : decoder.config.samplesPerFrame;
-      if (decoder.config.samplesPerFrame !== expected) throw new Error(`the WGSL decoder makes ${decoder.config.samplesPerFrame} samples per latent, the fixture ${expected}`);
-      return decoder;
-    })();
-    return this.gpuDecoderPromise;
-  }
-
-  /** The provider is resolved once, so every session of the run (bundle, variants, decoder) shares it. */
-  private runtime(): Promise<OnnxRuntime> {
-    this.runtimePromise ??= loadOnnxRuntime(this.providerOptions);
-    return this.runtimePromise;
-  }
-
-  async executionProvider(): Promise<"cpu" | "webgpu" | undefined> {
-    return (await this.stagesPromise?.catch(() => undefined))?.sessions.executionProvider;
-  }
-
-  async provider(): Promise<CpuProvider | undefined> {
-    return (await this.runtimePromise?.catch(() => undefined))?.provider;
-  }
-
-  session(path: string): Promise<OnnxSession> {
-    const session = this.runtime().then((runtime) => runtime.createSession(path));
-    this.extraSessions.push(session);
-    return session;
-  }
-
-  async close(): Promise<void> {
-    const gpuDecoder = await this.gpuDecoderPromise?.catch(() => undefined);
-    gpuDecoder?.destroy();
-    const sessions = await Promise.allSettled(this.extraSessions);
-    await Promise.all(sessions.map((result) => (result.status === "fulfilled" ? result.value.release() : undefined)));
-    if (this.stagesPromise) {
-      const settled = await this.stagesPromise.catch(() => undefined);
-      if (settled) await closePocketSessions(settled.sessions);
-    }
-  }
-}
-
-function tensorCase(name: string, stage: ConformanceStage, actual: ArrayLike<number>, expected: ArrayLike<number>, detail?: string): ConformanceCase {
-  const { maxAbs, relRms } = compareTensors(actual, expected);
-  const lengthDetail = actual.length === expected.length ? undefined : `length ${actual.length}, golden ${expected.length}`;
-  const notes = [lengthDetail, detail].filter((note) => note !== undefined);
-  return { case: name, stage, maxAbs, relRms, pass: relRms <= RELATIVE_RMS_TOLERANCE, ...(notes.length > 0 ? { detail: notes.join("; ") } : {}) };
-}
-
-function exactCase<T>(name: string, stage: ConformanceStage, actual: readonly T[], expected: readonly T[]): ConformanceCase {
-  let mismatches = Math.abs(actual.length - expected.length);
-  for (let index = 0; index < Math.min(actual.length, expected.length); index++) if (actual[index] !== expected[index]) mismatches++;
-  const detail = mismatches === 0 ? undefined : `got ${JSON.stringify(actual)}, golden ${JSON.stringify(expected)}`;
-  return { case: name, stage, maxAbs: mismatches, relRms: null, pass: mismatches === 0, ...(detail ? { detail } : {}) };
-}
-
-function unobservable(name: string, stage: ConformanceStage, reason: string): ConformanceCase {
-  return { case: name, stage, maxAbs: null, relRms: null, pass: true, observable: false, detail: reason };
-}
-
-function rows(data: Float32Array, width: number, from: number, to: number): Float32Array {
-  return data.subarray(from * width, to * width);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Text stages
-
-function loadTokenizer(fixture: Fixture): Promise<SentencePieceTokenizer> {
-  return SentencePieceTokenizer.fromFile(join(fixture.directory, "tokenizer.model"));
-}
-
-/** Runs `body`, or marks each of `names` failed with the reason it could not run. */
-async function orNotRun(names: readonly string[], stage: ConformanceStage, body: () => Promise<ConformanceCase[]>): Promise<ConformanceCase[]> {
-  try {
-    return await body();
-  } catch (error) {
-    return names.map((name) => ({ case: name, stage, maxAbs: null, relRms: null, pass: false, detail: `not run: ${(error as Error).message}` }));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -723,26 +473,6 @@ async function decodeStagesOfFirstLatents(decoder: MimiGpuDecoder, latents: Floa
   }
   return joined;
 }
-
-async function decodeInCalls<State>(decoder: LatentDecoder<State>, latents: Float32Array, calls: readonly number[]): Promise<Float32Array> {
-  const { latentDim } = decoder.config;
-  let state = decoder.emptyState();
-  const pieces: Float32Array[] = [];
-  let frame = 0;
-  try {
-    for (const count of calls) {
-      const result = await decoder.decode(state, rows(latents, latentDim, frame, frame + count));
-      state = result.state;
-      pieces.push(result.audio);
-      frame += count;
-    }
-  } finally {
-    decoder.release?.(state);
-  }
-  if (frame * latentDim !== latents.length) throw new Error(`call pattern [${calls.join(", ")}] covers ${frame} of ${latents.length / latentDim} latents`);
-  return concatFloat32(pieces);
-}
-
 
 /** The filled cache rows [0, positions) of every layer, K and V, concatenated. */
 function filledCacheRows(state: FlowLmState, stages: PocketStages): Float32Array {

@@ -10,7 +10,8 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runConformance, type ConformanceReport } from "../../src/conformance/harness.ts";
+import { runConformance } from "../../src/conformance/harness.ts";
+import type { ConformanceReport } from "../../src/conformance/report.ts";
 import { readOnnxGraphInputs } from "../../src/onnx/proto.ts";
 import { REPO_ROOT } from "../support/repo.ts";
 

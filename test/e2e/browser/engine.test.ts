@@ -13,7 +13,7 @@ import { launchChromium, DEFAULT_CHROMIUM } from "../../../src/chromium/launch.t
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
 import { floatToInt16 } from "../../../src/audio/wav.ts";
-import { compareTensors } from "../../../src/conformance/harness.ts";
+import { compareTensors } from "../../../src/conformance/report.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { fixtureBundle, requirePocketTinyFixture } from "../../models/pocket/bundle-fixture.ts";
 import { REPO_ROOT } from "../../support/repo.ts";

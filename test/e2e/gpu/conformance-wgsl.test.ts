@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { runConformance, type ConformanceReport } from "../../../src/conformance/harness.ts";
+import { runConformance } from "../../../src/conformance/harness.ts";
+import type { ConformanceReport } from "../../../src/conformance/report.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
 
 const ROOT = REPO_ROOT;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../../src/models/contract.ts";
-import { compareTensors } from "../../../src/conformance/harness.ts";
+import { compareTensors } from "../../../src/conformance/report.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
 import { fixtureBundle } from "../../models/pocket/bundle-fixture.ts";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { MimiGpuDecoder } from "../../../src/models/pocket/mimi-wgsl/decoder.ts";
 import { readMimiWeightsFromOnnx } from "../../../src/models/pocket/mimi-wgsl/weights.ts";
 import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
-import { compareTensors } from "../../../src/conformance/harness.ts";
+import { compareTensors } from "../../../src/conformance/report.ts";
 import { gpuForTests } from "../support.ts";
 
 const fixture = process.argv[2]!;

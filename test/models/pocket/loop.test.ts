@@ -14,7 +14,7 @@ import { createPocketStages, type PocketStages } from "../../../src/models/pocke
 import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
 import type { FlowLmState, MimiState } from "../../../src/models/pocket/stages/state.ts";
 import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
-import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/conformance/harness.ts";
+import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/conformance/report.ts";
 import { OVERLONG_INPUTS } from "./overlong-inputs.ts";
 
 const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { decodeSafetensorsWithInt64 } from "../../../src/formats/safetensors.ts";
 import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
 import type { PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
-import { compareTensors } from "../../../src/conformance/harness.ts";
+import { compareTensors } from "../../../src/conformance/report.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
 import { createOnnxSession } from "../../../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
