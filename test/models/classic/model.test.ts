@@ -17,6 +17,9 @@ import { readdirSync } from "node:fs";
  */
 const MAX_CORPUS_WER = 0.15;
 const SAMPLES_PER_CHUNK = 1280; // 80 ms at 16 kHz
+/** Gaps in the event loop below this are scheduling noise, whatever share of a fast synthesis they are. */
+const MIN_GAP_BOUND_MS = 100;
+const CLOSE_DEADLINE_MS = 15_000;
 
 let engine: ClassicModel;
 
@@ -25,7 +28,17 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await engine?.close();
+  // Closing terminates Flite's worker, which a loaded machine may take a while to do; a close that never
+  // ends fails here, by name, instead of running into the test runner's timeout.
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  const overdue = new Promise<never>((_, reject) => {
+    deadline = setTimeout(() => reject(new Error(`the classic engine did not close within ${CLOSE_DEADLINE_MS} ms`)), CLOSE_DEADLINE_MS);
+  });
+  try {
+    await Promise.race([engine?.close(), overdue]);
+  } finally {
+    clearTimeout(deadline);
+  }
 });
 
 function job(text: string, over: Partial<SynthesisJob> = {}): SynthesisJob {
@@ -210,8 +223,12 @@ describe("classic engine (flite)", () => {
     expect(openDescriptors() - before).toBeLessThan(5);
   }, 120_000);
 
+  // Run on the main thread, one 300-character segment of digits blocked the loop for as long as Flite took
+  // to speak it (1.5 s); in the worker the loop's longest gap is 19 ms on an idle machine. Both the work and
+  // the gaps stretch on a loaded one, so the bound is relative: a blocked loop's gap is as long as the
+  // segment's whole synthesis, a free loop's a small share of it. Only the first segment runs, so the test
+  // takes about a second of Flite's time however long the input.
   test("the event loop stays free while a long input is spoken", async () => {
-    const controller = new AbortController();
     let longestGapMs = 0;
     let last = performance.now();
     const ticker = setInterval(() => {
@@ -220,22 +237,20 @@ describe("classic engine (flite)", () => {
       last = now;
     }, 5);
     const started = performance.now();
-    let chunks = 0;
+    let firstSegmentMs = 0;
     try {
-      // 4000 digits: fourteen 300-character segments of about a second each when run on this thread.
-      for await (const _ of engine.synthesize(job("9".repeat(4000), { signal: controller.signal }))) {
-        chunks++;
-        if (performance.now() - started > 3000) controller.abort();
+      // 4000 digits: fourteen segments, of which the first one is spoken before the loop below stops the job.
+      for await (const _ of engine.synthesize(job("9".repeat(4000)))) {
+        // A loop that never gave the timer a turn shows as one long gap up to now.
+        longestGapMs = Math.max(longestGapMs, performance.now() - last);
+        firstSegmentMs = performance.now() - started;
+        break;
       }
     } finally {
       clearInterval(ticker);
     }
-    // A loop that never gave the timer a turn shows as one long gap up to now.
-    longestGapMs = Math.max(longestGapMs, performance.now() - last);
-    expect(chunks).toBeGreaterThan(0);
-    // Run on the main thread, one segment alone blocked it for 1.5 s (19 ms measured since, on an idle machine;
-    // the bound leaves room for a loaded one).
-    expect(longestGapMs).toBeLessThan(1000);
+    expect(firstSegmentMs).toBeGreaterThan(0);
+    expect(longestGapMs).toBeLessThan(Math.max(MIN_GAP_BOUND_MS, firstSegmentMs / 2));
   }, 60_000);
 });
 
