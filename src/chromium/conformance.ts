@@ -55,7 +55,7 @@ async function conformanceApp(fixtureDir: string): Promise<Hono> {
 export async function runConformanceInBrowser(fixtureDir: string, options: BrowserConformanceOptions = {}): Promise<BrowserConformanceReport> {
   if (!(await stat(fixtureDir).then((info) => info.isDirectory(), () => false))) throw new Error(`${fixtureDir} is not a fixture folder`);
   const app = await conformanceApp(fixtureDir);
-  // No keep-alive deadline: the page may compute for minutes between two fetches of a run.
+  // No idle deadline (Bun's idleTimeout 0, as this server always had): the page may compute for minutes between two fetches.
   const server = (await loadRuntime()).serve(app.fetch, "127.0.0.1", 0, { keepAliveTimeoutSeconds: 0 });
   const browser = await launchChromium({ ...options, webgpu: options.webgpu ?? (options.ep === "webgpu" || options.decoder === "wgsl") });
   try {
