@@ -1,8 +1,8 @@
 /**
  * Which JavaScript runtime runs this process, for the few places whose code must differ (the WebGPU binding,
  * glibc's allocator through bun:ffi, forcing a collection, bundling the page's engine). Serving is
- * runtime/serve.ts's; this only answers "which one". Every layer asks it, the shared modules (system/) included, so runtime/ sits under them all and
- * imports nothing of ours but lib/ (.dependency-cruiser.cjs).
+ * runtime/serve.ts's; this only answers "which one". Every layer asks it, the shared modules (system/)
+ * included, so runtime/ sits under them all and imports nothing of ours but lib/ (.dependency-cruiser.cjs).
  */
 
 export function isBun(): boolean {
