@@ -1,7 +1,6 @@
 /** Builds the Hono app from its services. Tests call app.request() or serve it on a real port. */
 import { Hono } from "hono";
 import { getPath } from "hono/utils/url";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { cors } from "hono/cors";
 import { ApiError, echoed } from "./api/errors.ts";
 import { createServices, type ServiceInputs, type Services } from "./services.ts";
@@ -22,7 +21,8 @@ import { registerAccessLog } from "./http/access-log.ts";
 import { registerDrainGate } from "./http/lifecycle.ts";
 import { registerHealthRoutes } from "./http/health.ts";
 import { registerOpenApiRoutes } from "./http/openapi.ts";
-import { registerElevenLabsRoutes } from "./http/elevenlabs.ts";
+import { elevenLabsApp } from "./http/elevenlabs.ts";
+import { errorResponse, type ErrorBody } from "./http/error-response.ts";
 import { registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
 import { ELEVENLABS_PREFIX, elevenLabsErrorBody } from "./api/elevenlabs.ts";
 
@@ -55,21 +55,13 @@ export function createApp(inputs: AppServices) {
   const { config, host, logger, voices, metrics, lifecycle, service, catalog, openai } = services;
   const app = new Hono({ getPath: routedPath });
 
-  // ElevenLabs' routes answer errors in its shape, {"detail": {"status", "message"}}, whatever raised them.
-  const errorBody = (error: ApiError, path: string) => (path === ELEVENLABS_PREFIX || path.startsWith(`${ELEVENLABS_PREFIX}/`) ? elevenLabsErrorBody(error) : error.toBody());
-  app.onError((error, c) => {
-    if (error instanceof ApiError) {
-      const response = c.json(errorBody(error, c.req.path), error.status as ContentfulStatusCode);
-      for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
-      // RFC 6750 §3: a 401 names the scheme the client must use.
-      if (error.status === 401) response.headers.set("WWW-Authenticate", 'Bearer realm="voxedge"');
-      return response;
-    }
-    logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    return c.json(errorBody(new ApiError(500, "Internal server error"), c.req.path), 500);
-  });
+  // Each protocol's app renders its own errors (ElevenLabs' is mounted below with its onError). What is raised
+  // before a protocol's app runs (a missing key, a drain, an unknown path) is rendered here in the shape of
+  // the protocol mounted at that path.
+  const errorBody = (path: string): ErrorBody => (path === ELEVENLABS_PREFIX || path.startsWith(`${ELEVENLABS_PREFIX}/`) ? elevenLabsErrorBody : (error) => error.toBody());
+  app.onError((error, c) => errorResponse(c, error, errorBody(c.req.path), logger));
   // The path as the client sent it, not as it was routed.
-  app.notFound((c) => c.json(errorBody(new ApiError(404, `No route for ${c.req.method} ${echoed(getPath(c.req.raw), 256)}`), c.req.path), 404));
+  app.notFound((c) => c.json(errorBody(c.req.path)(new ApiError(404, `No route for ${c.req.method} ${echoed(getPath(c.req.raw), 256)}`)), 404));
 
   // Outermost, so refusals (401, 503) are logged and counted as well.
   registerAccessLog(app, logger, lifecycle);
@@ -96,7 +88,7 @@ export function createApp(inputs: AppServices) {
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
   registerSpeechRoute(app, { openai, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, openai, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
-  registerElevenLabsRoutes(app, { service, catalog, openai, voices, logger, body, stallTimeoutMs });
+  app.route(ELEVENLABS_PREFIX, elevenLabsApp({ service, catalog, openai, voices, logger, body, stallTimeoutMs }));
   registerElevenLabsSocketRoutes(app, { service, openai, catalog, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
   return { app, ...services };
 }

@@ -4,12 +4,14 @@
  * every other route does (the same checks, admission, backpressure and cancellation); voices are the voice
  * store's, a voice_id being a built-in voice's name or an uploaded voice's, or an alias (ElevenLabs' premade
  * voices, which its clients send by default, and --voice-aliases). Errors are ElevenLabs'
- * `{"detail": {"status", "message"}}` (app.ts renders every error under the prefix so).
+ * `{"detail": {"status", "message"}}` (its app renders its errors so, and the root app the errors raised before it runs).
  */
-import type { Context, Hono } from "hono";
+import { Hono, type Context } from "hono";
+import { errorHandler } from "./error-response.ts";
 import {
   ELEVENLABS_MODEL_IDS,
   ElevenLabsError,
+  elevenLabsErrorBody,
   IGNORED_BODY_FIELDS,
   ignoredVoiceSettings,
   outputFormatOf,
@@ -52,7 +54,10 @@ const LANGUAGES = [{ language_id: "en", name: "English" }];
 /** GET /v2/voices without page_size: ElevenLabs' default. */
 const DEFAULT_VOICES_PAGE_SIZE = 10;
 
-export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): void {
+/** ElevenLabs' REST API as an app of its own, mounted at /elevenlabs: its routes answer errors in its shape. */
+export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
+  const app = new Hono();
+  app.onError(errorHandler(elevenLabsErrorBody, deps.logger));
   const { service, catalog, openai, voices, logger } = deps;
 
   /** The request as the speech core reads it, and the body fields no model here uses. */
@@ -73,12 +78,12 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     return new Response(file as Uint8Array<ArrayBuffer>, { headers: fileHeaders(speech.prepared, file.byteLength, await speech.done) });
   };
 
-  app.post("/elevenlabs/v1/text-to-speech/:voice_id", async (c) => {
+  app.post("/v1/text-to-speech/:voice_id", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
     return fileResponse(c, await textToSpeech(c, abort.signal), abort);
   });
 
-  app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream", async (c) => {
+  app.post("/v1/text-to-speech/:voice_id/stream", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
     const spec = await textToSpeech(c, abort.signal);
     // A time-stretch needs the whole utterance (OpenAI's route refuses speed with streaming); ElevenLabs'
@@ -100,7 +105,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     }
   });
 
-  app.post("/elevenlabs/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
+  app.post("/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
     const spec = await textToSpeech(c, abort.signal);
     // As a file on the speech route: the whole utterance is held until it is encoded.
@@ -117,7 +122,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     }
   });
 
-  app.post("/elevenlabs/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
+  app.post("/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
     const spec = await textToSpeech(c, abort.signal);
     const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
@@ -134,9 +139,9 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     }
   });
 
-  app.get("/elevenlabs/v1/voices", async (c) => c.json({ voices: await listVoices(catalog) }));
+  app.get("/v1/voices", async (c) => c.json({ voices: await listVoices(catalog) }));
 
-  app.get("/elevenlabs/v2/voices", async (c) => {
+  app.get("/v2/voices", async (c) => {
     const query = parseElevenLabs(voicesPageQuerySchema, c.req.query(), "query");
     const search = query.search?.trim().toLowerCase();
     const wanted = categoryFilter(query.voice_type ?? query.category);
@@ -148,14 +153,14 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     return c.json({ voices: page, has_more: hasMore, total_count: matching.length, next_page_token: hasMore ? String(offset + page.length) : null });
   });
 
-  app.get("/elevenlabs/v1/voices/:voice_id", async (c) => {
+  app.get("/v1/voices/:voice_id", async (c) => {
     const id = c.req.param("voice_id");
     const found = (await listVoices(catalog)).find((voice) => voice.voice_id.toLowerCase() === id.trim().toLowerCase());
     if (!found) throw voiceNotFound(id);
     return c.json(found);
   });
 
-  app.delete("/elevenlabs/v1/voices/:voice_id", async (c) => {
+  app.delete("/v1/voices/:voice_id", async (c) => {
     const id = c.req.param("voice_id");
     if (await voices.delete(id.trim())) return c.json({ status: "ok" });
     const name = id.trim().toLowerCase();
@@ -164,7 +169,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     throw voiceNotFound(id);
   });
 
-  app.post("/elevenlabs/v1/voices/add", async (c) => {
+  app.post("/v1/voices/add", async (c) => {
     const capabilities = service.model().capabilities;
     if (!capabilities.supportsCloning) {
       throw new ElevenLabsError(400, "voice_cloning_unavailable", `Model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices, so a voice cannot be added; use one of its built-in voices`);
@@ -182,7 +187,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
     return c.json({ voice_id: voice.name, requires_verification: false });
   });
 
-  app.get("/elevenlabs/v1/models", (c) => {
+  app.get("/v1/models", (c) => {
     const capabilities = service.model().capabilities;
     const maxChars = service.maxInputChars;
     return c.json(
@@ -207,6 +212,7 @@ export function registerElevenLabsRoutes(app: Hono, deps: ElevenLabsRouteDeps): 
       })),
     );
   });
+  return app;
 }
 
 const FILE: SpeechDelivery = { mode: "file", streamed: false, admit: "now", whenFull: "reject" };
