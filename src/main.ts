@@ -12,7 +12,8 @@ import { loadModel } from "./models/registry.ts";
 import { createLogger } from "./log/logger.ts";
 import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
-import { ApiError, fromZodError } from "./api/errors.ts";
+import { fromZodError } from "./api/errors.ts";
+import { asApiError } from "./speech/errors.ts";
 import { VoiceStoreFolderError } from "./voices/store.ts";
 import { createProgressRenderer } from "./cli/progress.ts";
 import { filterLines } from "./cli/line-filter.ts";
@@ -116,7 +117,8 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     console.error(`wrote ${values.output}: ${(await speech.done).audioSeconds.toFixed(2)} s of ${format}`);
     return 0;
   } catch (error) {
-    console.error(error instanceof ApiError ? `error: ${error.message}` : error);
+    const refusal = asApiError(error);
+    console.error(refusal ? `error: ${refusal.message}` : error);
     return 1;
   } finally {
     await host.close();

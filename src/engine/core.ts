@@ -7,10 +7,12 @@
  * Aborts are queued when a request's signal fires (or its consumer stops reading) and applied at the start
  * of the next tick, so they never race a plan: the runner frees the request's state in the plan after.
  * Admission: at most `maxStreams` run at once (fewer where the measured capacity says so, capacity.ts) and
- * `maxQueue` wait; past both a submission is refused with a 429
+ * `maxQueue` wait; past both a submission is refused (EngineFullError, which a front end answers as its "retry later": a 429)
  * (`EngineFullError`), or, for callers that asked to wait (batch items), waits for room.
  */
-import { ApiError } from "../api/errors.ts";
+import { EngineFullError, EngineUnavailableError } from "./errors.ts";
+
+export { EngineFullError, EngineUnavailableError } from "./errors.ts";
 import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, StepPlan, SynthesisJob } from "../models/contract.ts";
 import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
 import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
@@ -21,7 +23,7 @@ export type { FinishReason } from "../models/contract.ts";
 export interface EngineOptions {
   /** Requests running at once. */
   maxStreams: number;
-  /** Requests waiting for a running place; past it submissions get a 429. */
+  /** Requests waiting for a running place; past it submissions are refused (EngineFullError). */
   maxQueue: number;
   /** Positions of prefill work one tick may hold. */
   prefillPositionsPerTick?: number;
@@ -67,20 +69,8 @@ export interface EngineObserver {
   rejected(): void;
 }
 
-export class EngineFullError extends ApiError {
-  constructor(
-    readonly retryAfterSeconds: number,
-    limits: { maxStreams: number; maxQueue: number },
-    memoryBudgetBytes?: number,
-  ) {
-    const what = memoryBudgetBytes === undefined ? `${limits.maxStreams} streams running, ${limits.maxQueue} waiting` : `its memory budget of ${Math.round(memoryBudgetBytes / 1024 ** 2)} MiB (--memory-budget) is taken`;
-    super(429, `The server is at capacity (${what}); retry after ${retryAfterSeconds} s`, null, "RateLimitError");
-    this.headers = { "Retry-After": String(retryAfterSeconds) };
-  }
-}
-
 export interface SubmitOptions {
-  /** "reject" (default): a 429 when full. "wait": wait for room (until the job's signal aborts). */
+  /** "reject" (default): refused (EngineFullError) when full. "wait": wait for room (until the job's signal aborts). */
   whenFull?: "reject" | "wait";
 }
 
@@ -179,7 +169,7 @@ export class Engine {
     return this.#scheduler.counts;
   }
 
-  /** Set once the engine can run nothing more; new submissions are then refused with a 503. */
+  /** Set once the engine can run nothing more; new submissions are then refused (EngineUnavailableError). */
   get failure(): Error | undefined {
     if (!this.#failure && this.#runner.failure) this.#fail(this.#runner.failure);
     return this.#failure;
@@ -206,13 +196,13 @@ export class Engine {
   }
 
   /**
-   * Admits a job: its audio, as made, through the returned stream. Refused at once (EngineFullError, a 429)
+   * Admits a job: its audio, as made, through the returned stream. Refused at once (EngineFullError)
    * when every running and waiting place is taken, unless `whenFull` is "wait".
    */
   async submit(job: SynthesisJob, options: SubmitOptions = {}): Promise<EngineStream> {
-    if (this.#closed) throw new ApiError(503, "The engine is shutting down");
+    if (this.#closed) throw new EngineUnavailableError("closed");
     const failure = this.failure;
-    if (failure) throw new ApiError(503, `The speech engine has failed (${failure.message}); the server needs a restart`);
+    if (failure) throw new EngineUnavailableError("failed", failure);
     job.signal.throwIfAborted();
     while (!this.#hasRoom) {
       if (options.whenFull !== "wait") throw this.fullError();
@@ -229,12 +219,12 @@ export class Engine {
     return new EngineStream(this, request);
   }
 
-  /** A 429 (EngineFullError) now, counted as a refusal, when no running or waiting place is free. */
+  /** Refused (EngineFullError) now, counted as a refusal, when no running or waiting place is free. */
   refuseIfFull(): void {
     if (!this.#hasRoom) throw this.fullError();
   }
 
-  /** The refusal a full engine answers with (a 429 with Retry-After), counted as one. */
+  /** The refusal a full engine answers with, counted as one. */
   fullError(): EngineFullError {
     this.observer?.rejected();
     return new EngineFullError(this.#retryAfterSeconds(), this.#limits, this.#scheduler.hasRoom ? this.#memory?.budgetBytes : undefined);
@@ -524,7 +514,7 @@ export class Engine {
       };
       const wake = () => {
         signal.removeEventListener("abort", onAbort);
-        if (this.#closed) return reject(new ApiError(503, "The engine is shutting down"));
+        if (this.#closed) return reject(new EngineUnavailableError("closed"));
         resolve();
       };
       this.#roomWaiters.push(wake);

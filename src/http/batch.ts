@@ -13,6 +13,7 @@ import { noteAudio, streamEnded } from "./access-log.ts";
 import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./openai-speech.ts";
 import type { Logger } from "../log/logger.ts";
+import { asApiError } from "../speech/errors.ts";
 import { clientAbort, pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { base64 } from "./base64.ts";
@@ -64,8 +65,9 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
         return { index, status: "success", audio, media_type: mediaTypeOf(responseFormat), usage, finish_reason: finishReason, ignored_fields: ignoredFields };
       } catch (error) {
         budget.release(index);
-        if (!(error instanceof ApiError)) deps.logger.error("batch item failed", { index, error: String(error) });
-        return { index, status: "error", error: error instanceof ApiError ? error.message : "speech generation failed" };
+        const refusal = asApiError(error);
+        if (!refusal) deps.logger.error("batch item failed", { index, error: String(error) });
+        return { index, status: "error", error: refusal?.message ?? "speech generation failed" };
       }
     };
 

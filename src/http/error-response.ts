@@ -7,19 +7,21 @@ import type { Context, ErrorHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
+import { asApiError } from "../speech/errors.ts";
 
 /** A protocol's error body for an ApiError: OpenAI's `{"error": {…}}`, ElevenLabs' `{"detail": {…}}`. */
 export type ErrorBody = (error: ApiError) => object;
 
-export function errorResponse(c: Context, error: unknown, body: ErrorBody, logger: Logger): Response {
-  if (error instanceof ApiError) {
+export function errorResponse(c: Context, raised: unknown, body: ErrorBody, logger: Logger): Response {
+  const error = asApiError(raised);
+  if (error) {
     const response = c.json(body(error), error.status as ContentfulStatusCode);
     for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
     // RFC 6750 §3: a 401 names the scheme the client must use.
     if (error.status === 401) response.headers.set("WWW-Authenticate", 'Bearer realm="voxedge"');
     return response;
   }
-  logger.error("unhandled error", { route: c.req.routePath, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  logger.error("unhandled error", { route: c.req.routePath, error: raised instanceof Error ? (raised.stack ?? raised.message) : String(raised) });
   return c.json(body(new ApiError(500, "Internal server error")), 500);
 }
 

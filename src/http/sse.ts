@@ -2,11 +2,11 @@
  * Server-sent events: the one encoding of an event, the headers of an event stream, and the speech route's
  * events (OpenAI's speech.audio.delta and speech.audio.done, and speech.audio.error).
  */
-import { ApiError } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import type { StartedSpeech } from "../speech/service.ts";
 import { base64 } from "./base64.ts";
 import { ignoredFieldsHeader } from "./speech-headers.ts";
+import { asApiError } from "../speech/errors.ts";
 
 const encoder = new TextEncoder();
 
@@ -46,7 +46,7 @@ export async function* speechAudioEvents(speech: StartedSpeech, signal: AbortSig
   } catch (error) {
     if (signal.aborted) return;
     logger.error("speech generation failed mid-stream", { error: String(error) });
-    const message = error instanceof ApiError ? error.message : "speech generation failed";
+    const message = asApiError(error)?.message ?? "speech generation failed";
     yield sseEvent("speech.audio.error", {
       type: "speech.audio.error",
       error: { message, type: "server_error", param: null, code: 500, ...(audioSent ? { partial_audio: true, action: "discard" } : {}) },

@@ -15,7 +15,8 @@ import { SerialQueue } from "../async/serial-queue.ts";
 import type { Logger } from "../log/logger.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import type { SpeechService, StartedSpeech } from "./service.ts";
-import { EngineFullError } from "../engine/core.ts";
+import { EngineFullError } from "../engine/errors.ts";
+import { asApiError } from "./errors.ts";
 import type { EncodingOptions } from "../audio/encoders.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
@@ -414,8 +415,8 @@ export class SpeechStreamSession {
       this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, audio_seconds: audioSeconds, error: false, finish_reason: finishReason, ...ignored });
     } catch (error) {
       if (this.#closed || signal.aborted) return;
-      const message = error instanceof ApiError ? error.message : "speech generation failed";
-      if (!(error instanceof ApiError)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
+      const message = asApiError(error)?.message ?? "speech generation failed";
+      if (!asApiError(error)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
       // A full engine refuses the sentence, not the session: the client may send it again after retry_after.
       const refusal = error instanceof EngineFullError ? { code: 429, retry_after: error.retryAfterSeconds } : {};
       this.sink.sendJson({ type: "error", message, ...refusal, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });

@@ -24,10 +24,10 @@
  */
 import { waitForDrain } from "../async/drain.ts";
 import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
-import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
+import { badRequest, fromZodError } from "../api/errors.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import { EngineFullError } from "../engine/core.ts";
+import { asApiError } from "../speech/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechDelivery, type SpeechService, type SpeechSpec } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
@@ -415,7 +415,7 @@ export class WyomingSession {
 
   #sendFailure(error: unknown, log?: WyomingRequestLog): void {
     const { text, code, status } = describeFailure(error);
-    if (status >= 500 && !(error instanceof ApiError)) this.options.logger.error("wyoming synthesis failed", { error: String(error) });
+    if (status >= 500 && !asApiError(error)) this.options.logger.error("wyoming synthesis failed", { error: String(error) });
     log?.noteFailure(status);
     this.#sendError(text, code);
   }
@@ -431,9 +431,9 @@ export class WyomingSession {
  * An error as the error event says it: the message, a code a program can branch on, and the HTTP status
  * the access log shows.
  */
-function describeFailure(error: unknown): { text: string; code: string; status: number } {
-  if (error instanceof EngineFullError) return { text: error.message, code: "at_capacity", status: 429 };
-  if (!(error instanceof ApiError)) return { text: "speech generation failed", code: "synthesis_failed", status: 500 };
+function describeFailure(raised: unknown): { text: string; code: string; status: number } {
+  const error = asApiError(raised);
+  if (!error) return { text: "speech generation failed", code: "synthesis_failed", status: 500 };
   const code = error.status === 429 ? "at_capacity" : error.status === 503 ? "unavailable" : error.param === "voice" ? "unknown_voice" : error.status < 500 ? "invalid_request" : "synthesis_failed";
   return { text: error.message, code, status: error.status };
 }
