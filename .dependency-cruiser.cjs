@@ -200,10 +200,10 @@ module.exports = {
     {
       name: "server-builds-and-serves-the-page",
       comment:
-        "The server's side of browser/ (build.ts bundles the page's workers from their paths, routes.ts serves them) imports none of the page's modules and lends files with the model files route's code. Nothing but the composition root and chromium/ (`conformance --browser`) import it.",
+        "The server's side of browser/ (build.ts bundles the page's workers from their paths, routes.ts serves them) imports none of the page's modules, lends files with the model files route's code and describes its routes with the parts every route's OpenAPI shares. Nothing but the composition root and chromium/ (`conformance --browser`) import it.",
       severity: "error",
       from: { path: "^src/browser/[^/]+$" },
-      to: onlyTo("^src/browser/[^/]+$", "^src/http/model-files\\.ts$"),
+      to: onlyTo("^src/browser/[^/]+$", "^src/http/(model-files|route-docs)\\.ts$"),
     },
     {
       name: "conformance-only-from-the-cli",

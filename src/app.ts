@@ -5,25 +5,25 @@ import { cors } from "hono/cors";
 import { ApiError, echoed } from "./api/errors.ts";
 import { createServices, type ServiceInputs, type Services } from "./services.ts";
 import { SPEECH_RESPONSE_HEADERS } from "./http/speech-headers.ts";
-import { registerSpeechRoute } from "./http/speech.ts";
-import { registerBatchRoute } from "./http/batch.ts";
-import { registerInfoRoutes } from "./http/info.ts";
-import { registerBrowserEngineRoutes } from "./browser/routes.ts";
-import { registerModelFileRoutes, type PulledFile } from "./http/model-files.ts";
+import { describeSpeechRoute, registerSpeechRoute } from "./http/speech.ts";
+import { describeBatchRoute, registerBatchRoute } from "./http/batch.ts";
+import { describeInfoRoutes, registerInfoRoutes } from "./http/info.ts";
+import { describeBrowserEngineRoutes, registerBrowserEngineRoutes } from "./browser/routes.ts";
+import { describeModelFileRoutes, registerModelFileRoutes, type PulledFile } from "./http/model-files.ts";
 import { registerCrossOriginIsolation } from "./http/isolation.ts";
 import { readBundleManifest } from "./weights/download.ts";
 import { resolveUrl } from "./weights/catalog.ts";
-import { registerVoiceRoutes } from "./http/voices.ts";
-import { registerStreamRoute } from "./http/stream-ws.ts";
+import { describeVoiceRoutes, registerVoiceRoutes } from "./http/voices.ts";
+import { describeStreamRoute, registerStreamRoute } from "./http/stream-ws.ts";
 import type { RuntimeSupport } from "./runtime/serve.ts";
 import { ApiKeyCheck, registerApiKeyCheck } from "./http/auth.ts";
 import { registerAccessLog } from "./http/access-log.ts";
 import { registerDrainGate } from "./http/lifecycle.ts";
-import { registerHealthRoutes } from "./http/health.ts";
-import { registerOpenApiRoutes } from "./http/openapi.ts";
-import { elevenLabsApp } from "./http/elevenlabs.ts";
+import { describeHealthRoutes, registerHealthRoutes } from "./http/health.ts";
+import { describeOpenApiRoutes, registerOpenApiRoutes } from "./http/openapi.ts";
+import { describeElevenLabsRoutes, elevenLabsApp } from "./http/elevenlabs.ts";
 import { errorResponse, type ErrorBody } from "./http/error-response.ts";
-import { registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
+import { describeElevenLabsSocketRoutes, registerElevenLabsSocketRoutes } from "./http/elevenlabs-ws.ts";
 import { ELEVENLABS_PREFIX, elevenLabsErrorBody } from "./api/elevenlabs.ts";
 
 /** What the app is built from: the services (built once, shared with Wyoming), or what to build them from. */
@@ -75,7 +75,20 @@ export function createApp(inputs: AppServices) {
   registerDrainGate(app, lifecycle);
 
   registerHealthRoutes(app, { host, lifecycle, saturatedAfterMs: config.streamStallTimeoutSeconds * 1000 });
-  registerOpenApiRoutes(app);
+  // Every module registered here describes its routes; /docs lists them in this order, the speech API first.
+  registerOpenApiRoutes(app, [
+    describeSpeechRoute,
+    describeBatchRoute,
+    describeStreamRoute,
+    describeInfoRoutes,
+    describeModelFileRoutes,
+    describeVoiceRoutes,
+    describeHealthRoutes,
+    describeOpenApiRoutes,
+    describeBrowserEngineRoutes,
+    describeElevenLabsRoutes,
+    describeElevenLabsSocketRoutes,
+  ]);
   registerCrossOriginIsolation(app);
   // Before the playground's modules: /playground/engine.js is built, not one of their files.
   registerBrowserEngineRoutes(app);

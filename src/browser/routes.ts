@@ -8,10 +8,13 @@
  * body read as it is sent); each built worker is one Blob that every response shares.
  */
 import { stat } from "node:fs/promises";
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
+import { z } from "zod";
 import { browserEngine, ONNX_RUNTIME_FILES, onnxRuntimeFilePath, type BrowserEngineBuild, type BuiltModule } from "./build.ts";
 import { ApiError } from "../api/errors.ts";
 import { serveFile } from "../http/model-files.ts";
+import { errorResponses, open } from "../http/route-docs.ts";
 
 type OnnxRuntimeFile = (typeof ONNX_RUNTIME_FILES)[number];
 const isOnnxRuntimeFile = (name: string): name is OnnxRuntimeFile => (ONNX_RUNTIME_FILES as readonly string[]).includes(name);
@@ -24,6 +27,32 @@ const bodyOf = (built: BuiltModule): Blob => {
   if (!body) builtBodies.set(built, (body = new Blob([built.source], { type: JAVASCRIPT })));
   return body;
 };
+
+export function describeBrowserEngineRoutes(registry: OpenAPIRegistry): void {
+  const javascript = { "text/javascript": { schema: { type: "string" as const } } };
+  registry.registerPath({
+    method: "get",
+    path: "/playground/engine.js",
+    summary: "The in-browser engine: a module worker running the served Pocket TTS model in the page (built with Bun; 503 under other runtimes)",
+    security: open,
+    responses: { 200: { description: "JavaScript, with an ETag", content: javascript }, 304: { description: "the ETag in If-None-Match is current" }, ...errorResponses(503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/decoder.js",
+    summary: "The in-browser engine's Mimi decoder worker, which the engine starts so decoding overlaps sampling (built with Bun; 503 under other runtimes)",
+    security: open,
+    responses: { 200: { description: "JavaScript, with an ETag", content: javascript }, 304: { description: "the ETag in If-None-Match is current" }, ...errorResponses(503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/ort/{file}",
+    summary: "onnxruntime-web's loaders and .wasm files for the in-browser engine, by name; any other name is a 404",
+    security: open,
+    request: { params: z.object({ file: z.string().describe("an onnxruntime-web build file, e.g. ort-wasm-simd-threaded.wasm or ort-wasm-simd-threaded.jsep.mjs") }) },
+    responses: { 200: { description: "JavaScript or WebAssembly", content: { "application/wasm": { schema: { type: "string", format: "binary" } }, ...javascript } }, 404: { description: "not one of onnxruntime-web's files" } },
+  });
+}
 
 export function registerBrowserEngineRoutes(app: Hono): void {
   // The engine's worker, and the Mimi decoder's worker it starts.

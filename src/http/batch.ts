@@ -6,8 +6,10 @@
  * whole batch is capped (--batch-max-audio-seconds), so a batch cannot grow without bound either.
  */
 import type { FinishReason } from "../engine/core.ts";
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
-import { batchItemSchema, batchRequestSchema, type SpeechRequest } from "../api/speech.ts";
+import { z } from "zod";
+import { batchItemSchema, batchRequestSchema, speechFieldShape, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
 import { noteAudio, streamEnded } from "./access-log.ts";
 import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
@@ -18,6 +20,7 @@ import { clientAbort, pullStream } from "./audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { base64 } from "./base64.ts";
 import { mediaTypeOf } from "./speech-headers.ts";
+import { bearer, errorResponses, json } from "./route-docs.ts";
 
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;
@@ -34,6 +37,29 @@ export interface BatchRouteDeps {
   stallTimeoutMs: number;
   maxItems: number;
   maxAudioSeconds: number;
+}
+
+/** A batch as documented: its items are speech items (the route parses each on its own, so one bad item fails alone). */
+const batchDocumentSchema = z.strictObject({ ...speechFieldShape, items: z.array(batchItemSchema).min(1) });
+
+/** The body as it is written, piece by piece (the audio of a success in `audio_data`, base64). */
+const batchResponseSchema = z.object({
+  id: z.string(),
+  results: z.array(z.object({ index: z.number().int(), status: z.enum(["success", "error"]), audio_data: z.string().optional(), media_type: z.string().optional(), finish_reason: z.string().optional(), error: z.string().optional() })),
+  total: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+});
+
+export function describeBatchRoute(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/speech/batch",
+    summary: "Many items at once, with batch-level defaults; results are streamed as JSON, item by item",
+    security: bearer,
+    request: { body: { required: true, ...json(batchDocumentSchema) } },
+    responses: { 200: { description: "per-item results", ...json(batchResponseSchema) }, ...errorResponses(400, 401, 408, 413, 503) },
+  });
 }
 
 export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {

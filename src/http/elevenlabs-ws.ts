@@ -532,3 +532,29 @@ class ElevenLabsSocket {
     this.closed();
   }
 }
+
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
+import { documentedOutputFormat, elevenLabsErrorResponses, elevenLabsSecurity, voiceIdParams } from "./elevenlabs.ts";
+
+/** Each socket as the GET that upgrades (101): OpenAPI has no WebSocket operation. */
+export function describeElevenLabsSocketRoutes(registry: OpenAPIRegistry): void {
+  const socketQuery = z.object({
+    model_id: z.string().optional(),
+    output_format: documentedOutputFormat.optional(),
+    inactivity_timeout: z.number().int().min(1).max(MAX_INACTIVITY_SECONDS).optional().describe(`seconds without a message before a stream closes (default ${DEFAULT_INACTIVITY_SECONDS})`),
+    xi_api_key: z.string().optional().describe("the API key, for clients that cannot set headers"),
+  });
+  for (const [path, summary] of [
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/stream-input", 'ElevenLabs WebSocket: {"text": " "} opens, text (flush) in, {"text": ""} ends; {audio, isFinal, alignment, normalizedAlignment} out'],
+    ["/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input", "ElevenLabs WebSocket: several streams by context_id, flush, close_context, close_socket; audio messages carry contextId"],
+  ] as const) {
+    registry.registerPath({
+      method: "get",
+      path,
+      summary,
+      security: [...elevenLabsSecurity, { xiApiKeyQuery: [] }],
+      request: { params: voiceIdParams, query: socketQuery },
+      responses: { 101: { description: "switched to the WebSocket protocol" }, ...elevenLabsErrorResponses(400, 401, 404, 422, 503) },
+    });
+  }
+}

@@ -6,14 +6,20 @@
  * voices, which its clients send by default, and --voice-aliases). Errors are ElevenLabs'
  * `{"detail": {"status", "message"}}` (its app renders its errors so, and the root app the errors raised before it runs).
  */
+import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { Hono, type Context } from "hono";
+import { z } from "zod";
 import { errorHandler } from "./error-response.ts";
 import {
+  DEFAULT_ELEVENLABS_OUTPUT_FORMAT,
   ELEVENLABS_MODEL_IDS,
+  ELEVENLABS_OUTPUT_FORMATS,
+  ELEVENLABS_PREFIX,
   ElevenLabsError,
   elevenLabsErrorBody,
   IGNORED_BODY_FIELDS,
   ignoredVoiceSettings,
+  MAX_VOICES_PAGE_SIZE,
   outputFormatOf,
   parseElevenLabs,
   textToSpeechBodySchema,
@@ -24,8 +30,9 @@ import {
 } from "../api/elevenlabs.ts";
 import { badRequest, echoed } from "../api/errors.ts";
 import { ELEVENLABS_PREMADE_VOICES, isOpenAiVoiceName, premadeVoiceNamed, voiceAliasTarget } from "../api/voice-aliases.ts";
-import { parseVoiceUpload } from "../api/voices.ts";
-import { DEFAULT_MAX_INPUT_CHARS } from "../api/speech.ts";
+import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_SPEAKER_DESCRIPTION_CHARS, parseVoiceUpload } from "../api/voices.ts";
+import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+import { CONTENT_TYPES } from "../audio/encoders.ts";
 import type { Logger } from "../log/logger.ts";
 import { type SpeechDelivery, type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
 import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
@@ -38,6 +45,7 @@ import { base64 } from "./base64.ts";
 import { readJsonBody, type BodyLimits } from "./request-body.ts";
 import { audioStreamHeaders, fileHeaders, ignoredFieldsHeader } from "./speech-headers.ts";
 import { FORM_OVERHEAD_BYTES, MAX_UPLOAD_AUDIO_BYTES, readCappedForm, saveAudioUpload } from "./voices.ts";
+import { bearer, binary, ERROR_DESCRIPTIONS, json, type SecurityRequirement } from "./route-docs.ts";
 
 export interface ElevenLabsRouteDeps {
   service: SpeechService;
@@ -53,6 +61,161 @@ export interface ElevenLabsRouteDeps {
 const LANGUAGES = [{ language_id: "en", name: "English" }];
 /** GET /v2/voices without page_size: ElevenLabs' default. */
 const DEFAULT_VOICES_PAGE_SIZE = 10;
+
+const elevenLabsErrorSchema = z.object({ detail: z.object({ status: z.string(), message: z.string() }) });
+const ELEVENLABS_ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
+  ...ERROR_DESCRIPTIONS,
+  400: "a caller mistake (e.g. invalid_output_format, model_not_found)",
+  404: "voice_not_found, or no such route",
+  422: "validation_error: the body or query breaks ElevenLabs' schema",
+};
+/** The error responses of the given statuses, each in ElevenLabs' error shape. */
+export const elevenLabsErrorResponses = (...statuses: number[]): RouteConfig["responses"] =>
+  Object.fromEntries(statuses.map((status) => [status, { description: ELEVENLABS_ERROR_DESCRIPTIONS[status] ?? "error", ...json(elevenLabsErrorSchema) }]));
+export const elevenLabsSecurity: SecurityRequirement[] = [{ xiApiKey: [] }, ...bearer];
+
+export const voiceIdParams = z.object({ voice_id: z.string().describe("a built-in voice's name, an uploaded voice's, default, or an alias: ElevenLabs' premade voices by id or name, --voice-aliases (case-insensitive)") });
+/** output_format as documented: the formats by name (the route parses any string and names a wrong one in its error). */
+export const documentedOutputFormat = z.enum(Object.keys(ELEVENLABS_OUTPUT_FORMATS) as [string, ...string[]]).default(DEFAULT_ELEVENLABS_OUTPUT_FORMAT);
+
+const alignmentSchema = z.object({ characters: z.array(z.string()), character_start_times_seconds: z.array(z.number()), character_end_times_seconds: z.array(z.number()) });
+const timestampedAudioSchema = z.object({ audio_base64: z.string(), alignment: alignmentSchema.nullable(), normalized_alignment: alignmentSchema.nullable() });
+const elevenLabsVoiceSchema = z.object({
+  voice_id: z.string(),
+  name: z.string(),
+  category: z.enum(["premade", "cloned"]),
+  labels: z.record(z.string(), z.string()),
+  description: z.string().nullable(),
+  preview_url: z.null(),
+  available_for_tiers: z.array(z.string()),
+  settings: z.null(),
+  high_quality_base_model_ids: z.array(z.string()),
+  is_owner: z.boolean(),
+  created_at_unix: z.number().int().nullable(),
+});
+type ElevenLabsVoice = z.infer<typeof elevenLabsVoiceSchema>;
+type VoiceCategory = ElevenLabsVoice["category"];
+const elevenLabsModelSchema = z.object({
+  model_id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  can_do_text_to_speech: z.boolean(),
+  can_do_voice_conversion: z.boolean(),
+  can_be_finetuned: z.boolean(),
+  can_use_style: z.boolean(),
+  can_use_speaker_boost: z.boolean(),
+  serves_pro_voices: z.boolean(),
+  token_cost_factor: z.number(),
+  requires_alpha_access: z.boolean(),
+  max_characters_request_free_user: z.number().int(),
+  max_characters_request_subscribed_user: z.number().int(),
+  maximum_text_length_per_request: z.number().int(),
+  languages: z.array(z.object({ language_id: z.string(), name: z.string() })),
+  model_rates: z.object({ character_cost_multiplier: z.number() }),
+  concurrency_group: z.string(),
+});
+type ElevenLabsModel = z.infer<typeof elevenLabsModelSchema>;
+
+/** The routes of elevenLabsApp, at the paths where it is mounted. */
+export function describeElevenLabsRoutes(registry: OpenAPIRegistry): void {
+  const textToSpeechQuery = z.object({ output_format: documentedOutputFormat.optional(), enable_logging: z.enum(["true", "false"]).optional(), optimize_streaming_latency: z.string().optional() });
+  const textToSpeechRequest = { params: voiceIdParams, query: textToSpeechQuery, body: { required: true, ...json(textToSpeechBodySchema) } };
+  const audio = { content: Object.fromEntries([...new Set(Object.values(ELEVENLABS_OUTPUT_FORMATS).map((format) => CONTENT_TYPES[format.responseFormat]))].map((type) => [type, { schema: binary }])) };
+  const speechErrors = elevenLabsErrorResponses(400, 401, 404, 408, 413, 422, 429, 500, 503);
+  const routes: { path: string; summary: string; responses: RouteConfig["responses"] }[] = [
+    { path: "/v1/text-to-speech/{voice_id}", summary: "ElevenLabs: speech as one file in output_format", responses: { 200: { description: "the audio", ...audio }, ...speechErrors } },
+    { path: "/v1/text-to-speech/{voice_id}/stream", summary: "ElevenLabs: speech streamed as it is made (chunked)", responses: { 200: { description: "the audio, chunk by chunk", ...audio }, ...speechErrors } },
+    {
+      path: "/v1/text-to-speech/{voice_id}/with-timestamps",
+      summary: "ElevenLabs: speech and character alignment (sentence boundaries exact, characters spread over their sentence's audio)",
+      responses: { 200: { description: "base64 audio and alignment", ...json(timestampedAudioSchema) }, ...speechErrors },
+    },
+    {
+      path: "/v1/text-to-speech/{voice_id}/stream/with-timestamps",
+      summary: "ElevenLabs: newline-delimited JSON chunks of base64 audio; a sentence's alignment comes with its last chunk",
+      responses: { 200: { description: "one JSON object a line", content: { "application/x-ndjson": { schema: timestampedAudioSchema } } }, ...speechErrors },
+    },
+  ];
+  for (const route of routes) registry.registerPath({ method: "post", path: ELEVENLABS_PREFIX + route.path, summary: route.summary, security: elevenLabsSecurity, request: textToSpeechRequest, responses: route.responses });
+
+  registry.registerPath({
+    method: "get",
+    path: `${ELEVENLABS_PREFIX}/v1/voices`,
+    summary: "ElevenLabs: every voice (uploaded: cloned; built-in, then aliases such as ElevenLabs' premade voices: premade, labels.speaks_with naming the voice an alias speaks with)",
+    security: elevenLabsSecurity,
+    responses: { 200: { description: "voices", ...json(z.object({ voices: z.array(elevenLabsVoiceSchema) })) }, ...elevenLabsErrorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: `${ELEVENLABS_PREFIX}/v2/voices`,
+    summary: "ElevenLabs: a page of voices, by search (name) and voice_type or category",
+    security: elevenLabsSecurity,
+    request: {
+      query: z.object({
+        page_size: z.number().int().min(1).max(MAX_VOICES_PAGE_SIZE).optional(),
+        next_page_token: z.string().optional(),
+        search: z.string().optional(),
+        voice_type: z.string().optional().describe("default (built-in) or personal (uploaded); others list all"),
+        category: z.string().optional().describe("premade or cloned"),
+      }),
+    },
+    responses: {
+      200: { description: "a page", ...json(z.object({ voices: z.array(elevenLabsVoiceSchema), has_more: z.boolean(), total_count: z.number().int(), next_page_token: z.string().nullable() })) },
+      ...elevenLabsErrorResponses(401, 422, 503),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: `${ELEVENLABS_PREFIX}/v1/voices/{voice_id}`,
+    summary: "ElevenLabs: one voice",
+    security: elevenLabsSecurity,
+    request: { params: voiceIdParams },
+    responses: { 200: { description: "the voice", ...json(elevenLabsVoiceSchema) }, ...elevenLabsErrorResponses(401, 404, 503) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: `${ELEVENLABS_PREFIX}/v1/voices/{voice_id}`,
+    summary: "ElevenLabs: delete an uploaded voice (a built-in one is a 400)",
+    security: elevenLabsSecurity,
+    request: { params: voiceIdParams },
+    responses: { 200: { description: "deleted", ...json(z.object({ status: z.literal("ok") })) }, ...elevenLabsErrorResponses(400, 401, 404, 503, 507) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: `${ELEVENLABS_PREFIX}/v1/voices/add`,
+    summary: "ElevenLabs: instant voice cloning into the voice store (400 where the model cannot clone); the voice_id is the name",
+    security: elevenLabsSecurity,
+    request: {
+      body: {
+        required: true,
+        content: {
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["name", "files"],
+              properties: {
+                name: { type: "string", maxLength: MAX_VOICE_NAME_CHARS },
+                files: { type: "array", items: binary, description: `1–30 s of audio, at most 10 MB (the first file is used): ${ALLOWED_UPLOAD_MIME_TYPES.join(", ")}` },
+                description: { type: "string", maxLength: MAX_SPEAKER_DESCRIPTION_CHARS },
+                labels: { type: "string", description: "JSON object; its `consent` entry is the id of the speaker's consent recording, unless the `consent` field is sent" },
+                consent: { type: "string", maxLength: MAX_CONSENT_CHARS, description: "id of the speaker's consent recording (required here or in labels)" },
+                remove_background_noise: { type: "boolean", description: "accepted and ignored" },
+              },
+            },
+          },
+        },
+      },
+    },
+    responses: { 200: { description: "the new voice", ...json(z.object({ voice_id: z.string(), requires_verification: z.literal(false) })) }, ...elevenLabsErrorResponses(400, 401, 408, 415, 422, 503, 507) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: `${ELEVENLABS_PREFIX}/v1/models`,
+    summary: "ElevenLabs: the served model and the ElevenLabs model ids it answers",
+    security: elevenLabsSecurity,
+    responses: { 200: { description: "models", ...json(z.array(elevenLabsModelSchema)) }, ...elevenLabsErrorResponses(401, 503) },
+  });
+}
 
 /** ElevenLabs' REST API as an app of its own, mounted at /elevenlabs: its routes answer errors in its shape. */
 export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
@@ -191,7 +354,7 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     const capabilities = service.model().capabilities;
     const maxChars = service.maxInputChars;
     return c.json(
-      modelIds(openai).map((modelId) => ({
+      modelIds(openai).map((modelId): ElevenLabsModel => ({
         model_id: modelId,
         name: modelId === capabilities.modelId ? capabilities.description : `${modelId} (served by ${capabilities.modelId})`,
         description: capabilities.description,
@@ -269,22 +432,6 @@ function voiceNotFound(voiceId: string): ElevenLabsError {
 export async function voiceNamed(catalog: VoiceCatalog, voiceId: string): Promise<string> {
   if (await catalog.knows(voiceId, { uploads: true })) return voiceId.trim().toLowerCase();
   throw voiceNotFound(voiceId);
-}
-
-type VoiceCategory = "premade" | "cloned";
-
-interface ElevenLabsVoice {
-  voice_id: string;
-  name: string;
-  category: VoiceCategory;
-  labels: Record<string, string>;
-  description: string | null;
-  preview_url: null;
-  available_for_tiers: string[];
-  settings: null;
-  high_quality_base_model_ids: string[];
-  is_owner: boolean;
-  created_at_unix: number | null;
 }
 
 /**

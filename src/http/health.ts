@@ -7,9 +7,12 @@
  *   `saturatedAfterMs` (a request's deadline: the stream stall timeout); else 503 saying which, so a load
  *   balancer sends the next request elsewhere.
  */
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
+import { z } from "zod";
 import type { ModelHost } from "../engine/host.ts";
 import type { ServerLifecycle } from "./lifecycle.ts";
+import { json, openByDefault } from "./route-docs.ts";
 
 export interface HealthRouteDeps {
   host: ModelHost;
@@ -25,6 +28,25 @@ function modelStatus(host: ModelHost): Status {
   const failure = host.failure ?? host.engine?.failure;
   if (failure) return { status: "failed", error: failure.message };
   return { status: "ok" };
+}
+
+const healthBodySchema = z.object({ status: z.string(), model: z.string().optional(), engine: z.string().optional(), error: z.string().optional(), draining: z.boolean().optional() });
+
+export function describeHealthRoutes(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "get",
+    path: "/health",
+    summary: "Liveness: 200 while serving (draining included); 503 while the model loads, or when it or its engine failed",
+    security: openByDefault,
+    responses: { 200: { description: "alive", ...json(healthBodySchema) }, 503: { description: "loading or failed", ...json(healthBodySchema) } },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/health/ready",
+    summary: "Readiness: 200 when the model is loaded, its engine can run and the server is not draining",
+    security: openByDefault,
+    responses: { 200: { description: "ready", ...json(z.object({ status: z.literal("ready") })) }, 503: { description: "loading, failed or draining", ...json(healthBodySchema) } },
+  });
 }
 
 export function registerHealthRoutes(app: Hono, { host, lifecycle, saturatedAfterMs }: HealthRouteDeps): void {

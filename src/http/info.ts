@@ -1,9 +1,12 @@
 /** GET / (the playground page and its modules), /v1/models, /v1/audio/models, /metrics. */
 import { readFile } from "node:fs/promises";
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
+import { z } from "zod";
 import type { ServiceMetrics } from "../metrics.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./openai-speech.ts";
+import { errorResponses, json, open, openByDefault } from "./route-docs.ts";
 
 export interface InfoRouteDeps {
   service: SpeechService;
@@ -19,6 +22,49 @@ const PUBLIC_DIR = new URL("../../public/", import.meta.url);
  */
 export const PLAYGROUND_MODULES = ["playground.js", "playground-lib.js", "pcm-player.js", "browser-engine.js"] as const;
 const isPlaygroundModule = (file: string): file is (typeof PLAYGROUND_MODULES)[number] => (PLAYGROUND_MODULES as readonly string[]).includes(file);
+
+/** One entry of OpenAI's model list, as /v1/models and /v1/audio/models answer it. */
+const modelEntrySchema = z.object({
+  id: z.string(),
+  object: z.literal("model"),
+  created: z.number().int(),
+  owned_by: z.string(),
+  root: z.string(),
+  description: z.string(),
+  engine: z.enum(["classic-fallback", "neural"]),
+  sample_rate: z.number().int(),
+  supported_sample_rates: z.array(z.number().int()),
+  voices: z.array(z.string()),
+  supports_cloning: z.boolean(),
+});
+
+export function describeInfoRoutes(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "get",
+    path: "/v1/models",
+    summary: "The served model and its aliases",
+    security: openByDefault,
+    responses: { 200: { description: "OpenAI's model list", ...json(z.object({ object: z.literal("list"), data: z.array(modelEntrySchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/models",
+    summary: "Models for Open WebUI (models[].id) and in OpenAI's shape (data)",
+    security: openByDefault,
+    responses: { 200: { description: "models", ...json(z.object({ models: z.array(z.object({ id: z.string(), name: z.string() })), data: z.array(modelEntrySchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({ method: "get", path: "/metrics", summary: "Prometheus text format", security: openByDefault, responses: { 200: { description: "metrics", content: { "text/plain": { schema: { type: "string" } } } } } });
+  registry.registerPath({ method: "get", path: "/", summary: "The playground page", security: open, responses: { 200: { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } });
+  registry.registerPath({
+    method: "get",
+    path: "/playground/{file}",
+    summary: "The playground's ES modules, by name; any other name is a 404",
+    security: open,
+    request: { params: z.object({ file: z.enum(PLAYGROUND_MODULES) }) },
+    responses: { 200: { description: "JavaScript", content: { "text/javascript": { schema: { type: "string" } } } }, 404: { description: "not one of the playground's modules" } },
+  });
+  registry.registerPath({ method: "get", path: "/favicon.ico", summary: "No icon (204)", security: open, responses: { 204: { description: "empty" } } });
+}
 
 export function registerInfoRoutes(app: Hono, { service, openai, metrics }: InfoRouteDeps): void {
   app.get("/", async (c) => c.html(await readFile(new URL("index.html", PUBLIC_DIR), "utf-8")));

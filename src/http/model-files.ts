@@ -9,11 +9,14 @@
  */
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join, sep } from "node:path";
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Context, Hono } from "hono";
+import { z } from "zod";
 import { ApiError, echoed } from "../api/errors.ts";
 import { fileRangeBody } from "../runtime/file-body.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./openai-speech.ts";
+import { bearer, binary, errorResponses, errorSchema, json } from "./route-docs.ts";
 
 /** What a pulled bundle's complete.json says of one of its files. */
 export interface PulledFile {
@@ -58,6 +61,51 @@ const FILE_HEADERS = {
   "Cross-Origin-Resource-Policy": "same-origin",
 } as const;
 
+/** One entry of the listing. */
+const modelFileSchema = z.object({
+  name: z.string().describe("path under the model's folder, '/'-separated (voices/alba.safetensors)"),
+  size: z.number().int(),
+  etag: z.string().describe("the quoted sha256 for a pulled bundle's files, else a weak validator of size and mtime"),
+  url: z.string().describe("where this server serves it: /v1/models/{model}/files/{name}"),
+  hub_url: z.string().optional().describe("pulled bundles: the hub's URL of the file at the pulled revision"),
+  sha256: z.string().optional().describe("pulled bundles: the sha256 verified when it was pulled"),
+});
+
+export function describeModelFileRoutes(registry: OpenAPIRegistry): void {
+  const modelFilesNotFound = { 404: { description: "unknown model or file, or a model with no files to lend (the offline engine)", ...json(errorSchema) } };
+  registry.registerPath({
+    method: "get",
+    path: "/v1/models/{model}/files",
+    summary: "The served model's files (its Pocket TTS bundle), for pages that run the model themselves",
+    security: bearer,
+    request: { params: z.object({ model: z.string().describe("any name the served model answers to") }) },
+    responses: { 200: { description: "the files, sorted by name", ...json(z.object({ object: z.literal("list"), model: z.string(), data: z.array(modelFileSchema) })) }, ...errorResponses(401, 503), ...modelFilesNotFound },
+  });
+  const fileHeader = (description: string) => ({ schema: { type: "string" as const }, description });
+  const fileHeaders = { ETag: fileHeader("as in the listing"), "Last-Modified": fileHeader("the file's mtime"), "Content-Length": fileHeader("bytes in this answer"), "Accept-Ranges": fileHeader("bytes"), "Cache-Control": fileHeader("no-cache: revalidate with If-None-Match") };
+  registry.registerPath({
+    method: "get",
+    path: "/v1/models/{model}/files/{name}",
+    summary: "One file of the listing, streamed; If-None-Match revalidates (304), a single byte range resumes (206); HEAD answers the headers",
+    security: bearer,
+    request: {
+      params: z.object({ model: z.string(), name: z.string().describe("a name from the listing, its '/' kept (voices/alba.safetensors)") }),
+      headers: z.object({
+        Range: z.string().optional().describe("bytes=a-b, bytes=a- or bytes=-n; a multi-range or malformed one is ignored (200)"),
+        "If-None-Match": z.string().optional().describe("ETags (weak comparison) or *"),
+        "If-Range": z.string().optional().describe("the strong ETag the range was taken from; else the whole file is sent"),
+      }),
+    },
+    responses: {
+      200: { description: "the whole file", headers: fileHeaders, content: { "application/octet-stream": { schema: binary } } },
+      206: { description: "the range asked for", headers: { ...fileHeaders, "Content-Range": fileHeader("bytes a-b/size") }, content: { "application/octet-stream": { schema: binary } } },
+      304: { description: "If-None-Match matched: the cached copy is current" },
+      ...errorResponses(401, 416, 503),
+      ...modelFilesNotFound,
+    },
+  });
+}
+
 export function registerModelFileRoutes(app: Hono, { service, openai, pulledFiles }: ModelFileRouteDeps): void {
   const filesOf = async (model: string): Promise<LentFile[]> => {
     openai.checkModel(model);
@@ -85,7 +133,7 @@ export function registerModelFileRoutes(app: Hono, { service, openai, pulledFile
 }
 
 /** The listing's entries, each file's URL under `base` (which ends with "/"). */
-export function listingEntries(files: readonly LentFile[], base: string) {
+export function listingEntries(files: readonly LentFile[], base: string): z.infer<typeof modelFileSchema>[] {
   return files.map((file) => ({
     name: file.name,
     size: file.sizeBytes,

@@ -1,6 +1,8 @@
 /** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
+import { CONTENT_TYPES } from "../audio/encoders.ts";
 import { wholeAudio } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./openai-speech.ts";
 import type { Logger } from "../log/logger.ts";
@@ -9,12 +11,32 @@ import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
 import { noteAudio, streamEnded } from "./access-log.ts";
 import { audioStreamHeaders, fileHeaders } from "./speech-headers.ts";
 import { speechAudioEvents, sseHeaders } from "./sse.ts";
+import { bearer, binary, errorResponses, json } from "./route-docs.ts";
 
 export interface SpeechRouteDeps {
   openai: OpenAiSpeech;
   logger: Logger;
   body: BodyLimits;
   stallTimeoutMs: number;
+}
+
+const AUDIO_MEDIA_TYPES = [...new Set(Object.values(CONTENT_TYPES))];
+
+export function describeSpeechRoute(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/speech",
+    summary: "Synthesize speech: one file, a raw audio stream (stream_format audio) or SSE (stream_format sse)",
+    security: bearer,
+    request: { body: { required: true, ...json(speechRequestSchema) } },
+    responses: {
+      200: {
+        description: "the audio; raw streams are pcm16 (wav adds a streaming header); SSE carries speech.audio.delta then speech.audio.done",
+        content: { ...Object.fromEntries(AUDIO_MEDIA_TYPES.map((type) => [type, { schema: binary }])), "text/event-stream": { schema: { type: "string" } } },
+      },
+      ...errorResponses(400, 401, 404, 408, 413, 429, 500, 503),
+    },
+  });
 }
 
 export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {

@@ -94,3 +94,20 @@ export function registerStreamRoute(app: Hono, { service, openai, logger, config
     }),
   );
 }
+
+import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { z } from "zod";
+import { streamClientMessageSchema } from "../api/speech.ts";
+import { bearer, errorResponses } from "./route-docs.ts";
+
+/** OpenAPI has no WebSocket operation: the route is the GET that upgrades (101), its client messages an extension. */
+export function describeStreamRoute(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/speech/stream",
+    summary: "WebSocket: session.config, input.text…, input.done; audio.start, binary pcm16 frames, audio.done, session.done",
+    security: [...bearer, { apiKeyQuery: [] }],
+    responses: { 101: { description: "switched to the WebSocket protocol" }, ...errorResponses(401, 503) },
+    "x-websocket-client-messages": z.toJSONSchema(streamClientMessageSchema, { io: "input", unrepresentable: "any" }),
+  } as RouteConfig);
+}

@@ -1,14 +1,17 @@
 /** GET/POST/DELETE /v1/audio/voices: vLLM-Omni's upload semantics over the persistent voice store. */
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Context, Hono } from "hono";
+import { z } from "zod";
 import { ApiError, badRequest } from "../api/errors.ts";
-import { MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
-import { parseVoiceUpload, type UploadFile } from "../api/voices.ts";
+import { MAX_REF_TEXT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
+import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_EMBEDDING_LENGTH, MAX_SPEAKER_DESCRIPTION_CHARS, parseVoiceUpload, type UploadFile } from "../api/voices.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
 import { guardedBody, type BodyLimits } from "./request-body.ts";
 import type { Logger } from "../log/logger.ts";
+import { bearer, binary, errorResponses, json, openByDefault, type MediaSchema } from "./route-docs.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
 
 export const MAX_UPLOAD_AUDIO_BYTES = 10 * 1024 * 1024;
@@ -25,6 +28,63 @@ export interface VoiceRouteDeps {
   bodyTimeoutMs: number;
   /** Whether the request came without a key while the server asks for one (a public listing). */
   isAnonymous: (c: Context) => boolean;
+}
+
+/** An uploaded voice as the listing and the upload answer it. */
+const uploadedVoiceSchema = z.object({
+  name: z.string(),
+  consent: z.string().optional(),
+  created_at: z.number().int(),
+  mime_type: z.string(),
+  file_size: z.number().int(),
+  sample_rate: z.number().int().optional(),
+  ref_text: z.string().optional(),
+  speaker_description: z.string().optional(),
+  embedding_source: z.enum(["audio", "direct"]),
+  embedding_dim: z.number().int().optional(),
+});
+
+/**
+ * The upload form as multipart fields. Its parser (voiceUploadSchema) holds a file part, which JSON Schema
+ * cannot express, so the form is written out here from the same limits.
+ */
+const voiceUploadForm: MediaSchema = {
+  type: "object",
+  required: ["name", "consent"],
+  properties: {
+    name: { type: "string", maxLength: MAX_VOICE_NAME_CHARS },
+    consent: { type: "string", maxLength: MAX_CONSENT_CHARS, description: "id of the speaker's consent recording" },
+    audio_sample: { ...binary, description: `1–30 s of audio, at most 10 MB: ${ALLOWED_UPLOAD_MIME_TYPES.join(", ")}` },
+    speaker_embedding: { type: "string", description: `a JSON list of at most ${MAX_EMBEDDING_LENGTH} numbers (instead of audio_sample)` },
+    ref_text: { type: "string", maxLength: MAX_REF_TEXT_CHARS },
+    speaker_description: { type: "string", maxLength: MAX_SPEAKER_DESCRIPTION_CHARS },
+  },
+};
+
+export function describeVoiceRoutes(registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: "get",
+    path: "/v1/audio/voices",
+    summary: "Built-in and uploaded voices (without a key, on --public-listings: no consent ids or transcripts)",
+    security: openByDefault,
+    responses: { 200: { description: "voice names, lower-case and sorted, and the uploads", ...json(z.object({ voices: z.array(z.string()), uploaded_voices: z.array(uploadedVoiceSchema) })) }, ...errorResponses(401, 503) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/v1/audio/voices",
+    summary: "Upload a voice: name, consent, and exactly one of audio_sample or speaker_embedding",
+    security: bearer,
+    request: { body: { required: true, content: { "multipart/form-data": { schema: voiceUploadForm } } } },
+    responses: { 200: { description: "the stored voice", ...json(z.object({ success: z.literal(true), voice: uploadedVoiceSchema })) }, ...errorResponses(400, 401, 408, 415, 503, 507) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/v1/audio/voices/{name}",
+    summary: "Delete an uploaded voice (case-insensitive name)",
+    security: bearer,
+    request: { params: z.object({ name: z.string() }) },
+    responses: { 200: { description: "deleted", ...json(z.object({ success: z.literal(true), name: z.string(), message: z.string() })) }, ...errorResponses(401, 404, 503, 507) },
+  });
 }
 
 export function registerVoiceRoutes(app: Hono, { service, catalog, voices, logger, bodyTimeoutMs, isAnonymous }: VoiceRouteDeps): void {
