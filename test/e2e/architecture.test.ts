@@ -223,6 +223,25 @@ test("a runtime global reached outside src/runtime/ is named by file and line; c
   ]);
 });
 
+/** Longest a source file may grow: past it a file holds more than one job (split it along its seams). */
+const MAX_SOURCE_LINES = 700;
+
+function longSourceFiles(baseDir: string): string[] {
+  return sourceFiles(baseDir, "src")
+    .map((file) => ({ file, lines: readFileSync(join(baseDir, file), "utf8").split("\n").length - 1 }))
+    .filter(({ lines }) => lines > MAX_SOURCE_LINES)
+    .map(({ file, lines }) => `${file}: ${lines} lines`);
+}
+
+test(`no source file of src/ is over ${MAX_SOURCE_LINES} lines`, () => {
+  expect(longSourceFiles(repoRoot)).toEqual([]);
+});
+
+test("a source file over the limit is named with its length; one at the limit passes", () => {
+  const root = scratchTree({ "src/speech/service.ts": "x\n".repeat(MAX_SOURCE_LINES + 1), "src/speech/spec.ts": "x\n".repeat(MAX_SOURCE_LINES) });
+  expect(longSourceFiles(root)).toEqual([`src/speech/service.ts: ${MAX_SOURCE_LINES + 1} lines`]);
+});
+
 // swc's extraction skips types, so the engine → pocket edge below is in no cruised rule's sight: the check
 // fails it as an import("…") type, and any other one too, even where the layers would allow the edge.
 test("an import(\"…\") type expression of ours fails the check, a package's does not", async () => {
