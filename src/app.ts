@@ -93,7 +93,7 @@ export function createApp(inputs: AppServices) {
   // Before the playground's modules: /playground/engine.js is built, not one of their files.
   registerBrowserEngineRoutes(app);
   registerInfoRoutes(app, { service, openai, metrics });
-  registerModelFileRoutes(app, { service, openai, pulledFiles });
+  registerModelFileRoutes(app, { service, checkModel: (model) => openai.checkModel(model), pulledFiles });
   const bodyTimeoutMs = config.bodyTimeoutSeconds * 1000;
   const stallTimeoutMs = config.streamStallTimeoutSeconds * 1000;
   registerVoiceRoutes(app, { service, catalog, voices, logger, bodyTimeoutMs, isAnonymous });

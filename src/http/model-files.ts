@@ -15,7 +15,6 @@ import { z } from "zod";
 import { ApiError, echoed } from "../api/errors.ts";
 import { fileRangeBody } from "../runtime/file-body.ts";
 import type { SpeechService } from "../speech/service.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
 import { bearer, binary, errorResponses, errorSchema, json } from "./route-docs.ts";
 
 /** What a pulled bundle's complete.json says of one of its files. */
@@ -31,7 +30,8 @@ export type PulledFilesReader = (directory: string) => Promise<ReadonlyMap<strin
 
 export interface ModelFileRouteDeps {
   service: Pick<SpeechService, "model">;
-  openai: Pick<OpenAiSpeech, "checkModel">;
+  /** Refuses (404) a model name the server does not answer to. */
+  checkModel: (model: string) => void;
   /** Injected by the composition root: routes do not read the weights layer's manifests themselves. */
   pulledFiles: PulledFilesReader;
 }
@@ -106,9 +106,9 @@ export function describeModelFileRoutes(registry: OpenAPIRegistry): void {
   });
 }
 
-export function registerModelFileRoutes(app: Hono, { service, openai, pulledFiles }: ModelFileRouteDeps): void {
+export function registerModelFileRoutes(app: Hono, { service, checkModel, pulledFiles }: ModelFileRouteDeps): void {
   const filesOf = async (model: string): Promise<LentFile[]> => {
-    openai.checkModel(model);
+    checkModel(model);
     const served = service.model();
     if (served.filesDirectory === undefined) {
       const why = served.capabilities.kind === "classic-fallback" ? ": the offline engine runs only on the server" : "";

@@ -13,7 +13,7 @@ import { loadRuntime } from "../../../src/runtime/serve.ts";
 const directory = process.argv[2]!;
 const app = new Hono();
 const service = { model: () => ({ filesDirectory: directory, capabilities: { kind: "neural" } }) };
-registerModelFileRoutes(app, { service: service as never, openai: { checkModel: () => {} }, pulledFiles: async () => new Map() });
+registerModelFileRoutes(app, { service: service as never, checkModel: () => {}, pulledFiles: async () => new Map() });
 const runtime = await loadRuntime();
 const server = runtime.serve(app.fetch, "127.0.0.1", 0);
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
