@@ -1,23 +1,17 @@
 /**
- * One WebSocket speech session: configuration, text arriving in pieces, every complete segment
- * synthesised at once, audio delivered in order, utterance after utterance. Transport-free: the route
- * hands messages in and gives a sink to send through, so this file never sees a socket.
- *
- * Work runs in one queue per session, so sentences of an utterance leave in order and a later
- * session.config applies only to text that arrives after it.
+ * The native WebSocket protocol (WS /v1/audio/speech/stream) as a codec over the text-stream core
+ * (text-stream.ts): JSON messages are parsed and checked here and become the core's typed calls, and the
+ * core's events become JSON messages and binary audio. Transport-free: the route hands messages in and
+ * gives a sink to send through, so this file never sees a socket.
  */
 import type { StreamOutcome } from "../metrics.ts";
-import { waitForDrain } from "../async/drain.ts";
 import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
-import { SerialQueue } from "../async/serial-queue.ts";
 import type { Logger } from "../log/logger.ts";
-import { TextSegmenter } from "../text/segmenter.ts";
 import type { SpeechService, StartedSpeech } from "./service.ts";
-import { EngineFullError } from "../engine/errors.ts";
-import { asApiError } from "./errors.ts";
 import type { EncodingOptions } from "../audio/encoders.ts";
+import { TextStream, type TextStreamEnding, type TextStreamError } from "./text-stream.ts";
 
 /** Close codes of RFC 6455 the protocol uses. */
 export const CLOSE_NORMAL = 1000;
@@ -39,11 +33,9 @@ export const MAX_CONFIG_MESSAGE_BYTES = 4 * 1024 * 1024;
 export const MAX_TEXT_MESSAGE_BYTES = 128 * 1024;
 /**
  * Bytes of client messages waiting to be handled (messages queue while a session.config is checked, which
- * may fetch and encode a ref_audio): two of the largest messages. Each message also counts
- * INBOX_MESSAGE_OVERHEAD_BYTES, what holding it costs beyond its text, so a flood of tiny ones is bounded too.
+ * may fetch and encode a ref_audio): two of the largest messages (each also counts an overhead, text-stream.ts).
  */
 export const MAX_INBOX_BYTES = 2 * MAX_CONFIG_MESSAGE_BYTES;
-const INBOX_MESSAGE_OVERHEAD_BYTES = 256;
 
 /**
  * Erroneous messages a connection may send (answered with an error, the connection kept): a burst of
@@ -81,6 +73,7 @@ function messageBytes(data: string | ArrayBuffer | Uint8Array | Blob): number {
   return data instanceof Blob ? data.size : data.byteLength;
 }
 
+
 export interface StreamSink {
   sendJson(message: Record<string, unknown>): void;
   sendBinary(bytes: Uint8Array): void;
@@ -116,80 +109,110 @@ export interface StreamSessionOptions {
   encoding?: EncodingOptions;
 }
 
-type WorkItem =
-  | { kind: "segment"; text: string; config: StreamSessionConfig; utteranceIndex: number; sentenceIndex: number }
-  | { kind: "utterance-end"; utteranceIndex: number; totalSentences: number };
+/** The close code a stream's error ends the socket with: text past a cap is 1009, any other broken rule 1008. */
+export function closeCodeOf(error: TextStreamError): number {
+  return error.kind === "too_big" ? CLOSE_TOO_BIG : CLOSE_POLICY;
+}
+
+/** The error message a stream's ending sends before the socket closes, and the close code and reason. */
+export function closeOf(ending: TextStreamEnding): { message?: string; code: number; reason: string } {
+  switch (ending.kind) {
+    case "finished":
+      return { code: CLOSE_NORMAL, reason: "session closed" };
+    case "going_away":
+      return { code: CLOSE_GOING_AWAY, reason: "server shutting down" };
+    case "stalled":
+      return { code: CLOSE_POLICY, reason: "client stopped reading audio" };
+    case "idle":
+      return { message: `idle timeout: no message for ${ending.idleSeconds} s and nothing left to send; the session is closed`, code: CLOSE_NORMAL, reason: "idle timeout" };
+    case "unconfigured":
+      return closeOf({ kind: "broken", error: { kind: "invalid", message: "session.config must arrive within the configuration deadline" } });
+    case "broken":
+      return { message: ending.error.message, code: closeCodeOf(ending.error), reason: ending.error.message.slice(0, 120) };
+  }
+}
+
+function routeOf(config: StreamSessionConfig): SentenceRoute {
+  return config.stream_audio ? "websocket_streamed" : "websocket_whole";
+}
+
+/** A config without the session's own fields: the speech request fields applied to each sentence. */
+function speechFieldsOf(config: StreamSessionConfig): Omit<SpeechRequest, "input"> {
+  const { type: _type, stream_audio: _streamAudio, split_granularity: _granularity, streaming_mode: _mode, ...speechFields } = config;
+  return speechFields;
+}
 
 export class SpeechStreamSession {
+  readonly #stream: TextStream<StreamSessionConfig>;
   #config: StreamSessionConfig | undefined;
-  #segmenter = new TextSegmenter("sentence");
   /** Text of a sentence_commit session since its last input.commit. */
   #commitBuffer = "";
-  #utteranceIndex = 0;
-  #sentenceIndex = 0;
-  readonly #work: WorkItem[] = [];
-  /** Characters of the segments in #work. */
-  #queuedChars = 0;
-  #working = false;
-  /** session.close arrived (or the server is shutting down): finish the queued work, then close. */
-  #closing = false;
-  #closingCode = CLOSE_NORMAL;
-  /** Messages are handled one at a time, in arrival order (config validation awaits). */
-  readonly #inbox = new SerialQueue();
-  /** Bytes of the messages in #inbox (with their overhead), bounded by MAX_INBOX_BYTES. */
-  #inboxBytes = 0;
-  readonly #abort = new AbortController();
-  #closed = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  /** Whether #timer is the idle timer (else the configuration deadline, or none). */
-  #idleTimerArmed = false;
-  /** The last activity (performance.now()): the idle timer checks it when it fires. */
-  #lastActivityMs = 0;
   readonly #errorBudget = new ErroneousMessageBudget();
 
   constructor(
     private readonly sink: StreamSink,
     private readonly options: StreamSessionOptions,
   ) {
-    this.#arm(options.configTimeoutMs, () => this.#fail("session.config must arrive within the configuration deadline", CLOSE_POLICY));
+    this.#stream = new TextStream<StreamSessionConfig>(
+      {
+        sentenceStart: (sentence, speech) =>
+          sink.sendJson({
+            type: "audio.start",
+            utterance_index: sentence.utteranceIndex,
+            sentence_index: sentence.sentenceIndex,
+            sentence_text: sentence.text,
+            format: speech.prepared.responseFormat,
+            sample_rate: speech.prepared.outputSampleRateHz,
+            channels: 1,
+          }),
+        // Each sentence is a file or a stream of its own in the response format: a wav one opens with its header.
+        audio: (bytes) => sink.sendBinary(bytes),
+        sentenceDone: (sentence, end) => {
+          // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
+          const ignored = end.ignoredFields.length > 0 ? { ignored_fields: end.ignoredFields } : {};
+          sink.sendJson({ type: "audio.done", utterance_index: sentence.utteranceIndex, sentence_index: sentence.sentenceIndex, total_bytes: end.totalBytes, audio_seconds: end.audioSeconds, error: false, finish_reason: end.finishReason, ...ignored });
+        },
+        sentenceFailed: (sentence, error, sentBytes) => {
+          // A full engine refuses the sentence, not the session: the client may send it again after retry_after.
+          const refusal = error.kind === "at_capacity" ? { code: 429, retry_after: error.retryAfterSeconds } : {};
+          sink.sendJson({ type: "error", message: error.message, ...refusal, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
+          sink.sendJson({ type: "audio.done", utterance_index: sentence.utteranceIndex, sentence_index: sentence.sentenceIndex, total_bytes: sentBytes, error: error.message, finish_reason: "error" });
+        },
+        utteranceDone: (utteranceIndex, totalSentences) => sink.sendJson({ type: "session.done", utterance_index: utteranceIndex, total_sentences: totalSentences }),
+        ended: (ending) => {
+          const { message, code, reason } = closeOf(ending);
+          if (message !== undefined) sink.sendJson({ type: "error", message });
+          sink.close(code, reason);
+        },
+        bufferedBytes: () => sink.bufferedBytes(),
+      },
+      {
+        speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal, undefined, options.encoding),
+        logger: options.logger,
+        configTimeoutMs: options.configTimeoutMs,
+        idleTimeoutMs: options.idleTimeoutMs,
+        maxQueuedSegments: options.maxQueuedSegments,
+        maxQueuedChars: options.maxQueuedChars,
+        maxInputChars: options.service.maxInputChars,
+        maxInboxBytes: MAX_INBOX_BYTES,
+        stallTimeoutMs: options.stallTimeoutMs,
+      },
+    );
   }
 
   /** A message from the client, text or binary, as received. */
   receive(data: string | ArrayBuffer | Uint8Array | Blob): void {
-    if (this.#closed || this.#closing) return;
-    const cost = messageBytes(data) + INBOX_MESSAGE_OVERHEAD_BYTES;
-    this.#inboxBytes += cost;
-    if (this.#inboxBytes > MAX_INBOX_BYTES) {
-      return this.#fail(`more than ${MAX_INBOX_BYTES} bytes of messages are waiting to be handled; wait for the server's answers before sending more`, CLOSE_POLICY);
-    }
-    void this.#inbox
-      .run(() => this.#handle(data))
-      .catch((error) => {
-        this.options.logger.error("websocket message handling failed", { error: String(error) });
-        this.#fail("internal error", CLOSE_POLICY);
-      })
-      .finally(() => {
-        this.#inboxBytes -= cost;
-      });
+    this.#stream.handleInOrder(messageBytes(data), () => this.#handle(data));
   }
 
-  /**
-   * A message with nothing to speak (ElevenLabs' keep-alives: `{"text": " "}`, `{"text": "", "context_id"}`)
-   * still shows the client is there: the idle timeout starts again.
-   */
+  /** A message with nothing to speak still shows the client is there: the idle timeout starts again. */
   keepAlive(): void {
-    this.#resetIdle();
+    this.#stream.activity();
   }
 
   /** The socket closed (either side): stop generation, free everything. */
   closed(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    this.#abort.abort();
-    this.#work.length = 0;
-    this.#queuedChars = 0;
-    this.#segmenter = new TextSegmenter("sentence");
+    this.#stream.closed();
   }
 
   /**
@@ -197,34 +220,25 @@ export class SpeechStreamSession {
    * not yet flushed is dropped, and later messages are ignored), then the socket closes with 1001.
    */
   drain(): void {
-    if (this.#closed) return;
-    this.#closing = true;
-    this.#closingCode = CLOSE_GOING_AWAY;
-    if (!this.#working) this.#closeNormally();
+    this.#stream.drain();
   }
 
   /** The shutdown grace is over: close now with 1001, stopping any generation. */
   goAway(): void {
-    if (this.#closed) return;
+    if (this.#stream.ended) return;
     this.sink.close(CLOSE_GOING_AWAY, "server shutting down");
     this.closed();
   }
 
-  /**
-   * Segments, utterance ends and characters waiting (what the queue caps bound). Each utterance end is a
-   * session.done still to send: the segment cap bounds them too, counted on their own, so a flood of empty
-   * input.done cannot grow the queue without bound.
-   */
+  /** Segments, utterance ends and characters waiting (what the queue caps bound). */
   get queued(): { segments: number; utteranceEnds: number; chars: number } {
-    const segments = this.#work.filter((item) => item.kind === "segment").length;
-    return { segments, utteranceEnds: this.#work.length - segments, chars: this.#queuedChars };
+    return this.#stream.queued;
   }
 
   async #handle(data: string | ArrayBuffer | Uint8Array | Blob): Promise<void> {
-    if (this.#closed || this.#closing) return;
-    if (typeof data !== "string") return this.#fail("binary messages are not part of the protocol; send JSON text", CLOSE_POLICY);
+    if (typeof data !== "string") return this.#stream.fail("invalid", "binary messages are not part of the protocol; send JSON text");
     const byteLength = Buffer.byteLength(data);
-    if (byteLength > MAX_CONFIG_MESSAGE_BYTES) return this.#fail(`message is larger than ${MAX_CONFIG_MESSAGE_BYTES} bytes`, CLOSE_TOO_BIG);
+    if (byteLength > MAX_CONFIG_MESSAGE_BYTES) return this.#stream.fail("too_big", `message is larger than ${MAX_CONFIG_MESSAGE_BYTES} bytes`);
     let json: unknown;
     try {
       json = parseRequestJson(data);
@@ -237,242 +251,70 @@ export class SpeechStreamSession {
       return this.#reject(`unknown message type ${typeof type === "string" ? `'${echoed(type)}'` : "(none)"}; it was ignored (types: ${STREAM_CLIENT_MESSAGE_TYPES.join(", ")})`);
     }
     const parsed = streamClientMessageSchema.safeParse(json);
-    if (!parsed.success) return this.#fail(fromZodError(parsed.error, "", json).message, CLOSE_POLICY);
+    if (!parsed.success) return this.#stream.fail("invalid", fromZodError(parsed.error, "", json).message);
     const message = parsed.data;
-    this.#resetIdle();
+    this.#stream.activity();
 
+    if (message.type === "session.config") return this.#configure(message);
+    if (message.type === "session.close") return this.#stream.close();
+    if (!this.#config) return this.#stream.fail("invalid", "session.config must be the first message");
     switch (message.type) {
-      case "session.config":
-        return this.#configure(message);
       case "input.text":
-        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
-        if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#fail(`input.text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`, CLOSE_TOO_BIG);
-        if (this.#config.streaming_mode === "sentence_commit") {
-          this.#commitBuffer += message.text;
-          // Uncommitted text is one sentence to be: it has input's cap.
-          if (this.#commitBuffer.length > this.options.service.maxInputChars) {
-            return this.#fail(`more than ${this.options.service.maxInputChars} characters are buffered without an input.commit; commit sooner`, CLOSE_TOO_BIG);
-          }
-          return;
+        if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#stream.fail("too_big", `input.text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`);
+        if (this.#config.streaming_mode !== "sentence_commit") return this.#stream.text(message.text);
+        this.#commitBuffer += message.text;
+        // Uncommitted text is one sentence to be: it has input's cap.
+        if (this.#commitBuffer.length > this.options.service.maxInputChars) {
+          return this.#stream.fail("too_big", `more than ${this.options.service.maxInputChars} characters are buffered without an input.commit; commit sooner`);
         }
-        for (const text of this.#segmenter.push(message.text)) {
-          this.#enqueueSegment(text);
-          if (this.#overQueueCap()) return;
-        }
-        // With split_granularity "none" everything waits for input.done, to be spoken as one input: it has input's cap.
-        if (this.#segmenter.pendingLength > this.options.service.maxInputChars) {
-          return this.#fail(`more than ${this.options.service.maxInputChars} characters are buffered without a segment end; send input.done sooner`, CLOSE_TOO_BIG);
-        }
-        this.#overQueueCap();
         return;
       case "input.commit": {
-        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
         if (this.#config.streaming_mode !== "sentence_commit") return this.#reject(`input.commit is for streaming_mode "sentence_commit" (this session's is "${this.#config.streaming_mode}"); it was ignored`);
         // The text since the last commit is one sentence, however it is punctuated.
         const text = this.#commitBuffer.trim();
         this.#commitBuffer = "";
-        const sentenceIndex = this.#sentenceIndex;
-        if (text) this.#enqueueSegment(text);
-        this.sink.sendJson({ type: "input.committed", commit_id: message.commit_id ?? null, sentence_index: text ? sentenceIndex : null, utterance_index: this.#utteranceIndex });
-        this.#overQueueCap();
+        const { utteranceIndex, sentenceIndex } = this.#stream.nextPosition;
+        this.sink.sendJson({ type: "input.committed", commit_id: message.commit_id ?? null, sentence_index: text ? sentenceIndex : null, utterance_index: utteranceIndex });
+        this.#stream.sentence(text);
         return;
       }
-      case "input.done":
-        if (!this.#config) return this.#fail("session.config must be the first message", CLOSE_POLICY);
-        const uncommitted = this.#commitBuffer.trim();
-        if (uncommitted) this.#enqueueSegment(uncommitted);
+      case "input.done": {
+        const uncommitted = this.#commitBuffer;
         this.#commitBuffer = "";
-        for (const text of this.#segmenter.flush()) {
-          this.#enqueueSegment(text);
-          if (this.#overQueueCap()) return;
-        }
-        this.#enqueue({ kind: "utterance-end", utteranceIndex: this.#utteranceIndex, totalSentences: this.#sentenceIndex });
-        this.#utteranceIndex++;
-        this.#sentenceIndex = 0;
-        this.#overQueueCap();
+        this.#stream.sentence(uncommitted);
+        if (this.#stream.accepting) this.#stream.end();
         return;
-      case "session.close":
-        // What input.done flushed is finished first; text never flushed is dropped.
-        this.#closing = true;
-        if (!this.#working) this.#closeNormally();
-        return;
+      }
     }
   }
 
   async #configure(config: StreamSessionConfig): Promise<void> {
-    const { type: _type, stream_audio: _streamAudio, split_granularity: granularity, streaming_mode: _mode, ...speechFields } = config;
     try {
       // Everything a sentence would be refused for (voice, model, rates, ref_audio), found before any text.
-      await this.options.sentences.check(speechFields, config.stream_audio ? "websocket_streamed" : "websocket_whole", this.#abort.signal);
+      await this.options.sentences.check(speechFieldsOf(config), routeOf(config), this.#stream.signal);
     } catch (error) {
-      if (error instanceof ApiError && error.status < 500) return this.#fail(error.message, CLOSE_POLICY);
+      if (error instanceof ApiError && error.status < 500) return this.#stream.fail("invalid", error.message);
       throw error;
     }
     const capabilities = this.options.service.model().capabilities;
     if (config.word_timestamps && !capabilities.supportsWordTimestamps) {
-      return this.#fail(`word_timestamps are not available: model '${capabilities.modelId}' (${capabilities.description}) cannot report word timings and no aligner is configured`, CLOSE_POLICY);
+      return this.#stream.fail("invalid", `word_timestamps are not available: model '${capabilities.modelId}' (${capabilities.description}) cannot report word timings and no aligner is configured`);
     }
-    const nextGranularity = granularity ?? "sentence";
-    if (!this.#config || nextGranularity !== this.#config.split_granularity) {
-      // Text already buffered under the old granularity keeps its place in line.
-      const pending = this.#segmenter.flush().join(" ");
-      this.#segmenter = new TextSegmenter(nextGranularity);
-      if (pending) for (const text of this.#segmenter.push(pending + " ")) this.#enqueueSegment(text);
-    }
-    const nextMode = config.streaming_mode ?? "sentence";
+    const granularity = config.split_granularity ?? "sentence";
+    const mode = config.streaming_mode ?? "sentence";
     // Text not yet committed under sentence_commit keeps its place when a config leaves that mode.
-    if (this.#config?.streaming_mode === "sentence_commit" && nextMode !== "sentence_commit" && this.#commitBuffer) {
-      for (const text of this.#segmenter.push(this.#commitBuffer)) this.#enqueueSegment(text);
+    let carried = "";
+    if (this.#config?.streaming_mode === "sentence_commit" && mode !== "sentence_commit") {
+      carried = this.#commitBuffer;
       this.#commitBuffer = "";
     }
-    this.#config = { ...config, split_granularity: nextGranularity, streaming_mode: nextMode };
-    this.#resetIdle();
-  }
-
-  /** Fails the session when its queue passes a cap; true when it did. */
-  #overQueueCap(): boolean {
-    const { maxQueuedSegments, maxQueuedChars } = this.options;
-    const waitingChars = this.#queuedChars + this.#segmenter.pendingLength;
-    const { segments, utteranceEnds } = this.queued;
-    if (segments <= maxQueuedSegments && utteranceEnds <= maxQueuedSegments && waitingChars <= maxQueuedChars) return false;
-    this.#fail(
-      `too much text is waiting to be spoken (at most ${maxQueuedSegments} segments, ${maxQueuedSegments} utterance ends and ${maxQueuedChars} characters may be queued); wait for audio.done and session.done before sending more`,
-      CLOSE_POLICY,
-    );
-    return true;
-  }
-
-  #closeNormally(): void {
-    if (this.#closed) return;
-    this.sink.close(this.#closingCode, this.#closingCode === CLOSE_GOING_AWAY ? "server shutting down" : "session closed");
-    this.closed();
-  }
-
-  #enqueueSegment(text: string): void {
-    this.#queuedChars += text.length;
-    this.#enqueue({ kind: "segment", text, config: this.#config!, utteranceIndex: this.#utteranceIndex, sentenceIndex: this.#sentenceIndex++ });
-  }
-
-  #enqueue(item: WorkItem): void {
-    this.#work.push(item);
-    if (!this.#working) void this.#drainWork();
-  }
-
-  async #drainWork(): Promise<void> {
-    this.#working = true;
-    try {
-      for (let item = this.#work.shift(); item && !this.#closed; item = this.#work.shift()) {
-        if (item.kind === "segment") this.#queuedChars -= item.text.length;
-        if (item.kind === "utterance-end") {
-          // A client that reads nothing holds its session.done messages here, within the queue's cap, not in
-          // the socket's unbounded send buffer.
-          await this.#waitForDrain();
-          if (this.#closed) break;
-          this.sink.sendJson({ type: "session.done", utterance_index: item.utteranceIndex, total_sentences: item.totalSentences });
-        } else {
-          await this.#speak(item);
-        }
-      }
-    } finally {
-      this.#working = false;
-      if (this.#closing) this.#closeNormally();
-      else this.#resetIdle();
-    }
-  }
-
-  /**
-   * One sentence: audio.start, its audio (one binary message, or a stream of them with stream_audio), then
-   * audio.done. The service counts how it ended; a socket closed on the way is the client leaving.
-   */
-  async #speak(item: Extract<WorkItem, { kind: "segment" }>): Promise<void> {
-    const { type: _type, stream_audio: streamAudio, split_granularity: _granularity, streaming_mode: _mode, ...speechFields } = item.config;
-    const signal = this.#abort.signal;
-    let sentBytes = 0;
-    const position = { utterance_index: item.utteranceIndex, sentence_index: item.sentenceIndex };
-    try {
-      const request: SpeechRequest = { ...speechFields, input: item.text, word_timestamps: undefined };
-      const speech = await this.options.sentences.start(request, streamAudio ? "websocket_streamed" : "websocket_whole", signal, undefined, this.options.encoding);
-      const { prepared } = speech;
-      this.sink.sendJson({
-        type: "audio.start",
-        ...position,
-        sentence_text: item.text,
-        format: prepared.responseFormat,
-        sample_rate: prepared.outputSampleRateHz,
-        channels: 1,
-      });
-      // Each sentence is a file or a stream of its own in the response format: a wav one opens with its header.
-      for await (const bytes of speech.audio) {
-        await this.#waitForDrain();
-        if (this.#closed) break;
-        this.sink.sendBinary(bytes);
-        sentBytes += bytes.byteLength;
-      }
-      if (this.#closed) return;
-      const { finishReason, audioSeconds } = await speech.done;
-      // As in SSE's speech.audio.done: the fields of session.config the model ignored, when there are any.
-      const ignored = prepared.ignoredFields.length > 0 ? { ignored_fields: prepared.ignoredFields } : {};
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, audio_seconds: audioSeconds, error: false, finish_reason: finishReason, ...ignored });
-    } catch (error) {
-      if (this.#closed || signal.aborted) return;
-      const message = asApiError(error)?.message ?? "speech generation failed";
-      if (!asApiError(error)) this.options.logger.error("websocket synthesis failed", { error: String(error) });
-      // A full engine refuses the sentence, not the session: the client may send it again after retry_after.
-      const refusal = error instanceof EngineFullError ? { code: 429, retry_after: error.retryAfterSeconds } : {};
-      this.sink.sendJson({ type: "error", message, ...refusal, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
-      this.sink.sendJson({ type: "audio.done", ...position, total_bytes: sentBytes, error: message, finish_reason: "error" });
-    }
-  }
-
-  /** Flow control (async/drain.ts); a client that stopped reading is dropped, which frees its generation state. */
-  async #waitForDrain(): Promise<void> {
-    const { stallTimeoutMs } = this.options;
-    if ((await waitForDrain({ bufferedBytes: () => this.sink.bufferedBytes(), closed: () => this.#closed, stallTimeoutMs })) !== "stalled") return;
-    this.options.logger.warn("websocket client stopped reading; closing", { stallTimeoutMs });
-    this.sink.close(CLOSE_POLICY, "client stopped reading audio");
-    this.closed();
-  }
-
-  /**
-   * Activity moves the idle deadline without touching the timer, which checks it when it fires: a timer
-   * restarted per message would cost a flood of keep-alives a timer each.
-   */
-  #resetIdle(): void {
-    if (this.#closed || !this.#config) return;
-    this.#lastActivityMs = performance.now();
-    if (!this.#idleTimerArmed) this.#armIdle(this.options.idleTimeoutMs);
-  }
-
-  #armIdle(delayMs: number): void {
-    this.#idleTimerArmed = true;
-    this.#arm(delayMs, () => {
-      this.#idleTimerArmed = false;
-      const quietMs = performance.now() - this.#lastActivityMs;
-      if (quietMs < this.options.idleTimeoutMs) return this.#armIdle(this.options.idleTimeoutMs - quietMs);
-      // Not idle while audio is still being made or sent for this client.
-      if (this.#working) return this.#resetIdle();
-      const seconds = Math.round(this.options.idleTimeoutMs / 1000);
-      this.sink.sendJson({ type: "error", message: `idle timeout: no message for ${seconds} s and nothing left to send; the session is closed` });
-      this.sink.close(CLOSE_NORMAL, "idle timeout");
-      this.closed();
-    });
-  }
-
-  #arm(delayMs: number, onTimeout: () => void): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(onTimeout, delayMs);
+    this.#config = { ...config, split_granularity: granularity, streaming_mode: mode };
+    this.#stream.configure(this.#config, granularity, carried);
   }
 
   /** A message the session skips: the client is told, and the session goes on, within its budget of such messages. */
   #reject(message: string): void {
-    if (!this.#errorBudget.spend()) return this.#fail(`${ERRONEOUS_MESSAGE_FLOOD}; the session is closed`, CLOSE_POLICY);
+    if (!this.#errorBudget.spend()) return this.#stream.fail("invalid", `${ERRONEOUS_MESSAGE_FLOOD}; the session is closed`);
     this.sink.sendJson({ type: "error", message });
-  }
-
-  #fail(message: string, code: number): void {
-    if (this.#closed) return;
-    this.sink.sendJson({ type: "error", message });
-    this.sink.close(code, message.slice(0, 120));
-    this.closed();
   }
 }
