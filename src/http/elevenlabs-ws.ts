@@ -1,9 +1,10 @@
 /**
  * ElevenLabs' text-to-speech WebSockets under /elevenlabs: `…/stream-input` (one stream of text per socket)
  * and `…/multi-stream-input` (several, each a context named by `context_id`). Each stream of text is a
- * SpeechStreamSession, as on our own WebSocket route, so the segmenting, admission, backpressure, queue caps,
- * idle timeout and cancellation are that route's; this file only translates ElevenLabs' messages into the
- * session's and the session's back (docs/api.md, "ElevenLabs API").
+ * TextStream (speech/text-stream.ts), the core under our own WebSocket route too, so the segmenting,
+ * admission, backpressure, queue caps, idle timeout and cancellation are that route's; this file is a codec
+ * over it: ElevenLabs' messages become the stream's calls and its events ElevenLabs' messages (docs/api.md,
+ * "ElevenLabs API").
  *
  * Client → server: `{"text": " ", "voice_settings"?, …}` opens a stream (or a context), `{"text": "…",
  * "flush"?, "try_trigger_generation"?}` adds text (a complete sentence is spoken at once; `flush` speaks
@@ -16,15 +17,17 @@
  * a stream ends.
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
-import type { WSContext } from "hono/ws";
 import { z } from "zod";
+import { ApiError } from "../api/errors.ts";
 import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
-import type { StreamOutcome } from "../metrics.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, outcomeOfClose, SpeechStreamSession } from "../speech/stream-session.ts";
-import { noteFirstAudio, streamEnded } from "./access-log.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
+import { TextStream, type SpokenSentence, type TextStreamEvents } from "../speech/text-stream.ts";
+import { noteFirstAudio } from "./access-log.ts";
 import { base64 } from "./base64.ts";
 import { checkModelId, voiceNamed } from "./elevenlabs.ts";
+import type { SpeechFields } from "./openai-speech.ts";
+import { sessionSocketEvents, type SessionSocket } from "./session-socket.ts";
 import type { StreamRouteDeps } from "./stream-ws.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
@@ -48,8 +51,6 @@ export const MAX_CONTEXTS = 5;
 export const MAX_CLOSING_CONTEXTS = 5;
 /** The longest context_id: ids are echoed in every reply of their context. */
 export const MAX_CONTEXT_ID_CHARS = 256;
-/** See stream-ws.ts: a client that reads nothing never takes the close frame. */
-const CLOSE_HANDSHAKE_MS = 5000;
 
 const socketQuerySchema = z.object({
   model_id: z.string().optional(),
@@ -119,51 +120,18 @@ export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocket
 }
 
 function socketEvents(c: Context, deps: ElevenLabsSocketDeps, settings: SocketSettings, mode: "single" | "multi") {
-  let socket: ElevenLabsSocket | undefined;
-  let untrack = () => {};
-  const ended = streamEnded(c);
-  let serverCloseCode: number | undefined;
-  let socketClosed = false;
-  const finish = (outcome: StreamOutcome) => {
-    socket?.closed();
-    untrack();
-    ended(outcome);
-  };
+  return sessionSocketEvents(c, deps, (socket) => new ElevenLabsSocket(deps.keyInFirstMessage(c), audioNoted(c, socket), deps, settings, mode));
+}
+
+/** The socket, its messages as JSON text; the first with audio marks the access log's time to first audio. */
+function audioNoted(c: Context, socket: SessionSocket): SocketSink {
   return {
-    onOpen(_event: Event, ws: WSContext<unknown>) {
-      socket = new ElevenLabsSocket(
-        deps.keyInFirstMessage(c),
-        {
-          send: (message) => {
-            if (typeof message.audio === "string" && message.audio.length > 0) noteFirstAudio(c);
-            if (ws.readyState === 1) ws.send(JSON.stringify(message));
-          },
-          bufferedBytes: () => deps.runtime.bufferedBytes(ws),
-          close: (code, reason) => {
-            serverCloseCode ??= code;
-            ws.close(code, reason);
-            untrack();
-            setTimeout(() => {
-              if (!socketClosed) deps.runtime.terminate(ws);
-            }, CLOSE_HANDSHAKE_MS).unref?.();
-          },
-        },
-        deps,
-        settings,
-        mode,
-      );
-      untrack = deps.lifecycle.trackSession(socket);
+    send: (message) => {
+      if (typeof message.audio === "string" && message.audio.length > 0) noteFirstAudio(c);
+      socket.send(JSON.stringify(message));
     },
-    onMessage(event: MessageEvent) {
-      socket?.receive(event.data as string | ArrayBuffer);
-    },
-    onClose() {
-      socketClosed = true;
-      finish(outcomeOfClose(serverCloseCode));
-    },
-    onError() {
-      finish("failed");
-    },
+    bufferedBytes: () => socket.bufferedBytes(),
+    close: (code, reason) => socket.close(code, reason),
   };
 }
 
@@ -180,14 +148,13 @@ interface SocketAlignment {
   charDurationsMs: number[];
 }
 
-/** One stream of text: a session, and what its sentence in progress has sent. */
-class TextStream {
-  readonly session: SpeechStreamSession;
-  /** For each input.done sent, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
+/** One stream of text: the core's stream, and what its sentence in progress has sent. */
+class ContextStream {
+  readonly #stream: TextStream<SpeechFields>;
+  /** For each end of an utterance asked for, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
   readonly #pendingDone: ("flush" | "end")[] = [];
   /** close_context (or close_socket) came while text was still being flushed: the stream ends once it is spoken. */
   #closing = false;
-  #sentenceText = "";
   /** The sentence's latest audio, held back so its last message can carry the sentence's alignment. */
   #held: Uint8Array | undefined;
   #ended = false;
@@ -198,55 +165,59 @@ class TextStream {
     settings: SocketSettings,
     deps: ElevenLabsSocketDeps,
   ) {
-    this.session = new SpeechStreamSession(
-      {
-        sendJson: (message) => this.#fromSession(message),
-        sendBinary: (bytes) => {
-          if (this.#held) this.#sendAudio(this.#held, null);
-          this.#held = bytes;
-        },
-        bufferedBytes: () => owner.bufferedBytes(),
-        close: (code, reason) => owner.streamClosed(this, code, reason),
-      },
-      {
-        service: deps.service,
-        sentences: deps.openai,
-        logger: deps.logger,
-        configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
-        idleTimeoutMs: settings.inactivityMs,
-        maxQueuedSegments: deps.config.wsMaxQueuedSegments,
-        maxQueuedChars: deps.config.wsMaxQueuedChars,
-        stallTimeoutMs: deps.config.streamStallTimeoutSeconds * 1000,
-        encoding: settings.format.bitrateKbps === undefined ? {} : { bitrateKbps: settings.format.bitrateKbps },
-      },
-    );
-    this.session.receive(
-      JSON.stringify({
-        type: "session.config",
-        voice: settings.voice,
-        response_format: settings.format.responseFormat,
-        sample_rate: settings.format.sampleRateHz,
-        stream_audio: true,
-        ...(settings.language === undefined ? {} : { language: settings.language }),
-        ...(settings.seed === undefined ? {} : { seed: settings.seed }),
-        ...(settings.textNormalization === undefined ? {} : { apply_text_normalization: settings.textNormalization }),
-      }),
-    );
+    const encoding = settings.format.bitrateKbps === undefined ? {} : { bitrateKbps: settings.format.bitrateKbps };
+    this.#stream = new TextStream<SpeechFields>(this.#events(), {
+      speak: (text, fields, signal) => deps.openai.start({ ...fields, input: text }, "websocket_streamed", signal, undefined, encoding),
+      logger: deps.logger,
+      configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
+      idleTimeoutMs: settings.inactivityMs,
+      maxQueuedSegments: deps.config.wsMaxQueuedSegments,
+      maxQueuedChars: deps.config.wsMaxQueuedChars,
+      maxInputChars: deps.service.maxInputChars,
+      maxInboxBytes: MAX_INBOX_BYTES,
+      stallTimeoutMs: deps.config.streamStallTimeoutSeconds * 1000,
+    });
+    const fields: SpeechFields = {
+      voice: settings.voice,
+      response_format: settings.format.responseFormat,
+      sample_rate: settings.format.sampleRateHz,
+      ...(settings.language === undefined ? {} : { language: settings.language }),
+      ...(settings.seed === undefined ? {} : { seed: BigInt(settings.seed) }),
+      ...(settings.textNormalization === undefined ? {} : { apply_text_normalization: settings.textNormalization }),
+    };
+    this.#stream.handleInOrder(0, async () => {
+      try {
+        // Everything a sentence would be refused for (the voice, the format's rate), found before any text.
+        await deps.openai.check(fields, "websocket_streamed", this.#stream.signal);
+      } catch (error) {
+        if (error instanceof ApiError && error.status < 500) return this.#stream.fail("invalid", error.message);
+        throw error;
+      }
+      this.#stream.configure(fields);
+    });
   }
 
   text(text: string): void {
-    this.session.receive(JSON.stringify({ type: "input.text", text }));
+    const byteLength = Buffer.byteLength(text);
+    this.#stream.handleInOrder(byteLength, () => {
+      if (byteLength > MAX_TEXT_MESSAGE_BYTES) return this.#stream.fail("too_big", `text is larger than 128 KiB (${MAX_TEXT_MESSAGE_BYTES} bytes)`);
+      this.#stream.activity();
+      this.#stream.text(text);
+    });
   }
 
   /** Speaks what is buffered now; `end` also ends the stream once its audio has gone. */
   done(kind: "flush" | "end"): void {
     this.#pendingDone.push(kind);
-    this.session.receive(JSON.stringify({ type: "input.done" }));
+    this.#stream.handleInOrder(0, () => {
+      this.#stream.activity();
+      this.#stream.end();
+    });
   }
 
   /** A message that names this stream and carries nothing to speak keeps it from the inactivity timeout. */
   keepAlive(): void {
-    this.session.keepAlive();
+    this.#stream.activity();
   }
 
   /** Whether text it was asked to flush (or end) is still being spoken. */
@@ -259,35 +230,51 @@ class TextStream {
     this.#closing = true;
   }
 
-  /** Stops generation and frees the session. */
+  /** The server is shutting down: what was flushed is spoken, then the stream ends (going away). */
+  drain(): void {
+    this.#stream.drain();
+  }
+
+  /** Stops generation and frees the stream. */
   stop(): void {
     this.#ended = true;
-    this.session.closed();
+    this.#stream.closed();
   }
 
   get ended(): boolean {
     return this.#ended;
   }
 
-  #fromSession(message: Record<string, unknown>): void {
-    switch (message.type) {
-      case "audio.start":
-        this.#sentenceText = String(message.sentence_text);
+  #events(): TextStreamEvents {
+    return {
+      sentenceStart: () => {
         this.#held = undefined;
-        return;
-      case "audio.done": {
-        const alignment = message.error === false ? sentenceAlignment(this.#sentenceText, Number(message.audio_seconds)) : null;
-        if (this.#held || alignment) this.#sendAudio(this.#held ?? new Uint8Array(0), alignment);
-        this.#held = undefined;
-        return;
-      }
-      case "session.done":
+      },
+      audio: (bytes) => {
+        if (this.#held) this.#sendAudio(this.#held, null);
+        this.#held = bytes;
+      },
+      sentenceDone: (sentence: SpokenSentence, end) => this.#sendHeld(sentenceAlignment(sentence.text, end.audioSeconds)),
+      sentenceFailed: (_sentence, error) => {
+        this.owner.send({ message: error.message, error: error.kind === "at_capacity" ? "too_many_concurrent_requests" : "invalid_request", code: error.kind === "at_capacity" ? 429 : CLOSE_POLICY }, this.contextId);
+        this.#sendHeld(null);
+      },
+      utteranceDone: () => {
         if (this.#pendingDone.shift() === "end" || (this.#closing && !this.flushing)) this.owner.streamFinished(this);
-        return;
-      case "error":
-        this.owner.send({ message: message.message, error: message.code === 429 ? "too_many_concurrent_requests" : "invalid_request", code: message.code ?? CLOSE_POLICY }, this.contextId);
-        return;
-    }
+      },
+      ended: (ending) => {
+        const { message, code, reason } = closeOf(ending);
+        if (message !== undefined) this.owner.send({ message, error: "invalid_request", code: CLOSE_POLICY }, this.contextId);
+        this.owner.streamClosed(this, code, reason);
+      },
+      bufferedBytes: () => this.owner.bufferedBytes(),
+    };
+  }
+
+  /** The sentence's last audio (none when everything was sent), with its alignment when it was spoken whole. */
+  #sendHeld(alignment: SocketAlignment | null): void {
+    if (this.#held || alignment) this.#sendAudio(this.#held ?? new Uint8Array(0), alignment);
+    this.#held = undefined;
   }
 
   #sendAudio(bytes: Uint8Array, alignment: SocketAlignment | null): void {
@@ -314,9 +301,9 @@ function sentenceAlignment(sentence: string, audioSeconds: number): SocketAlignm
 /** One ElevenLabs socket: its streams of text (one, or one per context) and the messages between them. */
 class ElevenLabsSocket {
   /** The open streams: stream-input's one (under null), or multi-stream-input's contexts by id. */
-  readonly #streams = new Map<string | null, TextStream>();
+  readonly #streams = new Map<string | null, ContextStream>();
   /** Closed contexts still speaking what they were asked to flush, oldest first (insertion order). */
-  readonly #closingContexts = new Map<string | null, TextStream>();
+  readonly #closingContexts = new Map<string | null, ContextStream>();
   readonly #errorBudget = new ErroneousMessageBudget();
   #opened = false;
   #closed = false;
@@ -407,7 +394,7 @@ class ElevenLabsSocket {
     if (message.flush) stream.done("flush");
   }
 
-  #openContext(contextId: string | null): TextStream | undefined {
+  #openContext(contextId: string | null): ContextStream | undefined {
     if (this.#streams.size >= MAX_CONTEXTS) {
       this.#reject(`at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, contextId, "max_active_conversations");
       return undefined;
@@ -415,8 +402,8 @@ class ElevenLabsSocket {
     return this.#openStream(contextId);
   }
 
-  #openStream(contextId: string | null): TextStream {
-    const stream = new TextStream(this, contextId, this.settings, this.deps);
+  #openStream(contextId: string | null): ContextStream {
+    const stream = new ContextStream(this, contextId, this.settings, this.deps);
     this.#streams.set(contextId, stream);
     return stream;
   }
@@ -425,7 +412,7 @@ class ElevenLabsSocket {
    * close_context, as ElevenLabs serves it: a context with text still being flushed speaks it and then sends
    * isFinal; one without stops at once (an interruption) and sends isFinal now.
    */
-  #closeContext(contextId: string | null, stream: TextStream): void {
+  #closeContext(contextId: string | null, stream: ContextStream): void {
     if (!stream.flushing) {
       stream.stop();
       return this.send({ isFinal: true }, contextId);
@@ -447,7 +434,7 @@ class ElevenLabsSocket {
     this.#closeOnceDone();
   }
 
-  #finishContext(contextId: string | null, stream: TextStream): void {
+  #finishContext(contextId: string | null, stream: ContextStream): void {
     this.#closingContexts.delete(contextId);
     stream.stop();
     this.send({ isFinal: true }, contextId);
@@ -462,7 +449,7 @@ class ElevenLabsSocket {
   }
 
   /** A stream has spoken everything it owed: stream-input's `{"text": ""}` (the socket closes) or a closed context's flush. */
-  streamFinished(stream: TextStream): void {
+  streamFinished(stream: ContextStream): void {
     for (const [contextId, closing] of this.#closingContexts) if (closing === stream) return this.#finishContext(contextId, stream);
     this.send({ isFinal: true }, null);
     stream.stop();
@@ -474,7 +461,7 @@ class ElevenLabsSocket {
    * (1008). In multi-stream-input one context idle just ends, and one drained sends its isFinal, the socket
    * closing after the last; anything else ends the socket, as it does on our own WebSocket.
    */
-  streamClosed(stream: TextStream, code: number, reason: string): void {
+  streamClosed(stream: ContextStream, code: number, reason: string): void {
     if (stream.ended) return;
     if (this.mode === "multi" && (code === CLOSE_NORMAL || code === CLOSE_GOING_AWAY)) {
       const drained = code === CLOSE_GOING_AWAY;
@@ -493,7 +480,7 @@ class ElevenLabsSocket {
   drain(): void {
     this.#draining = true;
     const streams = [...this.#streams.values(), ...this.#closingContexts.values()];
-    for (const stream of streams) stream.session.drain();
+    for (const stream of streams) stream.drain();
     if (streams.length === 0) this.#closeSocket(CLOSE_GOING_AWAY, "server shutting down");
   }
 

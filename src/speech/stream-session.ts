@@ -105,8 +105,6 @@ export interface StreamSessionOptions {
   maxQueuedChars: number;
   /** How long a client may read nothing while audio waits for it before the session is dropped. */
   stallTimeoutMs: number;
-  /** A codec bitrate beyond what session.config says (ElevenLabs' sockets name one in output_format). */
-  encoding?: EncodingOptions;
 }
 
 /** The close code a stream's error ends the socket with: text past a cap is 1009, any other broken rule 1008. */
@@ -187,7 +185,7 @@ export class SpeechStreamSession {
         bufferedBytes: () => sink.bufferedBytes(),
       },
       {
-        speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal, undefined, options.encoding),
+        speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal),
         logger: options.logger,
         configTimeoutMs: options.configTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs,
