@@ -273,13 +273,13 @@ export class SpeechStreamSession {
         this.#commitBuffer = "";
         const { utteranceIndex, sentenceIndex } = this.#stream.nextPosition;
         this.sink.sendJson({ type: "input.committed", commit_id: message.commit_id ?? null, sentence_index: text ? sentenceIndex : null, utterance_index: utteranceIndex });
-        this.#stream.sentence(text);
+        if (text) this.#stream.sentence(text);
         return;
       }
       case "input.done": {
-        const uncommitted = this.#commitBuffer;
+        const uncommitted = this.#commitBuffer.trim();
         this.#commitBuffer = "";
-        this.#stream.sentence(uncommitted);
+        if (uncommitted) this.#stream.sentence(uncommitted);
         if (this.#stream.accepting) this.#stream.end();
         return;
       }

@@ -40,6 +40,8 @@ export interface TextStreamError {
   kind: "invalid" | "too_big" | "at_capacity" | "failed";
   message: string;
   retryAfterSeconds?: number;
+  /** A sentence's error as thrown, for a codec whose wire shape says more (Wyoming's status and field). */
+  cause?: unknown;
 }
 
 /**
@@ -70,9 +72,10 @@ export interface TextStreamOptions<Settings> {
   /** Speaks one sentence with the settings in force when its text arrived. */
   speak(text: string, settings: Settings, signal: AbortSignal): Promise<StartedSpeech>;
   logger: Logger;
-  /** How long the first settings may take before the stream ends (`unconfigured`). */
-  configTimeoutMs: number;
-  idleTimeoutMs: number;
+  /** How long the first settings may take before the stream ends (`unconfigured`); none where they come with the stream. */
+  configTimeoutMs?: number;
+  /** How long a stream may go without activity and with nothing to send; none where the codec keeps that time itself (a Wyoming connection outlives its runs). */
+  idleTimeoutMs?: number;
   /** Most segments waiting to be spoken (and, counted apart, utterance ends); beyond it the stream breaks. */
   maxQueuedSegments: number;
   /** Most characters of text waiting to be spoken (queued segments plus the unfinished one). */
@@ -108,6 +111,8 @@ export class TextStream<Settings> {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Whether #timer is the idle timer (else the configuration deadline, or none). */
   #idleTimerArmed = false;
+  /** Callers of spoken() waiting for the queue to empty. */
+  #spokenWaiters: (() => void)[] = [];
   /** The last activity (performance.now()): the idle timer checks it when it fires. */
   #lastActivityMs = 0;
 
@@ -115,7 +120,7 @@ export class TextStream<Settings> {
     private readonly events: TextStreamEvents,
     private readonly options: TextStreamOptions<Settings>,
   ) {
-    this.#arm(options.configTimeoutMs, () => this.#end({ kind: "unconfigured" }));
+    if (options.configTimeoutMs !== undefined) this.#arm(options.configTimeoutMs, () => this.#end({ kind: "unconfigured" }));
   }
 
   /** Whether the stream takes no more input: it ended, or it is finishing what it has. */
@@ -199,14 +204,16 @@ export class TextStream<Settings> {
     this.#overQueueCap();
   }
 
-  /** One whole sentence, however it is punctuated (the segmenter is passed by); its position, or undefined for blank text. */
-  sentence(text: string): SentencePosition | undefined {
-    const trimmed = text.trim();
-    if (!trimmed) return undefined;
-    const position = this.nextPosition;
-    this.#enqueueSegment(trimmed);
+  /** One whole sentence, however it is punctuated: the segmenter is passed by. */
+  sentence(text: string): void {
+    this.#enqueueSegment(text);
     this.#overQueueCap();
-    return position;
+  }
+
+  /** Resolves once everything queued has been spoken (at once when nothing is), or the stream has ended. */
+  spoken(): Promise<void> {
+    if (this.#closed || (!this.#working && this.#work.length === 0)) return Promise.resolve();
+    return new Promise((resolve) => this.#spokenWaiters.push(resolve));
   }
 
   /** Ends the utterance: what is buffered is spoken, then utteranceDone. */
@@ -242,7 +249,7 @@ export class TextStream<Settings> {
    * message): the idle timeout starts again.
    */
   activity(): void {
-    if (this.#closed || !this.#settings) return;
+    if (this.#closed || !this.#settings || this.options.idleTimeoutMs === undefined) return;
     this.#lastActivityMs = performance.now();
     if (!this.#idleTimerArmed) this.#armIdle(this.options.idleTimeoutMs);
   }
@@ -261,6 +268,11 @@ export class TextStream<Settings> {
     this.#work.length = 0;
     this.#queuedChars = 0;
     this.#segmenter = new TextSegmenter("sentence");
+    this.#settleSpoken();
+  }
+
+  #settleSpoken(): void {
+    for (const resolve of this.#spokenWaiters.splice(0)) resolve();
   }
 
   /** Ends the stream by itself: its codec hears why first, then everything stops. */
@@ -317,6 +329,7 @@ export class TextStream<Settings> {
       this.#working = false;
       if (this.#closing) this.#endNormally();
       else this.activity();
+      this.#settleSpoken();
     }
   }
 
@@ -356,14 +369,15 @@ export class TextStream<Settings> {
    * restarted per message would cost a flood of keep-alives a timer each.
    */
   #armIdle(delayMs: number): void {
+    const idleTimeoutMs = this.options.idleTimeoutMs!;
     this.#idleTimerArmed = true;
     this.#arm(delayMs, () => {
       this.#idleTimerArmed = false;
       const quietMs = performance.now() - this.#lastActivityMs;
-      if (quietMs < this.options.idleTimeoutMs) return this.#armIdle(this.options.idleTimeoutMs - quietMs);
+      if (quietMs < idleTimeoutMs) return this.#armIdle(idleTimeoutMs - quietMs);
       // Not idle while audio is still being made or sent for this client.
       if (this.#working) return this.activity();
-      this.#end({ kind: "idle", idleSeconds: Math.round(this.options.idleTimeoutMs / 1000) });
+      this.#end({ kind: "idle", idleSeconds: Math.round(idleTimeoutMs / 1000) });
     });
   }
 
@@ -375,7 +389,7 @@ export class TextStream<Settings> {
 
 /** A sentence's failure in the stream's terms: a full engine refuses the sentence, not the stream. */
 function sentenceError(error: unknown): TextStreamError {
-  if (error instanceof EngineFullError) return { kind: "at_capacity", message: error.message, retryAfterSeconds: error.retryAfterSeconds };
-  if (error instanceof ApiError) return { kind: "invalid", message: error.message };
-  return { kind: "failed", message: "speech generation failed" };
+  if (error instanceof EngineFullError) return { kind: "at_capacity", message: error.message, retryAfterSeconds: error.retryAfterSeconds, cause: error };
+  if (error instanceof ApiError) return { kind: "invalid", message: error.message, cause: error };
+  return { kind: "failed", message: "speech generation failed", cause: error };
 }

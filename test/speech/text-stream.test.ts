@@ -122,16 +122,28 @@ describe("ordering", () => {
     expect(log.filter((line) => line.startsWith("start")).map((line) => line.slice("start 0.0 ".length)).join(" ")).toBe("Alpha one. Beta two, and more, then the end.");
   });
 
-  test("end() numbers utterances from 0 and restarts sentence numbers; sentence() speaks blank text not at all", async () => {
+  test("end() numbers utterances from 0 and restarts sentence numbers; sentence() passes the segmenter by", async () => {
     const { stream, log } = open();
     stream.configure("a");
-    expect(stream.sentence("   ")).toBeUndefined();
-    expect(stream.sentence("no full stop here, still one sentence")).toEqual({ utteranceIndex: 0, sentenceIndex: 0 });
+    expect(stream.nextPosition).toEqual({ utteranceIndex: 0, sentenceIndex: 0 });
+    stream.sentence("no full stop here, still one sentence");
     stream.end();
+    expect(stream.nextPosition).toEqual({ utteranceIndex: 1, sentenceIndex: 0 });
     stream.text("Next.");
     stream.end();
     await eventually("two utterances done", () => log.includes("utterance 1 of 1"));
     expect(log.filter((line) => line.startsWith("start") || line.startsWith("utterance"))).toEqual(["start 0.0 no full stop here, still one sentence", "utterance 0 of 1", "start 1.0 Next.", "utterance 1 of 1"]);
+  });
+});
+
+describe("spoken", () => {
+  test("spoken() resolves once the queue is empty, at once when it is", async () => {
+    const { stream, log } = open();
+    stream.configure("a");
+    await stream.spoken();
+    stream.text("Alpha one. Beta two. ");
+    await stream.spoken();
+    expect(log.filter((line) => line.startsWith("done"))).toEqual(["done 0 8 bytes 0.5 s stop", "done 1 8 bytes 0.5 s stop"]);
   });
 });
 
@@ -195,9 +207,9 @@ describe("errors", () => {
     stream.end();
     await eventually("the utterance done", () => log.includes("utterance 0 of 4"));
     expect(failures).toEqual([
-      { kind: "invalid", message: "no such voice" },
-      { kind: "at_capacity", message: expect.stringContaining("retry after 3 s"), retryAfterSeconds: 3 },
-      { kind: "failed", message: "speech generation failed" },
+      { kind: "invalid", message: "no such voice", cause: refusals["Bad."] },
+      { kind: "at_capacity", message: expect.stringContaining("retry after 3 s"), retryAfterSeconds: 3, cause: refusals["Full."] },
+      { kind: "failed", message: "speech generation failed", cause: refusals["Broken."] },
     ]);
     expect(log).toContain("done 3 8 bytes 0.5 s stop");
     expect(ending()).toBeUndefined();
