@@ -13,8 +13,10 @@
  *   before `synthesize-stop`, for servers that cannot stream, and it must be spoken once.
  *
  * A request that fails or is refused (an unknown voice, the engine at capacity, text past a cap) gets an
- * `error` event (`text`, `code`) and the connection goes on. Events are handled one at a time, in order; every
- * synthesis goes through SpeechService.start, so admission, fairness, metrics and cancellation are the
+ * `error` event (`text`, `code`) and the connection goes on. Events are handled one at a time, in order; the
+ * text of each request (a streaming run, a whole `synthesize`) is spoken by the text-stream core the
+ * WebSocket routes use (speech/text-stream.ts: segmenting, ordered speaking, flow control), and every
+ * sentence goes through SpeechService.start, so admission, fairness, metrics and cancellation are the
  * HTTP routes' own. Transport-free: the server hands events in and gives a sink to send through.
  *
  * What a connection may hold is bounded in bytes both ways. Events waiting to be handled are counted by
@@ -24,14 +26,14 @@
  */
 import { waitForDrain } from "../async/drain.ts";
 import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
-import { badRequest, fromZodError } from "../api/errors.ts";
+import { TextStream, type TextStreamEnding, type TextStreamEvents } from "../speech/text-stream.ts";
+import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { asApiError } from "../speech/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechDelivery, type SpeechService, type SpeechSpec } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
-import { TextSegmenter } from "../text/segmenter.ts";
 import type { InfoSource } from "./info.ts";
 import type { ReceivedEvent, WyomingEvent } from "./protocol.ts";
 import { WyomingRequestLog } from "./request-log.ts";
@@ -101,11 +103,17 @@ export interface WyomingSessionOptions {
   idleTimeoutMs: number;
 }
 
+/** What one request's text is spoken with: the voice asked for, and the log line its audio and failures go to. */
+interface SpeechTarget {
+  voice: WyomingVoiceSelection | undefined;
+  log: WyomingRequestLog;
+}
+
 /** The streaming run between synthesize-start and synthesize-stop. */
 interface StreamingRun {
-  voice: WyomingVoiceSelection | undefined;
-  segmenter: TextSegmenter;
   log: WyomingRequestLog;
+  /** Its sentences; none once it was refused. */
+  speech: TextStream<SpeechTarget> | undefined;
   /** Its voice or its text was refused (one error event said so): its text is taken and not spoken. */
   refused: boolean;
   /** Characters received in its chunks. */
@@ -120,7 +128,8 @@ export class WyomingSession {
   #run: StreamingRun | undefined;
   /** The request being answered, whose log line a disconnect ends as the client leaving. */
   #activeLog: WyomingRequestLog | undefined;
-  readonly #abort = new AbortController();
+  /** The text streams speaking now: a run's, or a whole synthesize's. */
+  readonly #speaking = new Set<TextStream<SpeechTarget>>();
   #closed = false;
   /** The server is shutting down: finish what was asked, then close. */
   #draining = false;
@@ -168,7 +177,8 @@ export class WyomingSession {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#idleTimer);
-    this.#abort.abort();
+    for (const speech of this.#speaking) speech.closed();
+    this.#speaking.clear();
     // A one-shot synthesize is never answered while a run is open: at most one of the two is under way.
     this.#activeLog?.end(true);
     this.#run?.log.end(true);
@@ -233,7 +243,11 @@ export class WyomingSession {
         this.#sendError(`synthesize text is longer than ${maxInputChars} characters (got ${parsed.data.text.length}); stream longer text with synthesize-start and synthesize-chunk`, TEXT_TOO_LONG);
         log.noteFailure(413);
       } else {
-        await this.#speak(parsed.data.text, parsed.data.voice ?? undefined, log);
+        // The whole text is one audio group, however it is punctuated (Home Assistant's one-shot reader stops at the first audio-stop).
+        const speech = this.#openSpeech({ voice: parsed.data.voice ?? undefined, log });
+        speech.sentence(parsed.data.text);
+        await speech.spoken();
+        this.#closeSpeech(speech);
       }
     }
     if (!this.#closed) log.end(false);
@@ -250,7 +264,7 @@ export class WyomingSession {
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
     if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
     const voice = parsed.data.voice ?? undefined;
-    const run: StreamingRun = { voice, segmenter: new TextSegmenter("sentence"), log: new WyomingRequestLog(this.options.logger, "synthesize-start"), refused: false, receivedChars: 0 };
+    const run: StreamingRun = { log: new WyomingRequestLog(this.options.logger, "synthesize-start"), speech: undefined, refused: false, receivedChars: 0 };
     this.#run = run;
     if (event.skippedDataBytes !== undefined) {
       run.refused = true;
@@ -262,8 +276,9 @@ export class WyomingSession {
     } catch (error) {
       if (this.#closed) return;
       run.refused = true;
-      this.#sendFailure(error, run.log);
+      return this.#sendFailure(error, run.log);
     }
+    if (!this.#closed) run.speech = this.#openSpeech({ voice, log: run.log });
   }
 
   async #continueRun(event: ReceivedEvent): Promise<void> {
@@ -282,16 +297,15 @@ export class WyomingSession {
     run.receivedChars += text.length;
     // The WebSocket routes' cap on the text one session may have waiting.
     if (run.receivedChars > this.options.maxRunChars) return this.#refuseRun(run, `the streaming run's text is longer than ${this.options.maxRunChars} characters; start a new run for more`);
-    for (const sentence of run.segmenter.push(text)) {
-      await this.#speak(sentence, run.voice, run.log);
-      if (this.#closed) return;
-    }
+    run.speech?.text(text);
+    await run.speech?.spoken();
   }
 
   /** The run's text is past a cap: one error event, and the rest of the run is taken and not spoken (synthesize-stop still answers). */
   #refuseRun(run: StreamingRun, message: string): void {
     run.refused = true;
-    run.segmenter = new TextSegmenter("sentence");
+    if (run.speech) this.#closeSpeech(run.speech);
+    run.speech = undefined;
     run.log.noteFailure(413);
     this.#sendError(`${message} (the rest of the run is not spoken)`, TEXT_TOO_LONG);
   }
@@ -299,9 +313,11 @@ export class WyomingSession {
   async #stopRun(): Promise<void> {
     const run = this.#run;
     if (!run) return this.#sendError("synthesize-stop outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
-    for (const sentence of run.refused ? [] : run.segmenter.flush()) {
-      await this.#speak(sentence, run.voice, run.log);
+    if (run.speech) {
+      run.speech.end();
+      await run.speech.spoken();
       if (this.#closed) return;
+      this.#closeSpeech(run.speech);
     }
     this.sink.send({ type: "synthesize-stopped", data: {} });
     this.#run = undefined;
@@ -309,38 +325,75 @@ export class WyomingSession {
   }
 
   /**
-   * One audio group: audio-start, the pcm16 as it is made, audio-stop. A refusal before any audio is an
-   * error event alone; a failure after audio-start is an error event, then audio-stop, so a reader waiting
-   * for the end of the group is not left waiting.
+   * A text stream for one request, its settings given at once and its time kept by the connection. Each
+   * sentence is one audio group: audio-start, the pcm16 as it is made, audio-stop. A refusal before any audio
+   * is an error event alone; a failure after audio-start is an error event, then audio-stop, so a reader
+   * waiting for the end of the group is not left waiting.
    */
-  async #speak(text: string, voice: WyomingVoiceSelection | undefined, log: WyomingRequestLog): Promise<void> {
-    const signal = this.#abort.signal;
-    let groupOpen = false;
-    try {
-      const speech = await this.options.service.start(await this.#speechSpec(text, voice, signal), WYOMING_DELIVERY, signal);
-      const rateHz = speech.prepared.outputSampleRateHz;
-      const format = { rate: rateHz, width: SAMPLE_WIDTH_BYTES, channels: CHANNELS };
-      this.sink.send({ type: "audio-start", data: { ...format, timestamp: 0 } });
-      groupOpen = true;
-      let samplesSent = 0;
-      for await (const bytes of speech.audio) {
+  #openSpeech(target: SpeechTarget): TextStream<SpeechTarget> {
+    const { service, logger, maxRunChars, stallTimeoutMs } = this.options;
+    const speech = new TextStream<SpeechTarget>(this.#audioGroups(target.log), {
+      speak: async (text, { voice }, signal) => service.start(await this.#speechSpec(text, voice, signal), WYOMING_DELIVERY, signal),
+      logger,
+      // Never what refuses text here: a run's cap counts the text it received, a whole text has its own, and
+      // each event's sentences are spoken before the next event is read.
+      maxQueuedSegments: Math.max(maxRunChars, service.maxInputChars),
+      maxQueuedChars: Math.max(maxRunChars, service.maxInputChars),
+      maxInputChars: service.maxInputChars,
+      maxInboxBytes: MAX_INBOX_BYTES,
+      stallTimeoutMs,
+    });
+    speech.configure(target);
+    this.#speaking.add(speech);
+    return speech;
+  }
+
+  #closeSpeech(speech: TextStream<SpeechTarget>): void {
+    this.#speaking.delete(speech);
+    speech.closed();
+  }
+
+  #audioGroups(log: WyomingRequestLog): TextStreamEvents {
+    /** The audio group open now: its format, and the samples sent in it. */
+    let group: { rateHz: number; samplesSent: number } | undefined;
+    const format = (rateHz: number) => ({ rate: rateHz, width: SAMPLE_WIDTH_BYTES, channels: CHANNELS });
+    const timestampMs = ({ rateHz, samplesSent }: { rateHz: number; samplesSent: number }) => Math.round((samplesSent / rateHz) * 1000);
+    return {
+      sentenceStart: (_sentence, speech) => {
+        group = { rateHz: speech.prepared.outputSampleRateHz, samplesSent: 0 };
+        this.sink.send({ type: "audio-start", data: { ...format(group.rateHz), timestamp: 0 } });
+      },
+      audio: (bytes) => {
+        if (!group) return;
         for (const piece of chunksOf(bytes, SAMPLES_PER_CHUNK * SAMPLE_WIDTH_BYTES)) {
-          await this.#waitForDrain();
-          if (this.#closed) return;
-          this.sink.send({ type: "audio-chunk", data: { ...format, timestamp: Math.round((samplesSent / rateHz) * 1000) }, payload: piece });
+          this.sink.send({ type: "audio-chunk", data: { ...format(group.rateHz), timestamp: timestampMs(group) }, payload: piece });
           const samples = piece.byteLength / SAMPLE_WIDTH_BYTES;
-          samplesSent += samples;
-          log.noteAudio(samples / rateHz);
+          group.samplesSent += samples;
+          log.noteAudio(samples / group.rateHz);
         }
-      }
-      if (this.#closed) return;
-      await speech.done;
-      this.sink.send({ type: "audio-stop", data: { timestamp: Math.round((samplesSent / rateHz) * 1000) } });
-    } catch (error) {
-      if (this.#closed || signal.aborted) return;
-      this.#sendFailure(error, log);
-      if (groupOpen) this.sink.send({ type: "audio-stop", data: {} });
-    }
+      },
+      sentenceDone: () => {
+        if (group) this.sink.send({ type: "audio-stop", data: { timestamp: timestampMs(group) } });
+        group = undefined;
+      },
+      sentenceFailed: (_sentence, error) => {
+        const { text, code, status } = describeFailure(error.cause);
+        log.noteFailure(status);
+        this.#sendError(text, code);
+        if (group) this.sink.send({ type: "audio-stop", data: {} });
+        group = undefined;
+      },
+      utteranceDone: () => {},
+      ended: (ending) => this.#speechEnded(ending),
+      bufferedBytes: () => this.sink.bufferedBytes(),
+    };
+  }
+
+  /** A text stream ends by itself only when its client stopped reading audio (or on a fault of ours): the connection closes. */
+  #speechEnded(ending: TextStreamEnding): void {
+    if (ending.kind === "stalled") this.options.logger.warn("wyoming client stopped reading; closing", { stall_timeout_ms: this.options.stallTimeoutMs });
+    if (ending.kind === "broken") this.#sendError(ending.error.message, ending.error.kind === "too_big" ? TEXT_TOO_LONG : "internal_error");
+    this.#close();
   }
 
   get #scope() {
@@ -361,14 +414,6 @@ export class WyomingSession {
     if (!voice?.language) return undefined;
     if (languages.some((language) => sameLanguage(language, voice.language!))) return undefined;
     throw badRequest(`no voice speaks '${voice.language.slice(0, 64)}'; languages: ${languages.join(", ")}`, "voice");
-  }
-
-  /** Flow control (async/drain.ts); a client that stopped reading is dropped, which frees its engine state. */
-  async #waitForDrain(): Promise<void> {
-    const { stallTimeoutMs } = this.options;
-    if ((await waitForDrain({ bufferedBytes: () => this.sink.bufferedBytes(), closed: () => this.#closed, stallTimeoutMs })) !== "stalled") return;
-    this.options.logger.warn("wyoming client stopped reading; closing", { stall_timeout_ms: stallTimeoutMs });
-    return this.#close();
   }
 
   /**
