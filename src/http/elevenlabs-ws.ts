@@ -23,6 +23,7 @@ import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "..
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
 import { TextStream, type SpokenSentence, type TextStreamEvents } from "../speech/text-stream.ts";
+import { evenCharacterTimes } from "../speech/timed-speech.ts";
 import { noteFirstAudio } from "./access-log.ts";
 import { base64 } from "./base64.ts";
 import { checkModelId, voiceNamed } from "./elevenlabs.ts";
@@ -289,8 +290,8 @@ class ContextStream {
 function sentenceAlignment(sentence: string, audioSeconds: number): SocketAlignment {
   const chars = [...Array.from(sentence), " "];
   const spokenChars = chars.length - 1;
-  const totalMs = audioSeconds * 1000;
-  const startOf = (index: number) => Math.round((Math.min(index, spokenChars) * totalMs) / Math.max(1, spokenChars));
+  const timesMs = evenCharacterTimes(spokenChars, 0, audioSeconds * 1000);
+  const startOf = (index: number) => Math.round(timesMs[Math.min(index, spokenChars)]!);
   return {
     chars,
     charStartTimesMs: chars.map((_, index) => startOf(index)),

@@ -146,14 +146,22 @@ export class TimedSpeech {
       alignment.character_end_times_seconds.push(roundSeconds(end));
     };
     for (let at = this.#alignedUpTo; at < span.start; at++) add(this.#characters[at]!, startSeconds, startSeconds);
-    const count = span.end - span.start;
-    const perCharacter = count > 0 ? (endSeconds - startSeconds) / count : 0;
-    for (let at = span.start; at < span.end; at++) add(this.#characters[at]!, startSeconds + (at - span.start) * perCharacter, startSeconds + (at - span.start + 1) * perCharacter);
+    const times = evenCharacterTimes(span.end - span.start, startSeconds, endSeconds);
+    for (let at = span.start; at < span.end; at++) add(this.#characters[at]!, times[at - span.start]!, times[at - span.start + 1]!);
     const through = last ? this.#characters.length : span.end;
     for (let at = span.end; at < through; at++) add(this.#characters[at]!, endSeconds, endSeconds);
     this.#alignedUpTo = through;
     return alignment;
   }
+}
+
+/**
+ * Where `count` characters spoken one after another begin, in equal shares of [start, end] (in whatever unit
+ * those are): count + 1 times, the last one the end of the last character. Both of ElevenLabs' alignments use
+ * it, the routes' in seconds and the sockets' in milliseconds.
+ */
+export function evenCharacterTimes(count: number, start: number, end: number): number[] {
+  return Array.from({ length: count + 1 }, (_, index) => start + (index * (end - start)) / Math.max(1, count));
 }
 
 /**
