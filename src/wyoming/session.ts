@@ -112,10 +112,11 @@ interface SpeechTarget {
 /** The streaming run between synthesize-start and synthesize-stop. */
 interface StreamingRun {
   log: WyomingRequestLog;
-  /** Its sentences; none once it was refused. */
+  /**
+   * Its sentences; none when its voice or its text was refused (one error event said so): its text is then
+   * taken and not spoken.
+   */
   speech: TextStream<SpeechTarget> | undefined;
-  /** Its voice or its text was refused (one error event said so): its text is taken and not spoken. */
-  refused: boolean;
   /** Characters received in its chunks. */
   receivedChars: number;
 }
@@ -264,10 +265,9 @@ export class WyomingSession {
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error));
     if (this.#run) return this.#sendError("synthesize-start while a streaming run is open; send synthesize-stop first (the event was ignored)", "run_already_open");
     const voice = parsed.data.voice ?? undefined;
-    const run: StreamingRun = { log: new WyomingRequestLog(this.options.logger, "synthesize-start"), speech: undefined, refused: false, receivedChars: 0 };
+    const run: StreamingRun = { log: new WyomingRequestLog(this.options.logger, "synthesize-start"), speech: undefined, receivedChars: 0 };
     this.#run = run;
     if (event.skippedDataBytes !== undefined) {
-      run.refused = true;
       run.log.noteFailure(400);
       return this.#sendError(`synthesize-start data of ${event.skippedDataBytes} bytes is more than a voice selection takes; it was not read (the run is not spoken)`, "invalid_request");
     }
@@ -275,7 +275,6 @@ export class WyomingSession {
       await this.options.catalog.check(this.#voiceName(voice, this.options.service.model().capabilities.languages), this.#scope);
     } catch (error) {
       if (this.#closed) return;
-      run.refused = true;
       return this.#sendFailure(error, run.log);
     }
     if (!this.#closed) run.speech = this.#openSpeech({ voice, log: run.log });
@@ -286,24 +285,23 @@ export class WyomingSession {
     if (!run) return this.#sendError("synthesize-chunk outside a streaming run; send synthesize-start first (the event was ignored)", "no_open_run");
     // The WebSocket routes' cap on one message, applied as the data arrives (protocol.ts skips it unread).
     if (event.skippedDataBytes !== undefined) {
-      if (run.refused) return;
+      if (!run.speech) return;
       return this.#refuseRun(run, `synthesize-chunk data is larger than ${MAX_TEXT_MESSAGE_BYTES} bytes (got ${event.skippedDataBytes}); send the text in smaller chunks`);
     }
     const parsed = synthesizeChunkDataSchema.safeParse(event.data);
     if (!parsed.success) return this.#sendFailure(fromZodError(parsed.error), run.log);
     const { text } = parsed.data;
     run.log.noteText(text.length);
-    if (run.refused) return;
+    if (!run.speech) return;
     run.receivedChars += text.length;
     // The WebSocket routes' cap on the text one session may have waiting.
     if (run.receivedChars > this.options.maxRunChars) return this.#refuseRun(run, `the streaming run's text is longer than ${this.options.maxRunChars} characters; start a new run for more`);
-    run.speech?.text(text);
-    await run.speech?.spoken();
+    run.speech.text(text);
+    await run.speech.spoken();
   }
 
   /** The run's text is past a cap: one error event, and the rest of the run is taken and not spoken (synthesize-stop still answers). */
   #refuseRun(run: StreamingRun, message: string): void {
-    run.refused = true;
     if (run.speech) this.#closeSpeech(run.speech);
     run.speech = undefined;
     run.log.noteFailure(413);
