@@ -121,11 +121,11 @@ export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocket
 }
 
 function socketEvents(c: Context, deps: ElevenLabsSocketDeps, settings: SocketSettings, mode: "single" | "multi") {
-  return sessionSocketEvents(c, deps, (socket) => new ElevenLabsSocket(deps.keyInFirstMessage(c), audioNoted(c, socket), deps, settings, mode));
+  return sessionSocketEvents(c, deps, (socket) => new ElevenLabsSocket(deps.keyInFirstMessage(c), messageSink(c, socket), deps, settings, mode));
 }
 
-/** The socket, its messages as JSON text; the first with audio marks the access log's time to first audio. */
-function audioNoted(c: Context, socket: SessionSocket): SocketSink {
+/** ElevenLabs' messages onto the socket as JSON text; the first with audio marks the access log's time to first audio. */
+function messageSink(c: Context, socket: SessionSocket): SocketSink {
   return {
     send: (message) => {
       if (typeof message.audio === "string" && message.audio.length > 0) noteFirstAudio(c);
