@@ -3,7 +3,8 @@
  * is spoken at once, and its audio leaves in order, utterance after utterance. The socket protocols (the
  * native WebSocket, ElevenLabs' sockets) are codecs over it: they turn their messages into the typed calls
  * below and the typed events back into their messages, so the caps, the ordered speak loop, flow control, the
- * idle timeout and the drain on shutdown are written once, here.
+ * idle timeout and the drain on shutdown are written once, here. Wyoming speaks each request's text through
+ * it too, keeping its connection's own inbox, idle time and drain (wyoming/session.ts).
  *
  * Messages are handled one at a time in arrival order (`handleInOrder`: a configuration check may await),
  * and sentences are spoken one at a time by a loop of their own, so a later configuration applies only to
