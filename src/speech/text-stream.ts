@@ -12,9 +12,9 @@
  * the settings in force when its text arrived.
  */
 import { waitForDrain } from "../async/drain.ts";
-import { ApiError } from "../api/errors.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import { EngineFullError } from "../engine/core.ts";
+import { EngineFullError } from "../engine/errors.ts";
+import { asApiError } from "./errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { TextSegmenter, type SplitGranularity } from "../text/segmenter.ts";
 import type { SpeechEnd, StartedSpeech } from "./service.ts";
@@ -352,7 +352,7 @@ export class TextStream<Settings> {
       this.events.sentenceDone(sentence, { ...end, totalBytes: sentBytes, ignoredFields: speech.prepared.ignoredFields });
     } catch (error) {
       if (this.#closed || signal.aborted) return;
-      if (!(error instanceof ApiError)) this.options.logger.error("text stream synthesis failed", { error: String(error) });
+      if (!asApiError(error)) this.options.logger.error("text stream synthesis failed", { error: String(error) });
       this.events.sentenceFailed(sentence, sentenceError(error), sentBytes);
     }
   }
@@ -391,6 +391,7 @@ export class TextStream<Settings> {
 /** A sentence's failure in the stream's terms: a full engine refuses the sentence, not the stream. */
 function sentenceError(error: unknown): TextStreamError {
   if (error instanceof EngineFullError) return { kind: "at_capacity", message: error.message, retryAfterSeconds: error.retryAfterSeconds, cause: error };
-  if (error instanceof ApiError) return { kind: "invalid", message: error.message, cause: error };
+  const refusal = asApiError(error);
+  if (refusal) return { kind: "invalid", message: refusal.message, cause: error };
   return { kind: "failed", message: "speech generation failed", cause: error };
 }
