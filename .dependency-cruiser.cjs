@@ -169,10 +169,10 @@ module.exports = {
     },
     {
       name: "conformance-beside-models",
-      comment: "The golden-case harness drives a model's stages directly, never through the service.",
+      comment: "The golden-case harness drives a model's stages directly, and its end-to-end runs through the server's engine, never through the service.",
       severity: "error",
       from: { path: "^src/conformance/" },
-      to: onlyTo("^src/(conformance|models|onnx|gpu|text|formats|audio|weights)/"),
+      to: onlyTo("^src/(conformance|engine|models|onnx|gpu|text|formats|audio|weights)/"),
     },
     {
       name: "cli-draws-what-layers-report",

@@ -12,8 +12,8 @@
  * on our WGSL kernels (src/models/pocket/mimi-wgsl/decoder.ts, fed the fixture's own mimi_decoder.onnx weights): their
  * stage outputs are checked, and their audio is also compared with the ONNX decoder's.
  *
- * End-to-end runs go through the server's runner (models/pocket/runner.ts, driven by loop.ts with the plans the
- * engine makes), so the loop rule, frame caps and decode schedule checked are the ones the server runs.
+ * End-to-end runs go through the server's engine and runner (engine/generate.ts, models/pocket/runner.ts), so
+ * the plans, loop rule, frame caps and decode schedule checked are the ones the server runs.
  *
  * With `batch` N (`conformance --batch N`), each golden end-to-end request runs in the same runner beside
  * N − 1 other requests (other chunks, seeds and lengths, never stopping at EOS), every tick's AR steps in one
@@ -25,10 +25,10 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateSpeechTogether, type GenerationRequest } from "../models/pocket/loop.ts";
+import { generateTogether } from "../engine/generate.ts";
 import { planTextChunks, type TextChunk } from "../models/pocket/text-chunks.ts";
-import type { StepTrace } from "../models/pocket/request-state.ts";
-import { PocketRunner } from "../models/pocket/runner.ts";
+import type { Generation, StepTrace } from "../models/pocket/request-state.ts";
+import { generationJob, PocketRunner } from "../models/pocket/runner.ts";
 import { replayLatentNoise } from "../models/pocket/noise.ts";
 import type { OnnxProviderOptions } from "../onnx/runtime.ts";
 import { prepareTextPrompt, splitIntoBestSentences } from "../models/pocket/text-prompt.ts";
@@ -363,7 +363,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       if (!stages.voiceEncoder) throw new Error("the bundle has no voice encoder");
       const voice = await stages.flowLm.prefill(stages.flowLm.emptyState(), await stages.voiceEncoder.encode(fixture.float(golden.inputs.voice_waveform)));
       const traces: StepTrace[] = [];
-      const request: GenerationRequest = {
+      const request: Generation = {
         voice,
         chunks: toChunks(golden.chunks),
         params: { eosThreshold, lsdSteps: 1 },
@@ -372,14 +372,14 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       };
       const goldenSteps = golden.chunks.reduce((sum, chunk) => sum + chunk.steps_run, 0);
       const companions = Array.from({ length: (fixture.batch ?? 1) - 1 }, (_, index) => companionRequest(voice, everyChunk, index, goldenSteps));
-      const audio: Float32Array[] = [];
       let widestStep = 0;
       let widestDecode = 0;
       const onTick = (_: unknown, batchSizes: Readonly<Record<string, number[]>>) => {
         widestStep = Math.max(widestStep, ...(batchSizes.flow_lm ?? []));
         widestDecode = Math.max(widestDecode, ...(batchSizes.decode ?? []));
       };
-      for await (const { request: index, frame } of generateSpeechTogether(runner, [request, ...companions], { onTick })) if (index === 0) audio.push(frame.samples);
+      const model = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
+      const [audio] = await generateTogether(runner, model, [request, ...companions].map((generation) => generationJob(generation)), onTick);
       const detail = fixture.batch === undefined ? undefined : `beside ${companions.length} other requests in the same runner: FlowLM calls of up to ${widestStep} streams, decoder calls of up to ${widestDecode}`;
 
       for (const [chunkIndex, chunk] of golden.chunks.entries()) {
@@ -397,7 +397,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
       const latentDim = stages.flowLm.config.latentDim;
       const latents = new Float32Array(traces.length * latentDim);
       traces.forEach((trace, index) => latents.set(trace.latent, index * latentDim));
-      const joined = concatFloat32(audio);
+      const joined = concatFloat32(audio!.map((chunk) => chunk.samples));
       cases.push(
         tensorCase(`${prefix}.eos_logit`, "end_to_end", traces.map((trace) => trace.eosLogit), fixture.float(golden.outputs.eos_logit), detail),
         tensorCase(`${prefix}.latent`, "end_to_end", latents, fixture.float(golden.outputs.latent), detail),
@@ -416,7 +416,7 @@ const CASE_RUNNERS: Readonly<Record<string, CaseRunner>> = {
  * at another position), its own seed, and EOS out of reach, so it runs each chunk to its frame cap for about
  * as long as the golden request's `goldenSteps` steps, the companions ending one after another.
  */
-function companionRequest(voice: FlowLmState, chunks: readonly TextChunk[], index: number, goldenSteps: number): GenerationRequest {
+function companionRequest(voice: FlowLmState, chunks: readonly TextChunk[], index: number, goldenSteps: number): Generation {
   const start = (index + 1) % chunks.length;
   return {
     voice,

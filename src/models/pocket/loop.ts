@@ -8,9 +8,9 @@
  * The loop rule, the frame caps, the seed default and the decode schedule are the runner's
  * (request-state.ts): what the golden cases check through this driver is what the server runs.
  */
-import { NO_WORK, type RequestId } from "../contract.ts";
+import { NO_WORK, type RequestId, type StepPlan } from "../contract.ts";
 import type { Generation } from "./request-state.ts";
-import type { PocketRunner, PocketStepPlan } from "./runner.ts";
+import { generationJob, type PocketRunner } from "./runner.ts";
 
 export interface GenerationRequest extends Generation {
   /** Once aborted, no more of its frames are yielded and no more of its steps run. */
@@ -52,11 +52,11 @@ export async function* generateSpeechTogether(runner: PocketRunner, requests: re
   const working = new Set(ids);
   const decoding = new Set<RequestId>();
   const inFlight = new Set<Promise<void>>();
-  let newRequests: PocketStepPlan["newRequests"] = requests.map((generation, requestId) => ({ requestId, generation }));
+  let newRequests: StepPlan["newRequests"] = requests.map((generation, requestId) => ({ requestId, job: generationJob(generation) }));
   let ended: RequestId[] = [];
   let failure: { error: unknown } | undefined;
 
-  const execute = async (plan: Partial<PocketStepPlan>): Promise<void> => {
+  const execute = async (plan: Partial<StepPlan>): Promise<void> => {
     const finishedRequestIds = ended;
     ended = [];
     const output = await runner.execute({ newRequests: [], prefills: [], steps: [], decodes: [], finishedRequestIds, ...plan });
@@ -100,7 +100,7 @@ export async function* generateSpeechTogether(runner: PocketRunner, requests: re
           newRequests = [];
         }
         // Before this tick's frames are handed out, so the next decode runs while the caller takes them.
-        const decodes: PocketStepPlan["decodes"][number][] = [];
+        const decodes: StepPlan["decodes"][number][] = [];
         for (const id of working) {
           const frames = decoding.has(id) ? 0 : (runner.nextWork(id)?.decodeFrames ?? 0);
           if (frames > 0) decodes.push({ requestId: id, frames });

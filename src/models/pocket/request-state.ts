@@ -32,7 +32,7 @@ export interface StepTrace {
 
 /**
  * What one request generates. The engine's jobs come with a voice to load and text to plan (the runner makes
- * both at the request's first prefill); a caller of loop.ts gives them made.
+ * both at the request's first prefill); a caller's GenerationJob (runner.ts) gives them made.
  */
 export interface Generation {
   /** FlowLM state after the voice prefill (§2.1), shared read-only by every chunk; or how to load it. */
@@ -109,7 +109,7 @@ export class PocketRequest {
   /** Some chunk hit its frame cap without EOS, or maxTotalFrames cut it: the answer is truncated. */
   truncated = false;
   framesSampled = 0;
-  /** The engine (or loop.ts) has ended the request; what it holds is released as soon as no call uses it. */
+  /** The engine has ended the request; what it holds is released as soon as no call uses it. */
   freed = false;
 
   constructor(readonly generation: Generation) {

@@ -8,8 +8,9 @@
  * depend on the others: test/models/pocket/mimi-wgsl/decoder.test.ts). States are freed when the engine
  * says a request ended (`finishedRequestIds`), or, if a decode still uses them, when it settles.
  *
- * The engine runs the server's requests through it; loop.ts runs a caller's generations (conformance, benches,
- * tests) through the same plans, so the loop the golden cases check is the one the server runs.
+ * The engine runs every request through it: the server's jobs, planned from their text and voice name, and
+ * jobs whose generation a caller made (GenerationJob: conformance, benches, tests), so the loop the golden
+ * cases check is the one the server runs.
  */
 import type { AudioChunk, ModelRunner, RequestId, RequestResult, RequestWork, StepOutput, StepPlan, SynthesisJob } from "../contract.ts";
 import { chunkTokenBudget, planTextChunks } from "./text-chunks.ts";
@@ -53,7 +54,7 @@ export interface PocketRunnerParts {
   sampleRateHz: number;
   /** Bytes one Mimi decoder state holds (the decoder's streaming buffers), for the state gauge. */
   decoderStateBytes: number;
-  /** Present on the model's runner; a runner without it takes only generations (loop.ts), and a job fails. */
+  /** Present on the model's runner; a runner without it takes only GenerationJobs, and any other job fails. */
   jobs?: JobPlanning;
   /**
    * Whether the sessions' outputs hold native memory that only a full collection frees (onnxruntime-node on
@@ -63,9 +64,25 @@ export interface PocketRunnerParts {
   nativeOutputs?: boolean;
 }
 
-/** A plan whose new requests are the engine's jobs, or generations made by the caller (loop.ts). */
-export interface PocketStepPlan extends Omit<StepPlan, "newRequests"> {
-  newRequests: ReadonlyArray<{ requestId: RequestId; job: SynthesisJob } | { requestId: RequestId; generation: Generation }>;
+/**
+ * A job whose generation the caller made (conformance, benches, tests): its voice state, text chunks, noise
+ * and step hook are taken as given rather than planned from a text and a voice name.
+ */
+export interface GenerationJob extends SynthesisJob {
+  readonly generation: Generation;
+}
+
+/** The job that runs `generation` on the engine: its frame cap is the generation's, its text and voice name unused. */
+export function generationJob(generation: Generation, signal: AbortSignal = new AbortController().signal): GenerationJob {
+  return {
+    text: "",
+    voice: "",
+    language: "",
+    extraParams: {},
+    signal,
+    ...(generation.maxTotalFrames === undefined ? {} : { maxNewTokens: generation.maxTotalFrames }),
+    generation,
+  };
 }
 
 /** One decoded frame, with where it belongs in its request's chunk plan. */
@@ -100,7 +117,7 @@ export class PocketRunner implements ModelRunner {
     this.#garbage = new OutputGarbage(64 * 1024 * 1024, parts.nativeOutputs ? undefined : null);
   }
 
-  /** A runner of a bundle's stages for generations (loop.ts), decoding in-process unless given another decoder. */
+  /** A runner of a bundle's stages for GenerationJobs, decoding in-process unless given another decoder. */
   static forStages(stages: PocketStages, sampleRateHz: number, decoder: RunnerDecoder = stages.mimiDecoder, nativeOutputs = false): PocketRunner {
     const { textConditioner, flowLm, flowLmSlots, flowHead, mimiDecoder } = stages;
     return new PocketRunner({ textConditioner, flowLm, flowLmSlots, flowHead, decoder, sampleRateHz, decoderStateBytes: stateBytes(mimiDecoder.emptyState()), nativeOutputs });
@@ -133,11 +150,11 @@ export class PocketRunner implements ModelRunner {
     return bytes;
   }
 
-  async execute(plan: PocketStepPlan): Promise<PocketStepOutput> {
+  async execute(plan: StepPlan): Promise<PocketStepOutput> {
     for (const id of plan.finishedRequestIds) this.#free(id);
     const running = plan.newRequests.find(({ requestId }) => this.#requests.has(requestId));
     if (running) throw new Error(`request ${running.requestId} is already running`);
-    for (const entry of plan.newRequests) this.#requests.set(entry.requestId, new PocketRequest("job" in entry ? this.generationOf(entry.job) : entry.generation));
+    for (const entry of plan.newRequests) this.#requests.set(entry.requestId, new PocketRequest(this.generationOf(entry.job)));
     const stageSeconds: Record<string, number> = {};
     const batchSizes: Record<string, number[]> = {};
     const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
@@ -183,10 +200,14 @@ export class PocketRunner implements ModelRunner {
     return { results: [...results.values()], stageSeconds, batchSizes };
   }
 
-  /** A job's generation: its voice prompt or built-in voice, its text planned within what that voice leaves of the cache. */
+  /**
+   * A job's generation: the one a GenerationJob carries; else its voice prompt or built-in voice, its text
+   * planned within what that voice leaves of the cache.
+   */
   generationOf(job: SynthesisJob): Generation {
+    if ("generation" in job) return (job as GenerationJob).generation;
     const { jobs, flowLm } = this.parts;
-    if (!jobs) throw new Error("this Pocket TTS runner takes generations, not jobs: it was made without job planning");
+    if (!jobs) throw new Error("this Pocket TTS runner takes generations made by the caller (GenerationJob), not jobs: it was made without job planning");
     const { tokenizer, flags } = jobs;
     return {
       voice: job.voicePrompt ? (job.voicePrompt.state as FlowLmState) : () => jobs.builtInVoice(job.voice),
