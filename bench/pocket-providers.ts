@@ -17,9 +17,9 @@ import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
 import { parseStateManifest } from "../src/models/pocket/bundle/state-manifest.ts";
 import { type GraphPrecision, type PocketBundle } from "../src/models/pocket/bundle/pocket-bundle.ts";
 import { compareTensors } from "../src/conformance/report.ts";
-import { generateSpeech } from "../src/models/pocket/loop.ts";
+import { generate } from "../src/engine/generate.ts";
 import { planTextChunks } from "../src/models/pocket/text-chunks.ts";
-import { PocketRunner } from "../src/models/pocket/runner.ts";
+import { generationJob, PocketRunner } from "../src/models/pocket/runner.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { configureOnnxRuntime, createOnnxSession, loadOnnxRuntime, type CpuProvider } from "../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
@@ -117,8 +117,9 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
   if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
   const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(readFileSync(bundle.tokenizer.modelPath)));
 
-  // The server's runner, as the engine drives it (one request).
+  // The server's runner, driven by the server's engine (one request).
   const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoderWorker ?? stages.mimiDecoder);
+  const timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
   const clock = new StageClock();
 
   const voiceAudio = syntheticVoice(spec.voiceSeconds, bundle.dims.sampleRateHz);
@@ -137,7 +138,7 @@ async function measurePipeline(spec: CellSpec): Promise<PipelineResult> {
     frames = 0;
     // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap. Seed 0 every run, so
     // the first run's audio can be compared across cells.
-    for await (const frame of generateSpeech(runner, { voice, chunks, seed: 0, params: { eosThreshold: Number.POSITIVE_INFINITY } }, { onTick: clock.onTick })) {
+    for await (const frame of generate(runner, timing, generationJob({ voice, chunks, seed: 0, params: { eosThreshold: Number.POSITIVE_INFINITY } }), clock.onTick)) {
       if (frames++ === 0) firstAudioMs.push(performance.now() - start);
       if (run === 0) audio.push(frame.samples);
     }

@@ -1,17 +1,17 @@
 /** Shared by the Pocket TTS benches: per-stage timing of a generation run and a synthetic voice. */
-import type { DriveOptions } from "../src/models/pocket/loop.ts";
+import type { TickListener } from "../src/engine/generate.ts";
 
 /** The benches' sentence: 30 words, as in docs/anchors.md. */
 export const BENCH_SENTENCE = "The old lighthouse keeper climbed the winding stairs every evening, lit the great lamp, and watched the ships pass safely through the narrow rocky channel below the cliffs before dawn.";
 
 /**
- * Milliseconds per runner stage, summed over a run's plans (loop.ts `onTick`): flow_lm (FlowLM's AR steps),
+ * Milliseconds per runner stage, summed over a run's plans (the engine's tick listener, engine/generate.ts): flow_lm (FlowLM's AR steps),
  * flow_head, decode (each decode as seen from the main thread: with a worker it overlaps sampling) and
  * prefill (voice and text chunks).
  */
 export class StageClock {
   readonly ms: Record<string, number> = {};
-  readonly onTick: NonNullable<DriveOptions["onTick"]> = (stageSeconds) => {
+  readonly onTick: TickListener = (stageSeconds) => {
     for (const [stage, seconds] of Object.entries(stageSeconds)) this.ms[stage] = (this.ms[stage] ?? 0) + seconds * 1000;
   };
 

@@ -10,9 +10,9 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadPocketBundle } from "../src/models/pocket/bundle/load.ts";
-import { generateSpeech } from "../src/models/pocket/loop.ts";
+import { generate } from "../src/engine/generate.ts";
 import { planTextChunks } from "../src/models/pocket/text-chunks.ts";
-import { PocketRunner } from "../src/models/pocket/runner.ts";
+import { generationJob, PocketRunner } from "../src/models/pocket/runner.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
 import { SentencePieceTokenizer } from "../src/text/sentencepiece.ts";
@@ -36,8 +36,9 @@ const loadMs = performance.now() - loadStart;
 if (bundle.tokenizer.format !== "sentencepiece") throw new Error("the bench reads tokenizer.model bundles");
 const tokenizer = SentencePieceTokenizer.fromModelProto(new Uint8Array(await readFile(bundle.tokenizer.modelPath)));
 
-// The server's runner, as the engine drives it (one request).
+// The server's runner, driven by the server's engine (one request).
 const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoderWorker ?? stages.mimiDecoder);
+const timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
 const clock = new StageClock();
 
 const voiceAudio = syntheticVoice(Number(values["voice-seconds"]), bundle.dims.sampleRateHz);
@@ -53,7 +54,7 @@ for (let run = 0; run < runs; run++) {
   let firstAudioMs = Number.NaN;
   let frames = 0;
   // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap.
-  for await (const _frame of generateSpeech(runner, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } }, { onTick: clock.onTick })) {
+  for await (const _frame of generate(runner, timing, generationJob({ voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } }), clock.onTick)) {
     if (frames++ === 0) firstAudioMs = performance.now() - start;
   }
   const seconds = (performance.now() - start) / 1000;

@@ -35,9 +35,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { BENCH_SENTENCE } from "./pocket-timing.ts";
 import type { GraphPrecision } from "../src/models/pocket/bundle/pocket-bundle.ts";
-import { generateSpeech } from "../src/models/pocket/loop.ts";
+import { generate } from "../src/engine/generate.ts";
 import { maxFramesForTokens, planTextChunks } from "../src/models/pocket/text-chunks.ts";
-import { PocketRunner } from "../src/models/pocket/runner.ts";
+import { generationJob, PocketRunner } from "../src/models/pocket/runner.ts";
 import { closePocketSessions, openPocketSessions } from "../src/models/pocket/sessions.ts";
 import { configureOnnxRuntime } from "../src/onnx/runtime.ts";
 import { createPocketStages, voiceStateFromAudio } from "../src/models/pocket/pipeline.ts";
@@ -128,6 +128,7 @@ async function runOurs(): Promise<SideResult> {
   const decoderWorker = values["decoder-worker"] === "off" ? null : await startDecoderWorker(bundle, sessions.provider, createLogger("warn"));
   // The server's runner, as the engine drives it (one request).
   const runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoderWorker ?? stages.mimiDecoder);
+  const timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
   const loadMs = performance.now() - loadStart;
   const notes: string[] = [];
   if (bundle.flags.insertBosBeforeVoice && stages.voiceEncoder?.bosBakedIn === false) notes.push("ours inserts bos_before_voice before the voice rows; sherpa does not (v1 semantics), so its prefill is one row shorter");
@@ -147,7 +148,7 @@ async function runOurs(): Promise<SideResult> {
     let samples = 0;
     frames = 0;
     // EOS disabled: an unreachable threshold, so every chunk runs to its frame cap.
-    for await (const frame of generateSpeech(runner, { voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } })) {
+    for await (const frame of generate(runner, timing, generationJob({ voice, chunks, seed: run, params: { eosThreshold: Number.POSITIVE_INFINITY } }))) {
       if (frames++ === 0) firstAudioMs = performance.now() - start;
       samples += frame.samples.length;
     }

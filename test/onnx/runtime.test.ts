@@ -10,9 +10,9 @@ import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
 import type { PocketBundle } from "../../src/models/pocket/bundle/pocket-bundle.ts";
 import { runConformance } from "../../src/conformance/harness.ts";
 import { compareTensors } from "../../src/conformance/report.ts";
-import { generateSpeech } from "../../src/models/pocket/loop.ts";
+import { generate } from "../../src/engine/generate.ts";
 import { planTextChunks } from "../../src/models/pocket/text-chunks.ts";
-import { PocketRunner } from "../../src/models/pocket/runner.ts";
+import { generationJob, PocketRunner } from "../../src/models/pocket/runner.ts";
 import { AUTO_PROVIDER_ORDER, importOnnxPackage, loadOnnxRuntime, type CpuProvider, type OnnxPackageLoader } from "../../src/onnx/runtime.ts";
 import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../src/models/pocket/sessions.ts";
 import { createPocketStages, type PocketStages } from "../../src/models/pocket/pipeline.ts";
@@ -87,7 +87,9 @@ describe.skipIf(!loads["onnxruntime-node"] || !loads["onnxruntime-web"])("both p
       const voice = await voiceStateFromSafetensors(voiceBytes, stages.flowLm);
       const samples: number[] = [];
       // EOS disabled, so both run the same number of frames and any drift in the AR feedback shows.
-      for await (const frame of generateSpeech(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), { voice, chunks, seed: 7, params: { eosThreshold: Number.POSITIVE_INFINITY } })) samples.push(...frame.samples);
+      const timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
+      const job = generationJob({ voice, chunks, seed: 7, params: { eosThreshold: Number.POSITIVE_INFINITY } });
+      for await (const frame of generate(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), timing, job)) samples.push(...frame.samples);
       return samples;
     };
     const node = await audioOf("onnxruntime-node");

