@@ -55,6 +55,16 @@ export const STREAM_OUTCOMES: Readonly<Record<FinishReason, StreamOutcome>> = Ob
   error: "failed",
 });
 
+/**
+ * Longest audio one request may generate, from its input length: 10 s plus 1 s per character. Speech runs at
+ * about 15 characters a second and the slowest text (digits, symbols read as words) at about 2, so this
+ * never cuts speech short; it ends a generation whose end of speech never comes. Every front end's jobs
+ * take it as their frame cap (the speech service's and the page's).
+ */
+export function maxFramesForInput(inputChars: number, framesPerSecond: number): number {
+  return Math.ceil(framesPerSecond * (10 + inputChars));
+}
+
 /** Prefill cost assumed for a request the model has not seen yet (its voice and first chunk): about one text chunk. */
 export const NEW_REQUEST_PREFILL_POSITIONS = 64;
 

@@ -10,7 +10,7 @@ import type { Config } from "../config.ts";
 import type { FinishReason, SpeechModel } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import type { Engine, EngineStream } from "../engine/core.ts";
-import { STREAM_OUTCOMES } from "../engine/request.ts";
+import { maxFramesForInput, STREAM_OUTCOMES } from "../engine/request.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
@@ -31,15 +31,6 @@ export type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, Speech
 
 /** The output rates a request may ask for, whatever the model's own rate: the core resamples. */
 export const OUTPUT_SAMPLE_RATES_HZ: readonly number[] = [8000, 16000, 22050, 24000, 44100, 48000];
-
-/**
- * Longest audio one request may generate, from its input length: 10 s plus 1 s per character. Speech runs at
- * about 15 characters a second and the slowest text (digits, symbols read as words) at about 2, so this
- * never cuts speech short; it ends a generation whose end of speech never comes.
- */
-function maxFramesForInput(inputChars: number, framesPerSecond: number): number {
-  return Math.ceil(framesPerSecond * (10 + inputChars));
-}
 
 /** Counts what a generation produced, filled in as audio flows. */
 interface GenerationTally {
