@@ -25,7 +25,7 @@ describe("the browser build", () => {
       expect(source).not.toMatch(/\bimport\s*\(\s*["'](node:|bun:)/);
     }
     // The server's own modules, not copies: the model, the loop and the harness are in it.
-    for (const name of ["PocketModel", "generateSpeechTogether", "runConformance", "loadPocketBundle", "rewriteCacheWrites", "WorkerMimiDecoderPool"]) expect(build.engine.source).toContain(name);
+    for (const name of ["PocketModel", "generateTogether", "runConformance", "loadPocketBundle", "rewriteCacheWrites", "WorkerMimiDecoderPool"]) expect(build.engine.source).toContain(name);
     // The decoder's worker is the server's: its session, its states and the same messages.
     for (const name of ["openMimiDecoderSession", "the decoder worker has no open decoder"]) expect(build.decoder.source).toContain(name);
     expect(build.engine.etag).toMatch(/^"[0-9a-f]{32}"$/);

@@ -1,6 +1,8 @@
 /**
  * The page's speech engine: a module worker (`/playground/engine.js`, built by build.ts) that runs the server's
- * own Pocket TTS model, `PocketModel` with its runner and generation loop, on onnxruntime-web in the browser.
+ * own Pocket TTS model, `PocketModel` with its runner, under the server's own engine (engine/core.ts: its plans,
+ * its frame cap per request) on onnxruntime-web in the browser. Voice names mean what they mean on the server
+ * (voices/catalog.ts).
  * The model's files come from the server's listing (model-files.ts) and are mounted at MODEL_ROOT, so the
  * bundle loaders read them by path as on the server.
  *
@@ -31,11 +33,13 @@ import { KERNEL_SOURCES } from "./kernel-sources.ts";
 import { provideKernelSources } from "../../gpu/kernel.ts";
 import { configureOnnxRuntime, configuredOnnxThreads } from "../../onnx/runtime.ts";
 import { PocketModel } from "../../models/pocket/model.ts";
-import { generateSpeech } from "../../models/pocket/loop.ts";
-import type { VoicePrompt } from "../../models/contract.ts";
+import type { SynthesisJob, VoicePrompt } from "../../models/contract.ts";
+import { Engine } from "../../engine/core.ts";
+import { maxFramesForInput } from "../../engine/request.ts";
+import { SerialQueue } from "../../async/serial-queue.ts";
 import type { TextNormalizationMode } from "../../api/speech.ts";
 import { spokenText } from "../../speech/text-normalization.ts";
-import { isOpenAiVoiceName } from "../../api/voice-aliases.ts";
+import { builtInVoiceNamed } from "../../voices/catalog.ts";
 import { Worker as PageWorker } from "./platform/worker-threads.ts";
 import type { SpawnDecoderWorker } from "../../models/pocket/decoder/worker-client.ts";
 import type { DecoderWorkerMount } from "./decoder-worker.ts";
@@ -99,26 +103,24 @@ const logger: Logger = { debug: () => undefined, info: logTo("info"), warn: logT
 
 provideKernelSources(KERNEL_SOURCES);
 
-let loaded: { model: PocketModel; info: EngineInfo } | undefined;
+let loaded: { model: PocketModel; engine: Engine; info: EngineInfo } | undefined;
 const clonedVoices = new Map<string, VoicePrompt>();
 const cancels = new Map<number, AbortController>();
-/** One model call at a time: speaks and clones share the runner's sessions. */
-let queue: Promise<unknown> = Promise.resolve();
-const serially = <T>(task: () => Promise<T>): Promise<T> => {
-  const run = queue.then(task, task);
-  queue = run.catch(() => undefined);
-  return run;
-};
+/** The page's requests, one after another in the order sent: a load must not close a model a speak is using. */
+const requests = new SerialQueue();
 
 /**
- * The built-in voice a name means, as the server reads it: a voice of the model, or "default" (or nothing, or
- * an OpenAI voice name the model does not have) for the model's default voice.
+ * Places of the page's engine: the page's requests run one after another, so one speak runs at a time; one
+ * cancelled holds its place until the engine's next tick, so the next speak may wait that long.
  */
-function builtInVoice(asked: string | undefined, voices: readonly string[], defaultVoice: string): string {
+const PAGE_ENGINE_LIMITS = { maxStreams: 1, maxQueue: 1 };
+
+/** The built-in voice a name means, by the server's rule (voices/catalog.ts); the page has no uploads and no --voice-aliases. */
+function builtInVoice(asked: string | undefined, capabilities: PocketModel["capabilities"]): string {
+  const voice = builtInVoiceNamed(asked, capabilities);
+  if (voice !== undefined) return voice;
   const name = asked?.trim().toLowerCase() || "default";
-  if (voices.includes(name)) return name;
-  if ((name === "default" || isOpenAiVoiceName(name)) && defaultVoice) return defaultVoice;
-  throw new Error(`this model has no voice '${name}'; it has ${voices.join(", ") || "none (clone one)"}`);
+  throw new Error(`this model has no voice '${name}'; it has ${capabilities.voices.join(", ") || "none (clone one)"}`);
 }
 
 /** Resolves after the messages already queued for this worker have been handled. */
@@ -177,6 +179,7 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
   const listing = await fetchListing(new URL(`v1/models/${encodeURIComponent(message.model)}/files`, base).href, headers);
   const files = new ModelFiles(listing, { base, headers, source: message.source ?? "server", onProgress: (progress) => post({ type: "progress", id: message.id, ...progress }) });
   if (loaded) {
+    await loaded.engine.close();
     await loaded.model.close();
     loaded = undefined;
     unmountFiles(MODEL_ROOT);
@@ -219,41 +222,49 @@ async function load(message: Extract<Message, { type: "load" }>): Promise<Engine
     fetchedBytes: files.totals.fetchedBytes,
     cachedBytes: files.totals.cachedBytes,
   };
-  loaded = { model, info };
+  loaded = { model, engine: new Engine(model.runner, model.capabilities, PAGE_ENGINE_LIMITS), info };
   return info;
 }
 
-function requireModel(): PocketModel {
+function requireModel(): { model: PocketModel; engine: Engine } {
   if (!loaded) throw new Error("no model is loaded: send {type: 'load'} first");
-  return loaded.model;
+  return loaded;
 }
 
 async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortController): Promise<SpeakStats> {
   // From its turn, not its arrival: a speak queued behind another is not charged for the wait.
   const started = performance.now();
   try {
-    const model = requireModel();
+    const { model, engine } = requireModel();
+    const stageSeconds: Record<string, number> = {};
+    // Speaks run one at a time, so every tick the engine runs meanwhile is this one's.
+    engine.observer = {
+      tick: (stages) => {
+        for (const [stage, seconds] of Object.entries(stages)) stageSeconds[stage] = (stageSeconds[stage] ?? 0) + seconds;
+      },
+      finished: () => {},
+      rejected: () => {},
+    };
     const voicePrompt = message.voiceId ? clonedVoices.get(message.voiceId) : undefined;
     if (message.voiceId && !voicePrompt) throw new Error(`no cloned voice '${message.voiceId}' in this page`);
     const capabilities = model.capabilities;
-    const voice = voicePrompt ? capabilities.defaultVoice : builtInVoice(message.voice, capabilities.voices, capabilities.defaultVoice);
-    const text = spokenText(message.text, message.normalization, capabilities);
-    const generation = model.runner.generationOf({
-      text,
-      voice,
+    const job: SynthesisJob = {
+      text: spokenText(message.text, message.normalization, capabilities),
+      voice: voicePrompt ? capabilities.defaultVoice : builtInVoice(message.voice, capabilities),
       language: capabilities.languages[0] ?? "en",
       ...(message.seed !== undefined ? { seed: BigInt(message.seed) } : {}),
+      // The server's cap, from the text as sent, as the speech service sets it.
+      maxNewTokens: maxFramesForInput(message.text.length, capabilities.framesPerSecond),
       ...(voicePrompt ? { voicePrompt } : {}),
       extraParams: {},
       signal: abort.signal,
-    });
+    };
     let firstAudioMs = -1;
     let samples = 0;
-    const stageSeconds: Record<string, number> = {};
-    const onTick = (stages: Readonly<Record<string, number>>) => {
-      for (const [stage, seconds] of Object.entries(stages)) stageSeconds[stage] = (stageSeconds[stage] ?? 0) + seconds;
-    };
-    for await (const frame of generateSpeech(model.runner, { ...generation, signal: abort.signal }, { onTick })) {
+    // Cancelled before its turn: it ends with no audio, as one cancelled while it speaks ends early.
+    const stream = abort.signal.aborted ? [] : await engine.submit(job);
+    for await (const frame of stream) {
+      if (abort.signal.aborted) break;
       if (firstAudioMs < 0) firstAudioMs = performance.now() - started;
       samples += frame.samples.length;
       const copy = frame.samples.slice();
@@ -266,14 +277,17 @@ async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortC
     const audioSeconds = samples / capabilities.nativeSampleRateHz;
     return { firstAudioMs: Math.max(0, firstAudioMs), audioSeconds, wallSeconds, rtf: audioSeconds > 0 ? wallSeconds / audioSeconds : 0, stageSeconds };
   } finally {
+    if (loaded) loaded.engine.observer = undefined;
     cancels.delete(message.id);
   }
 }
 
 async function clone(message: Extract<Message, { type: "clone" }>): Promise<{ voiceId: string; seconds: number }> {
-  const model = requireModel();
+  const { model, engine } = requireModel();
   if (!model.encodeVoice) throw new Error("this model cannot clone voices (its bundle has no Mimi encoder)");
-  const prompt = await model.encodeVoice({ samples: message.samples, sampleRateHz: model.capabilities.nativeSampleRateHz }, new AbortController().signal, (task) => task());
+  const signal = new AbortController().signal;
+  // Between the engine's plans, as the server encodes an upload: a cancelled speak's last plan may still run.
+  const prompt = await model.encodeVoice({ samples: message.samples, sampleRateHz: model.capabilities.nativeSampleRateHz }, signal, (task) => engine.runTask(task, signal));
   const voiceId = `page-voice-${clonedVoices.size + 1}`;
   clonedVoices.set(voiceId, prompt);
   return { voiceId, seconds: message.samples.length / model.capabilities.nativeSampleRateHz };
@@ -299,23 +313,23 @@ self.onmessage = (event: MessageEvent<Message>) => {
   const fail = (error: unknown, id: number) => post({ type: "error", id, message: error instanceof Error ? error.message : String(error) });
   switch (message.type) {
     case "load":
-      void serially(() => load(message)).then((info) => post({ type: "ready", id: message.id, info }), (error) => fail(error, message.id));
+      void requests.run(() => load(message)).then((info) => post({ type: "ready", id: message.id, info }), (error) => fail(error, message.id));
       return;
     case "speak": {
       // Registered now, so a speak still waiting for the one before it can be cancelled too.
       const abort = new AbortController();
       cancels.set(message.id, abort);
-      void serially(() => speak(message, abort)).then((stats) => post({ type: "done", id: message.id, stats }), (error) => fail(error, message.id));
+      void requests.run(() => speak(message, abort)).then((stats) => post({ type: "done", id: message.id, stats }), (error) => fail(error, message.id));
       return;
     }
     case "clone":
-      void serially(() => clone(message)).then((voice) => post({ type: "voice", id: message.id, ...voice }), (error) => fail(error, message.id));
+      void requests.run(() => clone(message)).then((voice) => post({ type: "voice", id: message.id, ...voice }), (error) => fail(error, message.id));
       return;
     case "cancel":
       cancels.get(message.id)?.abort();
       return;
     case "conformance":
-      void serially(() => conformance(message)).then((report) => post({ type: "report", id: message.id, report }), (error) => fail(error, message.id));
+      void requests.run(() => conformance(message)).then((report) => post({ type: "report", id: message.id, report }), (error) => fail(error, message.id));
       return;
   }
 };
