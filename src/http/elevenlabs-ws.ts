@@ -21,7 +21,7 @@ import { z } from "zod";
 import { ApiError } from "../api/errors.ts";
 import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { TextStream, type SpokenSentence, type TextStreamEvents } from "../speech/text-stream.ts";
 import { evenCharacterTimes } from "../speech/timed-speech.ts";
 import { noteFirstAudio } from "./access-log.ts";

@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import type { WSContext, WSEvents } from "hono/ws";
 import type { StreamOutcome } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
-import { outcomeOfClose } from "../speech/stream-session.ts";
+import { outcomeOfClose } from "../speech/stream-rules.ts";
 import { streamEnded } from "./access-log.ts";
 import type { DrainableSession, ServerLifecycle } from "./lifecycle.ts";
 

@@ -12,7 +12,7 @@ import type { Logger } from "../log/logger.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
-import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { InfoSource } from "./info.ts";
 import { encodeEvent, EventParser, WyomingProtocolError, type EventLimits } from "./protocol.ts";
 import { WyomingSession } from "./session.ts";

@@ -25,7 +25,7 @@
  * asks and never reads stops being read, and is dropped after the stall timeout.
  */
 import { waitForDrain } from "../async/drain.ts";
-import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-session.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { TextStream, type TextStreamEnding, type TextStreamEvents } from "../speech/text-stream.ts";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
 import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";

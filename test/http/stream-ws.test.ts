@@ -8,7 +8,7 @@ import { createClassicModel } from "../../src/models/classic/model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { metricOf } from "../support/metrics.ts";
-import { ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-session.ts";
+import { ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-rules.ts";
 
 const wsUrl = (server: TestServer) => `${server.url.replace("http", "ws")}/v1/audio/speech/stream`;
 

@@ -4,7 +4,7 @@ import { createLogger } from "../../src/log/logger.ts";
 import { wyomingExposure } from "../../src/config.ts";
 import { startWyomingServer, type WyomingServer } from "../../src/wyoming/server.ts";
 import { IDLE_AFTER_ERROR_MS, TEXT_TOO_LONG } from "../../src/wyoming/session.ts";
-import { MAX_TEXT_MESSAGE_BYTES } from "../../src/speech/stream-session.ts";
+import { MAX_TEXT_MESSAGE_BYTES } from "../../src/speech/stream-rules.ts";
 import { eventually } from "../support/eventually.ts";
 import { sampleValue } from "../support/metrics.ts";
 import { testApp } from "../support/server.ts";
