@@ -1,5 +1,5 @@
 /**
- * Which of src/'s folders may import which: {http, wyoming} → speech → engine → models → {onnx, gpu, text, formats}, with
+ * Which of src/'s folders may import which: {openai, elevenlabs, wyoming} → http → speech → engine → models → {onnx, gpu, text, formats}, with
  * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
@@ -24,7 +24,7 @@ const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const compositionRoot = "^src/(main|app|server|deploy|services)\\.ts$";
-const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser", "chromium"];
+const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "openai", "elevenlabs", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser", "chromium"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });
 
@@ -158,6 +158,22 @@ module.exports = {
       severity: "error",
       from: { path: "^src/http/" },
       to: onlyTo("^src/(http|speech|engine|voices|audio|runtime)/"),
+    },
+    {
+      name: "openai-over-the-core",
+      comment:
+        "OpenAI's protocol (with vLLM-Omni's extensions): its dialect, routes and WebSocket codec, over the shared HTTP framing, the speech core, the voice catalog and the engine's lifecycle; never a model.",
+      severity: "error",
+      from: { path: "^src/openai/" },
+      to: onlyTo("^src/(openai|http|speech|engine|voices|audio|text|runtime)/", "^src/models/contract\\.ts$"),
+    },
+    {
+      name: "elevenlabs-over-the-core",
+      comment:
+        "ElevenLabs' protocol: its schema, its app and its socket codec, over the same core; it answers to OpenAI's model names and shares the voice upload form, so it may read openai/, which never reads it.",
+      severity: "error",
+      from: { path: "^src/elevenlabs/" },
+      to: onlyTo("^src/(elevenlabs|openai|http|speech|engine|voices|audio|text|runtime)/", "^src/models/contract\\.ts$"),
     },
     {
       name: "wyoming-beside-http",

@@ -8,7 +8,7 @@ import type { ModelHost } from "./engine/host.ts";
 import type { Logger } from "./log/logger.ts";
 import { ServiceMetrics } from "./metrics.ts";
 import { SpeechService } from "./speech/service.ts";
-import { OpenAiSpeech } from "./http/openai-speech.ts";
+import { OpenAiSpeech } from "./openai/dialect.ts";
 import { ServerLifecycle } from "./http/lifecycle.ts";
 import { RefAudioResolver } from "./voices/ref-audio.ts";
 import { VoiceCatalog } from "./voices/catalog.ts";

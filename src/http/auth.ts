@@ -17,7 +17,7 @@
 import type { Context, Hono } from "hono";
 import { timingSafeEqual, createHash } from "node:crypto";
 import { ApiError } from "../api/errors.ts";
-import { ELEVENLABS_PREFIX } from "../api/elevenlabs.ts";
+import { ELEVENLABS_PREFIX } from "./mounts.ts";
 
 export const PUBLIC_LISTINGS = new Set(["/v1/models", "/v1/audio/models", "/v1/audio/voices"]);
 export const HEALTH_PATHS = new Set(["/health", "/health/ready"]);

@@ -28,7 +28,7 @@ import { waitForDrain } from "../async/drain.ts";
 import { MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { TextStream, type TextStreamEnding, type TextStreamEvents } from "../speech/text-stream.ts";
 import { ApiError, badRequest, fromZodError } from "../api/errors.ts";
-import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "../api/wyoming.ts";
+import { synthesizeChunkDataSchema, synthesizeDataSchema, synthesizeStartDataSchema, type WyomingVoiceSelection } from "./schema.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import { asApiError } from "../speech/errors.ts";
 import type { Logger } from "../log/logger.ts";

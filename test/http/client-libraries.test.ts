@@ -2,7 +2,7 @@
  * Client libraries people use, run unchanged (but for their base URL) against a real server on loopback, each
  * with the defaults it ships: the AI SDK with its OpenAI and ElevenLabs providers, the legacy `elevenlabs` SDK
  * and LiveKit Agents' OpenAI and ElevenLabs plugins (their HTTP requests; the ElevenLabs plugin's socket is
- * test/http/elevenlabs-ws.test.ts's), driven without a room. Each request they send is recorded as it arrived,
+ * test/elevenlabs/sockets.test.ts's), driven without a room. Each request they send is recorded as it arrived,
  * and the audio they hand back is decoded by ffmpeg.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

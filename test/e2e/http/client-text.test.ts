@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { encodeWav } from "../../../src/audio/wav.ts";
-import { headerSafeFieldName } from "../../../src/http/openai-speech.ts";
+import { headerSafeFieldName } from "../../../src/openai/dialect.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { ToneAdapter } from "../../support/tone-adapter.ts";
 import { sine } from "../../support/uploads.ts";

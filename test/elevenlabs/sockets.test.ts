@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { initializeLogger } from "@livekit/agents";
 import { TTS as LiveKitElevenLabsTTS } from "@livekit/agents-plugin-elevenlabs";
 import { ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-rules.ts";
-import { MAX_CONTEXT_ID_CHARS } from "../../src/http/elevenlabs-ws.ts";
+import { MAX_CONTEXT_ID_CHARS } from "../../src/elevenlabs/sockets.ts";
 import { createClassicModel } from "../../src/models/classic/model.ts";
 import { assertAsrAvailable, transcribe } from "../support/asr.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";

@@ -19,17 +19,17 @@
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { ApiError } from "../api/errors.ts";
-import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "../api/elevenlabs.ts";
+import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "./schema.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { TextStream, type SpokenSentence, type TextStreamEvents } from "../speech/text-stream.ts";
-import { evenCharacterTimes } from "../speech/timed-speech.ts";
-import { noteFirstAudio } from "./access-log.ts";
-import { base64 } from "./base64.ts";
-import { checkModelId, voiceNamed } from "./elevenlabs.ts";
-import type { SpeechFields } from "./openai-speech.ts";
-import { sessionSocketEvents, type SessionSocket } from "./session-socket.ts";
-import type { StreamRouteDeps } from "./stream-ws.ts";
+import { evenCharacterTimes } from "./timed-speech.ts";
+import { noteFirstAudio } from "../http/access-log.ts";
+import { base64 } from "../http/base64.ts";
+import { checkModelId, voiceNamed } from "./routes.ts";
+import type { SpeechFields } from "../openai/dialect.ts";
+import { sessionSocketEvents, type SessionSocket } from "../http/session-socket.ts";
+import type { StreamRouteDeps } from "../openai/stream-ws.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
 
@@ -522,7 +522,7 @@ class ElevenLabsSocket {
 }
 
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
-import { documentedOutputFormat, elevenLabsErrorResponses, elevenLabsSecurity, voiceIdParams } from "./elevenlabs.ts";
+import { documentedOutputFormat, elevenLabsErrorResponses, elevenLabsSecurity, voiceIdParams } from "./routes.ts";
 
 /** Each socket as the GET that upgrades (101): OpenAPI has no WebSocket operation. */
 export function describeElevenLabsSocketRoutes(registry: OpenAPIRegistry): void {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ApiError } from "../../src/api/errors.ts";
 import type { SpeechRequest } from "../../src/api/speech.ts";
-import { headerSafeFieldName, OPENAI_PCM_SAMPLE_RATE_HZ } from "../../src/http/openai-speech.ts";
+import { headerSafeFieldName, OPENAI_PCM_SAMPLE_RATE_HZ } from "../../src/openai/dialect.ts";
 import { wholeAudio } from "../../src/speech/service.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";

@@ -5,11 +5,10 @@
  * and named in X-Ignored-Fields, so a caller written against ElevenLabs works unchanged.
  */
 import { z } from "zod";
-import { ApiError, echoed } from "./errors.ts";
-import { TEXT_NORMALIZATION_MODES, type RESPONSE_FORMATS } from "./speech.ts";
+import { ApiError, echoed } from "../api/errors.ts";
+import { TEXT_NORMALIZATION_MODES, type RESPONSE_FORMATS } from "../api/speech.ts";
 
-/** What the served API's base URL adds to ElevenLabs' paths (`http://host:port/elevenlabs/v1/voices`). */
-export const ELEVENLABS_PREFIX = "/elevenlabs";
+export { ELEVENLABS_PREFIX } from "../http/mounts.ts";
 
 export interface ElevenLabsOutputFormat {
   responseFormat: (typeof RESPONSE_FORMATS)[number];

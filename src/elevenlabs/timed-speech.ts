@@ -14,7 +14,7 @@ import type { EncodingOptions, ResponseFormat } from "../audio/encoders.ts";
 import { createStreamEncoder } from "../audio/stream-encoder.ts";
 import { TextSegmenter } from "../text/segmenter.ts";
 import { badRequest } from "../api/errors.ts";
-import type { SamplesDelivery, SpeechService, SpeechSpec, StartedSpeech } from "./service.ts";
+import type { SamplesDelivery, SpeechService, SpeechSpec, StartedSpeech } from "../speech/service.ts";
 
 /** ElevenLabs' alignment: one entry per character of the text (a code point), in order, times in seconds. */
 export interface CharacterAlignment {

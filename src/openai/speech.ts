@@ -4,14 +4,14 @@ import type { Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { CONTENT_TYPES } from "../audio/encoders.ts";
 import { wholeAudio } from "../speech/service.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
+import type { OpenAiSpeech } from "./dialect.ts";
 import type { Logger } from "../log/logger.ts";
-import { clientAbort, pullStream } from "./audio-stream.ts";
-import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
-import { noteAudio, streamEnded } from "./access-log.ts";
-import { audioStreamHeaders, fileHeaders } from "./speech-headers.ts";
+import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { readJsonBody, parseWith, type BodyLimits } from "../http/request-body.ts";
+import { noteAudio, streamEnded } from "../http/access-log.ts";
+import { audioStreamHeaders, fileHeaders } from "../http/speech-headers.ts";
 import { speechAudioEvents, sseHeaders } from "./sse.ts";
-import { bearer, binary, errorResponses, json } from "./route-docs.ts";
+import { bearer, binary, errorResponses, json } from "../http/route-docs.ts";
 
 export interface SpeechRouteDeps {
   openai: OpenAiSpeech;

@@ -5,8 +5,8 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import type { ServiceMetrics } from "../metrics.ts";
 import { OUTPUT_SAMPLE_RATES_HZ, type SpeechService } from "../speech/service.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
-import { errorResponses, json, open, openByDefault } from "./route-docs.ts";
+import type { OpenAiSpeech } from "./dialect.ts";
+import { errorResponses, json, open, openByDefault } from "../http/route-docs.ts";
 
 export interface InfoRouteDeps {
   service: SpeechService;

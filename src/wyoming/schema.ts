@@ -4,7 +4,7 @@
  * protocol may add later are ignored, as the reference implementation's readers do.
  */
 import { z } from "zod";
-import { MAX_VOICE_NAME_CHARS } from "./speech.ts";
+import { MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 
 /**
  * The voice a client asks for: by name (our voice names, as `info` lists them), else by language (the first

@@ -9,7 +9,7 @@
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { errorHandler } from "./error-response.ts";
+import { errorHandler } from "../http/error-response.ts";
 import {
   DEFAULT_ELEVENLABS_OUTPUT_FORMAT,
   ELEVENLABS_MODEL_IDS,
@@ -27,7 +27,7 @@ import {
   voicesPageQuerySchema,
   type ElevenLabsOutputFormat,
   type TextToSpeechBody,
-} from "../api/elevenlabs.ts";
+} from "./schema.ts";
 import { badRequest, echoed } from "../api/errors.ts";
 import { ELEVENLABS_PREMADE_VOICES, isOpenAiVoiceName, premadeVoiceNamed, voiceAliasTarget } from "../api/voice-aliases.ts";
 import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_SPEAKER_DESCRIPTION_CHARS, parseVoiceUpload } from "../api/voices.ts";
@@ -36,16 +36,16 @@ import { CONTENT_TYPES } from "../audio/encoders.ts";
 import type { Logger } from "../log/logger.ts";
 import { type SpeechDelivery, type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
 import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
-import { TimedSpeech, type CharacterAlignment } from "../speech/timed-speech.ts";
+import type { OpenAiSpeech } from "../openai/dialect.ts";
+import { TimedSpeech, type CharacterAlignment } from "./timed-speech.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
-import { noteAudio, streamEnded } from "./access-log.ts";
-import { clientAbort, pullStream } from "./audio-stream.ts";
-import { base64 } from "./base64.ts";
-import { readJsonBody, type BodyLimits } from "./request-body.ts";
-import { audioStreamHeaders, fileHeaders, ignoredFieldsHeader } from "./speech-headers.ts";
-import { FORM_OVERHEAD_BYTES, MAX_UPLOAD_AUDIO_BYTES, readCappedForm, saveAudioUpload } from "./voices.ts";
-import { bearer, binary, ERROR_DESCRIPTIONS, json, type SecurityRequirement } from "./route-docs.ts";
+import { noteAudio, streamEnded } from "../http/access-log.ts";
+import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { base64 } from "../http/base64.ts";
+import { readJsonBody, type BodyLimits } from "../http/request-body.ts";
+import { audioStreamHeaders, fileHeaders, ignoredFieldsHeader } from "../http/speech-headers.ts";
+import { FORM_OVERHEAD_BYTES, MAX_UPLOAD_AUDIO_BYTES, readCappedForm, saveAudioUpload } from "../openai/voices.ts";
+import { bearer, binary, ERROR_DESCRIPTIONS, json, type SecurityRequirement } from "../http/route-docs.ts";
 
 export interface ElevenLabsRouteDeps {
   service: SpeechService;

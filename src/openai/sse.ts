@@ -4,8 +4,8 @@
  */
 import type { Logger } from "../log/logger.ts";
 import type { StartedSpeech } from "../speech/service.ts";
-import { base64 } from "./base64.ts";
-import { ignoredFieldsHeader } from "./speech-headers.ts";
+import { base64 } from "../http/base64.ts";
+import { ignoredFieldsHeader } from "../http/speech-headers.ts";
 import { asApiError } from "../speech/errors.ts";
 
 const encoder = new TextEncoder();

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { SynthesisJob } from "../../src/models/contract.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { SEND_HIGH_WATER_BYTES } from "../../src/async/drain.ts";
-import { SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/speech/stream-session.ts";
+import { SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/openai/stream-session.ts";
 import { CLOSE_NORMAL, CLOSE_POLICY, ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-rules.ts";
 import { testApp } from "../support/server.ts";
 import { ToneAdapter } from "../support/tone-adapter.ts";

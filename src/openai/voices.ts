@@ -9,9 +9,9 @@ import type { SpeechService } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import { decodeReferenceAudio } from "../voices/ref-audio.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
-import { guardedBody, type BodyLimits } from "./request-body.ts";
+import { guardedBody, type BodyLimits } from "../http/request-body.ts";
 import type { Logger } from "../log/logger.ts";
-import { bearer, binary, errorResponses, json, openByDefault, type MediaSchema } from "./route-docs.ts";
+import { bearer, binary, errorResponses, json, openByDefault, type MediaSchema } from "../http/route-docs.ts";
 import { MaxFileSizeExceededError, MaxTotalSizeExceededError, parseMultipartRequest } from "@remix-run/multipart-parser";
 
 export const MAX_UPLOAD_AUDIO_BYTES = 10 * 1024 * 1024;

@@ -4,7 +4,7 @@
  * raw formats by their length and by the tone's pitch, which is right only at the right rate.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ELEVENLABS_OUTPUT_FORMATS } from "../../src/api/elevenlabs.ts";
+import { ELEVENLABS_OUTPUT_FORMATS } from "../../src/elevenlabs/schema.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";

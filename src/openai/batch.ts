@@ -11,16 +11,16 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { batchItemSchema, batchRequestSchema, speechFieldShape, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
-import { noteAudio, streamEnded } from "./access-log.ts";
+import { noteAudio, streamEnded } from "../http/access-log.ts";
 import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
+import type { OpenAiSpeech } from "./dialect.ts";
 import type { Logger } from "../log/logger.ts";
 import { asApiError } from "../speech/errors.ts";
-import { clientAbort, pullStream } from "./audio-stream.ts";
-import { readJsonBody, parseWith, type BodyLimits } from "./request-body.ts";
-import { base64 } from "./base64.ts";
-import { mediaTypeOf } from "./speech-headers.ts";
-import { bearer, errorResponses, json } from "./route-docs.ts";
+import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { readJsonBody, parseWith, type BodyLimits } from "../http/request-body.ts";
+import { base64 } from "../http/base64.ts";
+import { mediaTypeOf } from "../http/speech-headers.ts";
+import { bearer, errorResponses, json } from "../http/route-docs.ts";
 
 /** Audio bytes per written piece of `audio_data`: a multiple of 3, so the pieces' base64 joins seamlessly. */
 const AUDIO_PIECE_BYTES = 3 * 64 * 1024;

@@ -4,11 +4,11 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log/logger.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
-import type { OpenAiSpeech } from "./openai-speech.ts";
-import { SpeechStreamSession } from "../speech/stream-session.ts";
-import type { ServerLifecycle } from "./lifecycle.ts";
-import { noteAudio, noteFirstAudio } from "./access-log.ts";
-import { sessionSocketEvents } from "./session-socket.ts";
+import type { OpenAiSpeech } from "./dialect.ts";
+import { SpeechStreamSession } from "./stream-session.ts";
+import type { ServerLifecycle } from "../http/lifecycle.ts";
+import { noteAudio, noteFirstAudio } from "../http/access-log.ts";
+import { sessionSocketEvents } from "../http/session-socket.ts";
 
 export interface StreamRouteDeps {
   service: SpeechService;
@@ -60,7 +60,7 @@ export function registerStreamRoute(app: Hono, deps: StreamRouteDeps): void {
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
 import { streamClientMessageSchema } from "../api/speech.ts";
-import { bearer, errorResponses } from "./route-docs.ts";
+import { bearer, errorResponses } from "../http/route-docs.ts";
 
 /** OpenAPI has no WebSocket operation: the route is the GET that upgrades (101), its client messages an extension. */
 export function describeStreamRoute(registry: OpenAPIRegistry): void {

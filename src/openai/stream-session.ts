@@ -8,10 +8,10 @@ import { ApiError, echoed, fromZodError } from "../api/errors.ts";
 import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
-import type { SpeechService, StartedSpeech } from "./service.ts";
+import type { SpeechService, StartedSpeech } from "../speech/service.ts";
 import type { EncodingOptions } from "../audio/encoders.ts";
-import { TextStream, type TextStreamEnding, type TextStreamError } from "./text-stream.ts";
-import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, closeCodeOf, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_CONFIG_MESSAGE_BYTES, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "./stream-rules.ts";
+import { TextStream, type TextStreamEnding, type TextStreamError } from "../speech/text-stream.ts";
+import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, closeCodeOf, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_CONFIG_MESSAGE_BYTES, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 
 function messageBytes(data: string | ArrayBuffer | Uint8Array | Blob): number {
   if (typeof data === "string") return Buffer.byteLength(data);
@@ -27,7 +27,7 @@ export interface StreamSink {
 }
 
 /**
- * A session's sentences, spoken in the native protocol's dialect (OpenAI's, http/openai-speech.ts): the
+ * A session's sentences, spoken in the native protocol's dialect (OpenAI's, openai/dialect.ts): the
  * session's config is a speech request's fields, checked once when it arrives and applied to each sentence.
  */
 export interface SentenceSpeech {
