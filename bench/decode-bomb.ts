@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { constantFlac, ffmpegSilence, OGG_VORBIS, wavWithDeclaredSize, withoutOggGranules } from "../test/support/audio-bombs.ts";
 import { testApp } from "../test/support/server.ts";
-import { ToneAdapter } from "../test/support/tone-adapter.ts";
+import { ToneModel } from "../test/support/tone-model.ts";
 import { multipartBody } from "../test/support/uploads.ts";
 
 type Route = "upload" | "ref_audio";
@@ -73,7 +73,7 @@ if (values.child !== undefined) {
 
 async function measure(input: BenchInput): Promise<Measurement> {
   const bytes = input.make();
-  const adapter = new ToneAdapter({ cloning: true });
+  const adapter = new ToneModel({ cloning: true });
   const { app } = await testApp(adapter);
   // Loads every decoder the inputs use, so that wasm instantiation is not counted against the bomb.
   const warmUp = constantFlac({ sampleRateHz: 8000, channelCount: 1, blockSize: 4096, frameCount: 4, declaredTotalSamples: 4 * 4096 });

@@ -60,16 +60,16 @@ export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue"> 
 
 export class ModelHost {
   #state: ModelState = "loading";
-  #adapter: SpeechModel | undefined;
+  #model: SpeechModel | undefined;
   #engine: Engine | undefined;
   #failure: Error | undefined;
   readonly loaded: Promise<void>;
 
   private constructor(load: Promise<SpeechModel>, engineOptions: EngineOptions) {
     this.loaded = load.then(
-      (adapter) => {
-        this.#adapter = adapter;
-        this.#engine = new Engine(adapter.runner, adapter.capabilities, engineOptions);
+      (model) => {
+        this.#model = model;
+        this.#engine = new Engine(model.runner, model.capabilities, engineOptions);
         this.#state = "ready";
       },
       (error: unknown) => {
@@ -93,7 +93,7 @@ export class ModelHost {
 
   /** The model once ready; undefined while loading or after a failed load. */
   get model(): SpeechModel | undefined {
-    return this.#adapter;
+    return this.#model;
   }
 
   /** The engine that runs the model, once ready. */
@@ -104,6 +104,6 @@ export class ModelHost {
   async close(): Promise<void> {
     await this.loaded;
     await this.#engine?.close();
-    await this.#adapter?.close();
+    await this.#model?.close();
   }
 }

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
 import { wavFile } from "../support/uploads.ts";
@@ -43,7 +43,7 @@ describe("text-to-speech through the SDK", () => {
   let server: TestServer;
   let client: ElevenLabsClient;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter(), { flags: { "api-key": API_KEY } });
+    server = await startTestServer(new ToneModel(), { flags: { "api-key": API_KEY } });
     client = clientFor(server);
   });
   afterAll(() => server.stop());
@@ -209,7 +209,7 @@ describe("voices and models through the SDK", () => {
   let server: TestServer;
   let client: ElevenLabsClient;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter({ cloning: true }));
+    server = await startTestServer(new ToneModel({ cloning: true }));
     client = clientFor(server);
   });
   afterAll(() => server.stop());
@@ -276,7 +276,7 @@ describe("voices and models through the SDK", () => {
 });
 
 describe("ElevenLabs' premade voices and --voice-aliases", () => {
-  const adapter = new ToneAdapter({ cloning: true });
+  const adapter = new ToneModel({ cloning: true });
   let server: TestServer;
   let client: ElevenLabsClient;
   beforeAll(async () => {
@@ -321,7 +321,7 @@ describe("ElevenLabs' premade voices and --voice-aliases", () => {
 
 describe("a model that cannot clone", () => {
   test("ivc.create is refused with a clear reason", async () => {
-    const server = await startTestServer(new ToneAdapter());
+    const server = await startTestServer(new ToneModel());
     try {
       const refused = await refusal(() => clientFor(server).voices.ivc.create({ name: "Narrator", files: [wavFile()], labels: { consent: "rec-1" } }));
       expect(refused.statusCode).toBe(400);
@@ -335,7 +335,7 @@ describe("a model that cannot clone", () => {
 describe("errors in ElevenLabs' shape", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter(), { flags: { "api-key": API_KEY } });
+    server = await startTestServer(new ToneModel(), { flags: { "api-key": API_KEY } });
   });
   afterAll(() => server.stop());
 
@@ -372,7 +372,7 @@ describe("errors in ElevenLabs' shape", () => {
 
 describe("long text", () => {
   test("past 4096 characters with-timestamps must be streamed, as a file must on the speech route", async () => {
-    const server = await startTestServer(new ToneAdapter(), { flags: { "max-input-chars": "6000" } });
+    const server = await startTestServer(new ToneModel(), { flags: { "max-input-chars": "6000" } });
     try {
       const refused = await refusal(() => clientFor(server).textToSpeech.convertWithTimestamps("low", { text: "word ".repeat(1000) }));
       expect(refused.statusCode).toBe(400);

@@ -8,7 +8,7 @@ import { ELEVENLABS_OUTPUT_FORMATS } from "../../src/elevenlabs/schema.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 /** The tone adapter's "low" voice: 220 Hz, one 80 ms frame for every two characters. */
 const TONE_HZ = 220;
@@ -33,7 +33,7 @@ const CONTAINED_CODEC: Record<string, string> = { mp3: "mp3", opus: "opus", wav:
 describe("every ElevenLabs output_format, decoded by ffmpeg", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter());
+    server = await startTestServer(new ToneModel());
   });
   afterAll(() => server.stop());
 

@@ -15,7 +15,7 @@ import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { INTELLIGIBILITY_SENTENCES } from "../support/test-sentences.ts";
 import { wordErrorRate } from "../support/wer.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
 
 const API_KEY = "sk-eleven";
@@ -24,7 +24,7 @@ const secondsOf = (text: string) => Math.round(text.length * 0.5) * 0.08;
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer(new ToneAdapter({ frameDelayMs: 5 }), { flags: { "api-key": API_KEY } });
+  server = await startTestServer(new ToneModel({ frameDelayMs: 5 }), { flags: { "api-key": API_KEY } });
 });
 afterAll(() => server.stop());
 
@@ -220,7 +220,7 @@ describe("multi-stream-input as LiveKit's ElevenLabs plugin 1.9 speaks it", () =
 
 describe("a server shutdown on multi-stream-input", () => {
   test("each context finishes what it had flushed and sends isFinal (an idle one at once), then the socket closes with 1001", async () => {
-    const draining = await startTestServer(new ToneAdapter({ frameDelayMs: 5 }));
+    const draining = await startTestServer(new ToneModel({ frameDelayMs: 5 }));
     try {
       const socket = new RecordingSocket(`${draining.url.replace("http", "ws")}/elevenlabs/v1/text-to-speech/low/multi-stream-input?output_format=pcm_16000`);
       await socket.opened;

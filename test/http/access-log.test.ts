@@ -7,13 +7,13 @@ import { expect, test } from "bun:test";
 import { createLogger } from "../../src/log/logger.ts";
 import { startTestServer, testApp } from "../support/server.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 const SECRET_TEXT = "my bank password is hunter2";
 
 async function loggingApp(flags: Record<string, string> = {}) {
   const lines: string[] = [];
-  const built = await testApp(new ToneAdapter(), { logger: createLogger("info", (line) => lines.push(line)), flags });
+  const built = await testApp(new ToneModel(), { logger: createLogger("info", (line) => lines.push(line)), flags });
   const accessLines = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.message === "request");
   return { ...built, lines, accessLines };
 }
@@ -74,7 +74,7 @@ test("a client leaving mid-stream is logged as client_closed, with the audio it 
 
 test("a WebSocket session is logged when it closes: status 101, its audio seconds and first audio, completed", async () => {
   const lines: string[] = [];
-  const server = await startTestServer(new ToneAdapter(), { logger: createLogger("info", (line) => lines.push(line)) });
+  const server = await startTestServer(new ToneModel(), { logger: createLogger("info", (line) => lines.push(line)) });
   try {
     const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`, { "x-request-id": "ws-session-1" });
     await socket.opened;

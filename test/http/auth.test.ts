@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { HEALTH_PATHS, METRICS_PATH, PUBLIC_LISTINGS } from "../../src/http/auth.ts";
 import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
 import { startTestServer, testApp, type TestServer } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
 
 const FLAG_KEY = "sk-flag";
@@ -52,7 +52,7 @@ async function expectUnauthorized(response: Response, path = ""): Promise<void> 
 
 describe("no keys configured", () => {
   test("every route answers without credentials", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const routes = routesOf(app);
     expect(routes.length).toBeGreaterThanOrEqual(14);
     for (const { method, path } of routes) expect({ method, path, status: (await call(app, method, path)).status }).not.toMatchObject({ status: 401 });
@@ -69,7 +69,7 @@ for (const { name, flags, open } of MATRIX) {
   describe(name, () => {
     let app: App;
     beforeAll(async () => {
-      ({ app } = await testApp(new ToneAdapter(), { flags: { "api-key": FLAG_KEY, "api-key-file": keyFile, ...flags } }));
+      ({ app } = await testApp(new ToneModel(), { flags: { "api-key": FLAG_KEY, "api-key-file": keyFile, ...flags } }));
     });
 
     test("every route: no key and a wrong key are 401 (OpenAI's error shape, ElevenLabs' under /elevenlabs) unless open; either key, as Bearer, X-API-Key or xi-api-key, gets past", async () => {
@@ -99,7 +99,7 @@ for (const { name, flags, open } of MATRIX) {
 describe("the WebSocket checks the key at upgrade", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter(), { flags: { "api-key": FLAG_KEY } });
+    server = await startTestServer(new ToneModel(), { flags: { "api-key": FLAG_KEY } });
   });
   afterAll(() => server.stop());
 

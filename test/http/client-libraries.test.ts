@@ -16,7 +16,7 @@ import { TTS as LiveKitElevenLabsTts } from "@livekit/agents-plugin-elevenlabs";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 const API_KEY = "sk-clients";
 /** The tone adapter's default voice ("low"): 220 Hz, one 80 ms frame for every two characters. */
@@ -37,7 +37,7 @@ let recorded: RecordedRequest[] = [];
 /** A loopback proxy in front of the server that records each request, so a test sees the client's own. */
 let proxy: ReturnType<typeof Bun.serve>;
 let baseUrl: string;
-const adapter = new ToneAdapter();
+const adapter = new ToneModel();
 
 beforeAll(async () => {
   server = await startTestServer(adapter, { flags: { "api-key": API_KEY } });

@@ -15,16 +15,16 @@ import { GeneratorRunner } from "../../src/models/generator-runner.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
 import { VoiceStore } from "../../src/voices/store.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 const speechRequest = (input = "hello") => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input }) });
 
 /** A tone model whose worker can die for good: from then on every step throws and the runner says why. */
-class MortalToneAdapter extends ToneAdapter {
+class MortalToneModel extends ToneModel {
   death: Error | undefined;
   override readonly runner = new GeneratorRunner((job) => this.mortalSteps(job), { failure: () => this.death });
 
-  async *mortalSteps(job: Parameters<ToneAdapter["frameSteps"]>[0]) {
+  async *mortalSteps(job: Parameters<ToneModel["frameSteps"]>[0]) {
     for await (const step of this.frameSteps(job)) {
       if (this.death) throw this.death;
       yield step;
@@ -35,22 +35,22 @@ class MortalToneAdapter extends ToneAdapter {
 test("while the model loads, both are 503 'loading'; once it is ready, both are 200", async () => {
   const config = loadConfig({}, {});
   const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
-  let finishLoading: (adapter: ToneAdapter) => void = () => {};
-  const host = ModelHost.load(() => new Promise<ToneAdapter>((resolve) => (finishLoading = resolve)));
+  let finishLoading: (adapter: ToneModel) => void = () => {};
+  const host = ModelHost.load(() => new Promise<ToneModel>((resolve) => (finishLoading = resolve)));
   const { app } = createApp({ config, host, logger: silentLogger, voices, runtime: await loadRuntime() });
   for (const path of ["/health", "/health/ready"]) {
     const response = await app.request(path);
     expect(response.status).toBe(503);
     expect(await response.json()).toEqual({ status: "loading" });
   }
-  finishLoading(new ToneAdapter());
+  finishLoading(new ToneModel());
   await host.loaded;
   expect(await (await app.request("/health/ready")).json()).toEqual({ status: "ready" });
   expect(await (await app.request("/health")).json()).toMatchObject({ status: "ok", model: "tone-test" });
 });
 
 test("an engine that dies at run time: the request in flight fails, readiness and liveness turn 503, it is logged once, and new requests are refused at once", async () => {
-  const adapter = new MortalToneAdapter({ framesPerChar: 20 });
+  const adapter = new MortalToneModel({ framesPerChar: 20 });
   const lines: string[] = [];
   const { app } = await testApp(adapter, { logger: createLogger("info", (line) => lines.push(line)) });
   expect((await app.request("/health/ready")).status).toBe(200);
@@ -78,7 +78,7 @@ test("an engine that dies at run time: the request in flight fails, readiness an
 });
 
 test("draining: readiness 503, liveness 200, new work refused with a retryable 503 in OpenAI's shape, reads still answered", async () => {
-  const { app, lifecycle } = await testApp(new ToneAdapter());
+  const { app, lifecycle } = await testApp(new ToneModel());
   lifecycle.startDraining();
   const ready = await app.request("/health/ready");
   expect(ready.status).toBe(503);
@@ -94,7 +94,7 @@ test("draining: readiness 503, liveness 200, new work refused with a retryable 5
 });
 
 test("draining waits for a stream in progress: idle only once its last byte is taken", async () => {
-  const { app, lifecycle } = await testApp(new ToneAdapter({ framesPerChar: 2 }));
+  const { app, lifecycle } = await testApp(new ToneModel({ framesPerChar: 2 }));
   const stream = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "stream me to the end", stream_format: "audio", response_format: "pcm" }) });
   lifecycle.startDraining();
   expect(lifecycle.active.requests).toBe(1);

@@ -13,12 +13,12 @@ import { createClassicModel } from "../../src/models/classic/model.ts";
 import { parseByteRange } from "../../src/http/model-files.ts";
 import { startTestServer, testApp } from "../support/server.ts";
 import { DENO, REPO_ROOT } from "../support/server-process.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 
 /** The tone model, lending a bundle folder as Pocket TTS does. */
-class BundleAdapter extends ToneAdapter {
+class BundleAdapter extends ToneModel {
   constructor(readonly filesDirectory: string) {
     super();
   }

@@ -8,7 +8,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import OpenAI from "openai";
 import { ElevenLabsClient } from "@elevenlabs/elevenlabs-js";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 type App = Awaited<ReturnType<typeof testApp>>["app"];
 type Document = { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> } }>> };
@@ -16,7 +16,7 @@ type Document = { openapi: string; paths: Record<string, Record<string, { reques
 let app: App;
 let document: Document;
 beforeAll(async () => {
-  ({ app } = await testApp(new ToneAdapter()));
+  ({ app } = await testApp(new ToneModel()));
   const response = await app.request("/openapi.json");
   expect(response.status).toBe(200);
   document = (await response.json()) as Document;

@@ -5,7 +5,7 @@
  * same bytes either way. Inputs are money, dates, times and years, which the rules cover.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { isJson, RecordingSocket } from "../support/ws-client.ts";
 import { parseSse } from "../support/sse.ts";
@@ -29,7 +29,7 @@ test("the rules rewrite the test input, so every check below can tell normalized
 
 describe("POST /v1/audio/speech", () => {
   let server: TestServer;
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   beforeAll(async () => {
     server = await startTestServer(adapter);
   });
@@ -88,7 +88,7 @@ describe("POST /v1/audio/speech", () => {
 
 describe("POST /v1/audio/speech/batch", () => {
   let server: TestServer;
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   beforeAll(async () => {
     server = await startTestServer(adapter);
   });
@@ -123,7 +123,7 @@ describe("POST /v1/audio/speech/batch", () => {
 
 describe("WebSocket /v1/audio/speech/stream", () => {
   let server: TestServer;
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   beforeAll(async () => {
     server = await startTestServer(adapter);
   });
@@ -184,7 +184,7 @@ describe("WebSocket /v1/audio/speech/stream", () => {
 describe("text without written forms: the same bytes and usage with normalization on and off", () => {
   const PLAIN = "The quick brown fox jumps over the lazy dog, and then it rests.";
   for (const [engine, load, voice] of [
-    ["the neural test model", async () => new ToneAdapter(), "low"],
+    ["the neural test model", async () => new ToneModel(), "low"],
     ["the offline engine", createClassicModel, "rms"],
   ] as const) {
     test(engine, async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { testApp } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { createClassicModel } from "../../src/models/classic/model.ts";
@@ -10,7 +10,7 @@ async function postBatch(app: Awaited<ReturnType<typeof testApp>>["app"], body: 
 }
 
 test("batch defaults apply, item values win, one bad item fails alone", async () => {
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   const { app } = await testApp(adapter);
   const { status, body } = await postBatch(app, {
     response_format: "mp3",
@@ -38,7 +38,7 @@ test("batch defaults apply, item values win, one bad item fails alone", async ()
 });
 
 test("batch limits and batch-level errors are 400s", async () => {
-  const { app } = await testApp(new ToneAdapter(), { flags: { "batch-max-items": "3" } });
+  const { app } = await testApp(new ToneModel(), { flags: { "batch-max-items": "3" } });
   const tooMany = await postBatch(app, { items: [{ input: "a" }, { input: "b" }, { input: "c" }, { input: "d" }] });
   expect(tooMany.status).toBe(400);
   expect(tooMany.body.error.param).toBe("items");
@@ -51,7 +51,7 @@ test("batch limits and batch-level errors are 400s", async () => {
 });
 
 test("the response is written item by item, in the same JSON as a whole body, audio bytes identical to the single route", async () => {
-  const adapter = new ToneAdapter({ frameDelayMs: 1 });
+  const adapter = new ToneModel({ frameDelayMs: 1 });
   // Two running places: items past them wait in the engine, so the first result leaves before the last starts.
   const { app } = await testApp(adapter, { flags: { "max-streams": "2" } });
   // 300 characters → 12 s of 24 kHz WAV (576 KB): several pieces of audio_data per item.
@@ -86,7 +86,7 @@ test("the response is written item by item, in the same JSON as a whole body, au
 });
 
 test("a batch's audio is capped: items are kept in index order while within --batch-max-audio-seconds, the rest fail", async () => {
-  const { app } = await testApp(new ToneAdapter(), { flags: { "batch-max-audio-seconds": "5" } });
+  const { app } = await testApp(new ToneModel(), { flags: { "batch-max-audio-seconds": "5" } });
   // 24 characters → 12 frames → 0.96 s each: five fit in 5 s. Four run at once, yet a later item never
   // takes the room of an earlier one.
   const { status, body } = await postBatch(app, { items: Array.from({ length: 8 }, () => ({ input: "x".repeat(24) })) });

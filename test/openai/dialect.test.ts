@@ -4,14 +4,14 @@ import type { SpeechRequest } from "../../src/api/speech.ts";
 import { headerSafeFieldName, OPENAI_PCM_SAMPLE_RATE_HZ } from "../../src/openai/dialect.ts";
 import { wholeAudio } from "../../src/speech/service.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 const signal = () => new AbortController().signal;
 const request = (fields: Partial<SpeechRequest> = {}): SpeechRequest => ({ input: "Hello there.", ...fields });
 
 describe("OpenAI's dialect over the core", () => {
   test("defaults: a file is wav at the model's rate, pcm is OpenAI's 24 kHz, a streamed WebSocket sentence is pcm16 at the model's rate", async () => {
-    const { openai } = await testApp(new ToneAdapter({ sampleRateHz: 16000 }));
+    const { openai } = await testApp(new ToneModel({ sampleRateHz: 16000 }));
     const file = await openai.start(request(), "speech", signal());
     expect([file.prepared.responseFormat, file.prepared.outputSampleRateHz, file.prepared.delivery]).toEqual(["wav", 16000, "file"]);
     await wholeAudio(file.audio);
@@ -24,7 +24,7 @@ describe("OpenAI's dialect over the core", () => {
   });
 
   test("stream rules: stream_format picks the delivery; streaming is refused off the speech route; speed cannot stream", async () => {
-    const { openai } = await testApp(new ToneAdapter());
+    const { openai } = await testApp(new ToneModel());
     const sse = await openai.start(request({ stream: true }), "speech", signal());
     expect(sse.prepared.delivery).toBe("sse");
     await sse.audio.return();
@@ -35,20 +35,20 @@ describe("OpenAI's dialect over the core", () => {
   });
 
   test("model names: the served id, OpenAI's, dated snapshots and --model-aliases; anything else a 404", async () => {
-    const { openai } = await testApp(new ToneAdapter(), { flags: { "model-aliases": "house-voice" } });
+    const { openai } = await testApp(new ToneModel(), { flags: { "model-aliases": "house-voice" } });
     for (const model of ["tone-test", "tts-1", "gpt-4o-mini-tts-2031-01-01", "house-voice"]) openai.checkModel(model);
     expect(() => openai.checkModel("whisper-1")).toThrow(ApiError);
   });
 
   test("ignored fields are named as OpenAI's clients sent them", async () => {
-    const { openai } = await testApp(new ToneAdapter());
+    const { openai } = await testApp(new ToneModel());
     const speech = await openai.start(request({ language: "German", task_type: "Base", instructions: "softly" }), "speech", signal());
     await wholeAudio(speech.audio);
     expect(speech.prepared.ignoredFields).toEqual(["instructions", "language", "task_type"]);
   });
 
   test("check finds a session config's mistakes before any text, without speaking", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { openai } = await testApp(adapter);
     await openai.check({ voice: "high", response_format: "mp3" }, "websocket_whole", signal());
     await expect(openai.check({ voice: "nobody" }, "websocket_whole", signal())).rejects.toBeInstanceOf(ApiError);

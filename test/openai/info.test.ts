@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { expect, test } from "bun:test";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { testApp } from "../support/server.ts";
 import { createApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 test("models list the served model and its aliases", async () => {
-  const { app } = await testApp(new ToneAdapter());
+  const { app } = await testApp(new ToneModel());
   const body = (await (await app.request("/v1/models")).json()) as any;
   expect(body.object).toBe("list");
   expect(body.data.map((model: any) => model.id)).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"]);
@@ -44,7 +44,7 @@ test("health is 503 while loading and after a failed load; speech is 503 then to
 });
 
 test("metrics count requests by route and status, time to first audio and stream outcomes", async () => {
-  const { app } = await testApp(new ToneAdapter());
+  const { app } = await testApp(new ToneModel());
   const post = (body: unknown) => app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   await (await post({ input: "count me" })).arrayBuffer();
   await (await post({ input: "" })).arrayBuffer();
@@ -58,7 +58,7 @@ test("metrics count requests by route and status, time to first audio and stream
 });
 
 test("a stream is counted by how its generation ended: a failure is failed even when SSE tells it in an event; a file is no stream", async () => {
-  const { app } = await testApp(new ToneAdapter({ failAfterFrames: 2 }));
+  const { app } = await testApp(new ToneModel({ failAfterFrames: 2 }));
   const post = (body: unknown) => app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const events = await (await post({ input: "a stream that breaks", stream: true })).text();
   expect(events).toContain("event: speech.audio.error");
@@ -72,21 +72,21 @@ test("a stream is counted by how its generation ended: a failure is failed even 
 });
 
 test("an API key, when configured, is required on /v1 routes", async () => {
-  const { app } = await testApp(new ToneAdapter(), { flags: { "api-key": "s3cret" } });
+  const { app } = await testApp(new ToneModel(), { flags: { "api-key": "s3cret" } });
   expect((await app.request("/v1/models")).status).toBe(401);
   expect((await app.request("/v1/models", { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
   expect((await app.request("/health")).status).toBe(200);
 });
 
 test("GET /v1/audio/models lists the served model and its aliases as Open WebUI reads them", async () => {
-  const { app } = await testApp(new ToneAdapter());
+  const { app } = await testApp(new ToneModel());
   const body = (await (await app.request("/v1/audio/models")).json()) as any;
   expect(body.models).toEqual(["tone-test", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"].map((id) => ({ id, name: id })));
   expect(body.data).toEqual(((await (await app.request("/v1/models")).json()) as any).data);
 });
 
 test("with an API key and no --public-listings, the listings need the key like every /v1 route", async () => {
-  const { app } = await testApp(new ToneAdapter(), { flags: { "api-key": "s3cret" } });
+  const { app } = await testApp(new ToneModel(), { flags: { "api-key": "s3cret" } });
   for (const path of ["/v1/models", "/v1/audio/models", "/v1/audio/voices"]) {
     expect((await app.request(path)).status).toBe(401);
     expect((await app.request(path, { headers: { authorization: "Bearer s3cret" } })).status).toBe(200);
@@ -94,7 +94,7 @@ test("with an API key and no --public-listings, the listings need the key like e
 });
 
 test("with --public-listings, the three listings answer without a key (uploads without consent or transcript); a wrong key and everything else need the key", async () => {
-  const { app, voices } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "api-key": "s3cret", "public-listings": "true" } });
+  const { app, voices } = await testApp(new ToneModel({ cloning: true }), { flags: { "api-key": "s3cret", "public-listings": "true" } });
   await voices.saveAudio({ name: "Mine", consent: "rec-1", mimeType: "audio/wav", fileSizeBytes: 1, samples: new Float32Array(16000), sampleRateHz: 16000, refText: "private words" });
   const keyed = { authorization: "Bearer s3cret" };
 
@@ -123,7 +123,7 @@ test("with --public-listings, the three listings answer without a key (uploads w
 });
 
 test("the playground page is served at /", async () => {
-  const { app } = await testApp(new ToneAdapter());
+  const { app } = await testApp(new ToneModel());
   const response = await app.request("/");
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toContain("text/html");
@@ -131,7 +131,7 @@ test("the playground page is served at /", async () => {
 });
 
 test("the playground's modules are served by name as JavaScript, and nothing else under /playground/", async () => {
-  const { app } = await testApp(new ToneAdapter());
+  const { app } = await testApp(new ToneModel());
   for (const file of ["playground.js", "playground-lib.js", "pcm-player.js"]) {
     const response = await app.request(`/playground/${file}`);
     expect(response.status).toBe(200);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { startTestServer, testApp, type TestServer } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { dominantFrequencyHz } from "../support/spectrum.ts";
@@ -26,7 +26,7 @@ function int16ToFloat(bytes: Uint8Array): Float32Array {
 
 describe("POST /v1/audio/speech on a real port", () => {
   let server: TestServer;
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   beforeAll(async () => {
     server = await startTestServer(adapter);
   });
@@ -146,7 +146,7 @@ describe("POST /v1/audio/speech on a real port", () => {
 
 test("a generation whose end never comes stops at 10 s plus 1 s per input character", async () => {
   // 100 frames per character stands for a model whose end-of-speech never fires: "hi" would run 16 s.
-  const adapter = new ToneAdapter({ framesPerChar: 100 });
+  const adapter = new ToneModel({ framesPerChar: 100 });
   const { app } = await testApp(adapter);
   const response = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "hi", response_format: "pcm" }) });
   const capFrames = Math.ceil(12.5 * (10 + 2));
@@ -157,7 +157,7 @@ test("a generation whose end never comes stops at 10 s plus 1 s per input charac
 
 describe("disconnects and failures", () => {
   test("a client that leaves mid-stream stops generation within a frame or two", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 });
+    const adapter = new ToneModel({ frameDelayMs: 20, framesPerChar: 4 });
     const server = await startTestServer(adapter);
     try {
       for (const body of [{ stream_format: "audio", response_format: "pcm" }, { stream: true }]) {
@@ -180,7 +180,7 @@ describe("disconnects and failures", () => {
   });
 
   test("a failure after audio was sent is an SSE error event with partial_audio and action", async () => {
-    const { app } = await testApp(new ToneAdapter({ failAfterFrames: 2 }));
+    const { app } = await testApp(new ToneModel({ failAfterFrames: 2 }));
     const response = await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: TEXT, stream: true }) });
     const events = parseSse(await response.text());
     expect(events.filter((event) => event.event === "speech.audio.delta").length).toBe(2);
@@ -190,7 +190,7 @@ describe("disconnects and failures", () => {
   });
 
   test("a failure before any audio is an SSE error without partial_audio; non-streaming is a 500 without a stack", async () => {
-    const { app } = await testApp(new ToneAdapter({ failAfterFrames: 0 }));
+    const { app } = await testApp(new ToneModel({ failAfterFrames: 0 }));
     const sse = parseSse(await (await app.request("/v1/audio/speech", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: TEXT, stream: true }) })).text());
     expect(sse.at(-1)!.event).toBe("speech.audio.error");
     expect(sse.at(-1)!.data.error.partial_audio).toBeUndefined();

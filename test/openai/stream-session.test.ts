@@ -5,7 +5,7 @@ import { SEND_HIGH_WATER_BYTES } from "../../src/async/drain.ts";
 import { SpeechStreamSession, type StreamSessionOptions, type StreamSink } from "../../src/openai/stream-session.ts";
 import { CLOSE_NORMAL, CLOSE_POLICY, ERRONEOUS_MESSAGE_BURST } from "../../src/speech/stream-rules.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { eventually } from "../support/eventually.ts";
 
 type Sent = { kind: "json"; value: any } | { kind: "binary"; byteLength: number };
@@ -70,7 +70,7 @@ class FakeSink implements StreamSink {
 }
 
 /** Holds every synthesis until `release()`: the first segment stays "being spoken", the rest wait in the queue. */
-class GatedToneAdapter extends ToneAdapter {
+class GatedToneModel extends ToneModel {
   readonly #gate = Promise.withResolvers<void>();
   release(): void {
     this.#gate.resolve();
@@ -89,7 +89,7 @@ afterEach(() => {
   for (const session of sessions.splice(0)) session.closed();
 });
 
-async function openSession(adapter: ToneAdapter, overrides: Partial<StreamSessionOptions> = {}) {
+async function openSession(adapter: ToneModel, overrides: Partial<StreamSessionOptions> = {}) {
   const { service, openai } = await testApp(adapter);
   const sink = new FakeSink();
   const session = new SpeechStreamSession(sink, {
@@ -114,7 +114,7 @@ const FLOOD_MESSAGE = JSON.stringify({ type: "input.text", text: "Hi. ".repeat(M
 describe("queue caps", () => {
   test("100 messages of 128 KiB of 'Hi. ': error and close 1008, everything queued freed, at most one sentence started", async () => {
     expect(Buffer.byteLength(FLOOD_MESSAGE)).toBeLessThanOrEqual(128 * 1024);
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { session, sink, send } = await openSession(adapter);
     send({ type: "session.config", stream_audio: true });
     // Once the configuration is in force, and one message a turn as a socket delivers them, so none waits in the inbox.
@@ -133,7 +133,7 @@ describe("queue caps", () => {
   });
 
   test("segments at the boundary: 5 waiting behind the one being spoken are accepted, a 6th is refused", async () => {
-    const adapter = new GatedToneAdapter();
+    const adapter = new GatedToneModel();
     const { session, sink, send } = await openSession(adapter, { maxQueuedSegments: 5 });
     send({ type: "session.config", stream_audio: true });
     send({ type: "input.text", text: "One. Two. Three. Four. Five. Six. " });
@@ -148,7 +148,7 @@ describe("queue caps", () => {
   });
 
   test("the cap bounds what waits, not what a session may say: 60 sentences in batches of 6 paced by audio.done all play, a 7th at once is refused", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { session, sink, send } = await openSession(adapter, { maxQueuedSegments: 5 });
     const audioDone = () => sink.json().filter((message) => message.type === "audio.done" && message.error === false).length;
     send({ type: "session.config", stream_audio: true });
@@ -168,7 +168,7 @@ describe("queue caps", () => {
   });
 
   test("characters at the boundary: exactly the cap waiting (queued segments plus the unfinished one) is accepted, one more is refused", async () => {
-    const adapter = new GatedToneAdapter();
+    const adapter = new GatedToneModel();
     const { session, sink, send } = await openSession(adapter, { maxQueuedChars: 4096 });
     send({ type: "session.config", stream_audio: true });
     // 16 sentences of 250 characters wait behind the first (4000), then 96 characters of an unfinished one.
@@ -188,7 +188,7 @@ describe("queue caps", () => {
 
 describe("a client that stops reading", () => {
   test("reads nothing while audio waits for stallTimeoutMs: close 1008, its generation aborted, its queue freed", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { session, sink, send } = await openSession(adapter, { stallTimeoutMs: 200 });
     // The socket's buffer is already past the high-water mark and the client never reads it.
     sink.clientKeepsUp = false;
@@ -204,7 +204,7 @@ describe("a client that stops reading", () => {
   });
 
   test("a slow but steady reader is never cut, even while its backlog stays above the high-water mark for longer than the timeout", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { sink, send } = await openSession(adapter, { stallTimeoutMs: 300 });
     // A backlog of 1 MiB + 256 KiB (a large file sent earlier) read at 4 KiB every 10 ms: ~0.64 s above the mark.
     sink.clientKeepsUp = false;
@@ -225,7 +225,7 @@ describe("a client that stops reading", () => {
 
 describe("session.close", () => {
   test("right after input.done: every flushed sentence and the session.done are delivered, then close 1000; later messages are ignored", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 2 });
+    const adapter = new ToneModel({ frameDelayMs: 2 });
     const { session, sink, send } = await openSession(adapter);
     send({ type: "session.config", stream_audio: true });
     send({ type: "input.text", text: "First of three. Second of three. Third of three" });
@@ -246,7 +246,7 @@ describe("session.close", () => {
 
 describe("floods that bypassed the caps", () => {
   test("empty input.done on a socket that reads nothing: the session.done messages wait within the cap, then close 1008", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { session, sink, send } = await openSession(adapter);
     send({ type: "session.config", stream_audio: true });
     await Bun.sleep(20);
@@ -259,7 +259,7 @@ describe("floods that bypassed the caps", () => {
   });
 
   test("messages sent while session.config is still being checked wait within 8 MiB of inbox, then close 1008", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { session, sink } = await openSession(adapter);
     session.receive(JSON.stringify({ type: "session.config", stream_audio: true }));
     for (let i = 0; i < 100; i++) session.receive(FLOOD_MESSAGE);
@@ -272,7 +272,7 @@ describe("floods that bypassed the caps", () => {
 
 describe("erroneous messages", () => {
   test("a flood of messages of an unknown type: each skipped with an error until the budget is spent, then close 1008", async () => {
-    const { sink, send } = await openSession(new ToneAdapter());
+    const { sink, send } = await openSession(new ToneModel());
     send({ type: "session.config", stream_audio: true });
     for (let i = 0; i < 10_000 && sink.closeCode === undefined; i++) {
       send({ type: "nope" });
@@ -288,7 +288,7 @@ describe("erroneous messages", () => {
 describe("keepAlive", () => {
   test("restarts the idle timeout: a session kept alive past it stays open, and then idles out", async () => {
     // Kept alive every 100 ms for 2.5 times the timeout: a loop held up to 900 ms on a loaded machine still passes.
-    const { session, sink, send } = await openSession(new ToneAdapter(), { idleTimeoutMs: 1000 });
+    const { session, sink, send } = await openSession(new ToneModel(), { idleTimeoutMs: 1000 });
     send({ type: "session.config", stream_audio: true });
     await Bun.sleep(20);
     for (let i = 0; i < 25; i++) {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { randomBytes } from "node:crypto";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { isJson, RecordingSocket, type Received } from "../support/ws-client.ts";
 import { createClassicModel } from "../../src/models/classic/model.ts";
@@ -106,7 +106,7 @@ describe("with the offline engine", () => {
 
 describe("with a tone model", () => {
   test("two utterances on one socket, voice reconfigured between them", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const server = await startTestServer(adapter);
     try {
       const socket = new RecordingSocket(wsUrl(server));
@@ -135,7 +135,7 @@ describe("with a tone model", () => {
   });
 
   test("a failure after audio was sent: error with partial_audio and action, then audio.done with the error", async () => {
-    const server = await startTestServer(new ToneAdapter({ failAfterFrames: 2 }));
+    const server = await startTestServer(new ToneModel({ failAfterFrames: 2 }));
     try {
       const socket = new RecordingSocket(wsUrl(server));
       await socket.opened;
@@ -153,7 +153,7 @@ describe("with a tone model", () => {
   });
 
   test("a client that disconnects mid-sentence stops its generation", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 });
+    const adapter = new ToneModel({ frameDelayMs: 20, framesPerChar: 4 });
     const server = await startTestServer(adapter);
     try {
       const socket = new RecordingSocket(wsUrl(server));
@@ -176,7 +176,7 @@ describe("with a tone model", () => {
 
   test("a client that stops reading pauses its generation: server memory stays bounded", async () => {
     // ~4096 chars × 4 frames × 3840 bytes ≈ 63 MB of pcm if nothing held generation back.
-    const adapter = new ToneAdapter({ framesPerChar: 4 });
+    const adapter = new ToneModel({ framesPerChar: 4 });
     const server = await startTestServer(adapter);
     const socket = await upgradedSocket(server);
     try {
@@ -200,7 +200,7 @@ describe("with a tone model", () => {
 describe("protocol errors", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter(), { flags: { "ws-config-timeout": "0.3", "ws-idle-timeout": "0.5" } });
+    server = await startTestServer(new ToneModel(), { flags: { "ws-config-timeout": "0.3", "ws-idle-timeout": "0.5" } });
   });
   afterAll(() => server.stop());
 
@@ -334,7 +334,7 @@ describe("queue caps, session.close and stalled readers", () => {
   const audioDone = (socket: RecordingSocket) => socket.json().filter((event) => event.type === "audio.done" && event.error === false);
 
   test("100 messages of 128 KiB of 'Hi. ': error and close 1008 within the first, the model asked for at most one sentence; a 50-sentence session beside it is served in full", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const server = await startTestServer(adapter);
     try {
       const legitimate = new RecordingSocket(wsUrl(server));
@@ -365,7 +365,7 @@ describe("queue caps, session.close and stalled readers", () => {
   });
 
   test("--ws-max-queued-segments 5: 1 being spoken + 5 waiting is served, 1 + 6 is refused with 1008", async () => {
-    const server = await startTestServer(new ToneAdapter(), { flags: { "ws-max-queued-segments": "5" } });
+    const server = await startTestServer(new ToneModel(), { flags: { "ws-max-queued-segments": "5" } });
     try {
       const sentences = (count: number) => ["One.", "Two.", "Three.", "Four.", "Five.", "Six.", "Seven."].slice(0, count).join(" ") + " ";
       const atCap = new RecordingSocket(wsUrl(server));
@@ -389,7 +389,7 @@ describe("queue caps, session.close and stalled readers", () => {
   });
 
   test("--ws-max-queued-chars 4096: exactly 4096 characters waiting (segments and the unfinished tail) is served, 4097 is refused", async () => {
-    const server = await startTestServer(new ToneAdapter(), { flags: { "ws-max-queued-chars": "4096" } });
+    const server = await startTestServer(new ToneModel(), { flags: { "ws-max-queued-chars": "4096" } });
     try {
       // The first of 17 sentences of 250 characters is being spoken: 16 × 250 wait, plus the unfinished tail.
       const sentences = Array.from({ length: 17 }, (_, index) => `${String.fromCharCode(65 + index)}${"x".repeat(248)}.`).join(" ");
@@ -415,7 +415,7 @@ describe("queue caps, session.close and stalled readers", () => {
   });
 
   test("session.close right after input.done: every sentence's audio and the session.done arrive before close 1000; what follows is ignored", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 2 });
+    const adapter = new ToneModel({ frameDelayMs: 2 });
     const server = await startTestServer(adapter);
     try {
       const socket = new RecordingSocket(wsUrl(server));
@@ -446,7 +446,7 @@ describe("queue caps, session.close and stalled readers", () => {
   });
 
   test("a client that reads nothing for --stream-stall-timeout: its generation is aborted and the socket closed with 1008", async () => {
-    const adapter = new ToneAdapter({ framesPerChar: 4 });
+    const adapter = new ToneModel({ framesPerChar: 4 });
     const server = await startTestServer(adapter, { flags: { "stream-stall-timeout": "0.5" } });
     const socket = await upgradedSocket(server);
     try {
@@ -473,7 +473,7 @@ describe("queue caps, session.close and stalled readers", () => {
 describe("backpressure", () => {
   test("a sentence whose client stops reading is paused in the engine (state kept, no turns) and resumes to the end when it reads again", async () => {
     // One 300-character sentence × 10 frames: 4 minutes of pcm, far more than the socket buffers hold.
-    const adapter = new ToneAdapter({ framesPerChar: 10 });
+    const adapter = new ToneModel({ framesPerChar: 10 });
     const server = await startTestServer(adapter);
     const gauge = (series: string) => metricOf(server.url, series);
     const socket = await upgradedSocket(server);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { testApp } from "../support/server.ts";
 import { multipartBody, sine, wavFile } from "../support/uploads.ts";
 import { encodeAudio } from "../../src/audio/encoders.ts";
@@ -22,7 +22,7 @@ async function speak(app: App, body: Record<string, unknown>) {
 
 describe("voice upload, list, delete", () => {
   test("upload → list → delete, names case-insensitive, no server paths", async () => {
-    const { app, config } = await testApp(new ToneAdapter());
+    const { app, config } = await testApp(new ToneModel());
     const uploaded = await upload(app, { name: "  Alice  ", consent: "rec-1", audio_sample: wavFile(), ref_text: "  hello  ", speaker_description: "   " });
     expect(uploaded.status).toBe(200);
     expect(uploaded.body.success).toBe(true);
@@ -44,7 +44,7 @@ describe("voice upload, list, delete", () => {
   });
 
   test("created_at is strictly increasing; re-upload replaces the voice", async () => {
-    const { app, config } = await testApp(new ToneAdapter());
+    const { app, config } = await testApp(new ToneModel());
     const times: number[] = [];
     for (const name of ["a", "b", "c", "A"]) times.push((await upload(app, { name, consent: "c", audio_sample: wavFile() })).body.voice.created_at);
     for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!);
@@ -54,7 +54,7 @@ describe("voice upload, list, delete", () => {
   });
 
   test("browser recordings: webm/opus as MediaRecorder makes it, and octet-stream guessed by extension", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const oggOpus = await encodeAudio(sine(2, 300, 48000), 48000, "opus");
     const webm = await muxWebmLikeABrowser(oggOpus);
     const fromBrowser = await upload(app, { name: "recorded", consent: "c", audio_sample: new File([webm as Uint8Array<ArrayBuffer>], "blob", { type: "audio/webm;codecs=opus" }) });
@@ -85,7 +85,7 @@ describe("voice upload, list, delete", () => {
   ];
   for (const [label, fields, param, message] of badUploads) {
     test(`bad upload → 400: ${label}`, async () => {
-      const { app, config } = await testApp(new ToneAdapter({ speakerEmbeddingDims: [4] }));
+      const { app, config } = await testApp(new ToneModel({ speakerEmbeddingDims: [4] }));
       const { status, body } = await upload(app, fields);
       expect(status).toBe(400);
       expect(body.error.param).toBe(param);
@@ -95,7 +95,7 @@ describe("voice upload, list, delete", () => {
   }
 
   test("speaker embeddings: validated like the reference, and refused by models that take none", async () => {
-    const { app } = await testApp(new ToneAdapter({ speakerEmbeddingDims: [4] }));
+    const { app } = await testApp(new ToneModel({ speakerEmbeddingDims: [4] }));
     const cases: [string, string][] = [
       ["not json", "valid JSON"],
       ['{"a":1}', "non-empty"],
@@ -113,14 +113,14 @@ describe("voice upload, list, delete", () => {
     const ok = await upload(app, { name: "e", consent: "c", speaker_embedding: "[0.1,0.2,0.3,0.4]" });
     expect(ok.body.voice).toMatchObject({ embedding_source: "direct", embedding_dim: 4, mime_type: "application/x-safetensors" });
 
-    const { app: noEmbeddings } = await testApp(new ToneAdapter());
+    const { app: noEmbeddings } = await testApp(new ToneModel());
     const refused = await upload(noEmbeddings, { name: "e", consent: "c", speaker_embedding: "[0.1,0.2,0.3,0.4]" });
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toContain("upload audio_sample instead");
   });
 
   test("the voice cap is enforced and named; re-uploading an existing name at the cap is allowed", async () => {
-    const { app } = await testApp(new ToneAdapter(), { flags: { "max-uploaded-voices": "2" } });
+    const { app } = await testApp(new ToneModel(), { flags: { "max-uploaded-voices": "2" } });
     await upload(app, { name: "one", consent: "c", audio_sample: wavFile() });
     await upload(app, { name: "two", consent: "c", audio_sample: wavFile() });
     const third = await upload(app, { name: "three", consent: "c", audio_sample: wavFile() });
@@ -130,7 +130,7 @@ describe("voice upload, list, delete", () => {
   });
 
   test("an 11 MB upload is refused after reading at most the cap plus a small margin", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const boundary = "----voxedge-test-boundary";
     const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n--${boundary}\r\nContent-Disposition: form-data; name="consent"\r\n\r\nc\r\n--${boundary}\r\nContent-Disposition: form-data; name="audio_sample"; filename="big.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
     const totalBytes = 11 * 1024 * 1024;
@@ -161,7 +161,7 @@ describe("voice upload, list, delete", () => {
   });
 
   test("a 10 MB name is refused without storing anything; 128 characters is the longest name", async () => {
-    const { app, config } = await testApp(new ToneAdapter());
+    const { app, config } = await testApp(new ToneModel());
     const huge = await upload(app, { name: "n".repeat(10_000_000), consent: "c", audio_sample: wavFile() });
     expect(huge.status).toBe(400);
     expect(huge.body.error.param).toBe("name");
@@ -177,7 +177,7 @@ describe("voice upload, list, delete", () => {
   });
 
   test("uploads need multipart", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const response = await app.request("/v1/audio/voices", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(response.status).toBe(415);
   });
@@ -185,7 +185,7 @@ describe("voice upload, list, delete", () => {
 
 describe("uploaded voices in speech requests", () => {
   test("a model without cloning answers 400 for an uploaded voice", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     await upload(app, { name: "mine", consent: "c", audio_sample: wavFile() });
     const response = await speak(app, { voice: "mine" });
     expect(response.status).toBe(400);
@@ -195,7 +195,7 @@ describe("uploaded voices in speech requests", () => {
   });
 
   test("the uploaded audio becomes the reference, with its stored ref_text; the prompt is cached per (name, created_at)", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app, service } = await testApp(adapter);
     await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile(2, 300), ref_text: "stored words" });
     const first = await speak(app, { voice: "mine" });
@@ -219,7 +219,7 @@ describe("uploaded voices in speech requests", () => {
   });
 
   test("cached prompts are bounded by bytes: voices whose prompts are large keep only the last ones used", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const encode = adapter.encodeVoice!.bind(adapter);
     // Each prompt claims 40 % of the cache's bytes: two fit, a third evicts the least recently used.
     adapter.encodeVoice = async (reference, signal) => ({ ...(await encode(reference, signal)), byteSize: Math.floor(VOICE_PROMPT_CACHE_BYTES * 0.4) });
@@ -241,7 +241,7 @@ describe("uploaded voices in speech requests", () => {
   });
 
   test("ref_text overrides an uploaded voice's stored transcript for that request; without it (or blank) the stored one is used", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app, service } = await testApp(adapter);
     await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile(2, 300), ref_text: "stored words" });
     await upload(app, { name: "plain", consent: "c", audio_sample: wavFile(2, 300) });
@@ -268,7 +268,7 @@ describe("uploaded voices in speech requests", () => {
   });
 
   test("an unknown voice among a thousand uploaded ones: a short error naming a few and counting the rest", async () => {
-    const { app, voices } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app, voices } = await testApp(new ToneModel({ cloning: true }));
     const samples = new Float32Array(16000);
     for (let index = 0; index < 1000; index++) {
       await voices.saveAudio({ name: `${String(index).padStart(4, "0")}${"v".repeat(124)}`, consent: "c", mimeType: "audio/wav", fileSizeBytes: 1, samples, sampleRateHz: 16000 });
@@ -283,7 +283,7 @@ describe("uploaded voices in speech requests", () => {
   });
 
   test("unknown voices list built-in and uploaded names", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app } = await testApp(new ToneModel({ cloning: true }));
     await upload(app, { name: "Mine", consent: "c", audio_sample: wavFile() });
     const body = (await (await speak(app, { voice: "ghost" })).json()) as any;
     expect(body.error.message).toContain("low, high, Mine");
@@ -292,10 +292,10 @@ describe("uploaded voices in speech requests", () => {
 
 describe("what a voice name means: uploads shadow built-in voices, OpenAI's names are aliases", () => {
   const listedVoices = async (app: App) => ((await (await app.request("/v1/audio/voices")).json()) as any).voices;
-  const toneOf = (adapter: ToneAdapter) => (adapter.jobs.at(-1)!.voicePrompt?.state as any)?.frequencyHz as number | undefined;
+  const toneOf = (adapter: ToneModel) => (adapter.jobs.at(-1)!.voicePrompt?.state as any)?.frequencyHz as number | undefined;
 
   test("voices is sorted and lower-case, one name for an upload and the built-in voice it shadows", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app } = await testApp(new ToneModel({ cloning: true }));
     await upload(app, { name: "Zed", consent: "c", audio_sample: wavFile() });
     await upload(app, { name: "LOW", consent: "c", audio_sample: wavFile() });
     await upload(app, { name: "bob", consent: "c", audio_sample: wavFile() });
@@ -303,7 +303,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test("an uploaded voice shadows the built-in voice of its name; deleting it brings the built-in back", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter);
     await upload(app, { name: "High", consent: "c", audio_sample: wavFile(2, 300) });
     expect((await speak(app, { voice: "HIGH" })).status).toBe(200);
@@ -316,7 +316,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test('an uploaded voice named "default" is what "default", null and no voice mean, until it is deleted; only on a model that can speak it', async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter);
     await upload(app, { name: "Default", consent: "c", audio_sample: wavFile(2, 300) });
     for (const voice of [{ voice: "default" }, { voice: null }, {}, { voice: { id: "DEFAULT" } }]) {
@@ -329,7 +329,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
     expect(adapter.jobs.at(-1)).toMatchObject({ voice: "low", voicePrompt: undefined });
 
     // On a model that cannot clone, an upload never takes the name from a built-in voice that works.
-    const plain = new ToneAdapter();
+    const plain = new ToneModel();
     const { app: plainApp } = await testApp(plain);
     await upload(plainApp, { name: "high", consent: "c", audio_sample: wavFile() });
     await upload(plainApp, { name: "default", consent: "c", audio_sample: wavFile() });
@@ -342,7 +342,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   const openAiVoices = ["alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"];
 
   test("each of OpenAI's thirteen voice names speaks, by default with the model's default voice", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { app } = await testApp(adapter);
     for (const voice of openAiVoices) {
       const response = await speak(app, { voice: voice.toUpperCase() });
@@ -352,7 +352,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test("--voice-aliases maps OpenAI names to voices; a name the model or an upload has keeps its own meaning", async () => {
-    const adapter = new ToneAdapter({ cloning: true, voices: ["low", "high", "echo"] });
+    const adapter = new ToneModel({ cloning: true, voices: ["low", "high", "echo"] });
     const { app } = await testApp(adapter, { flags: { "voice-aliases": "alloy=HIGH, echo=high, nova=fresh" } });
     await upload(app, { name: "fresh", consent: "c", audio_sample: wavFile(2, 300) });
     await upload(app, { name: "Onyx", consent: "c", audio_sample: wavFile(2, 500) });
@@ -368,7 +368,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test("--voice-aliases takes any name or id; ElevenLabs' premade ids and names speak too, by default with the default voice", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { app } = await testApp(adapter, { flags: { "voice-aliases": "Narrator=high,21m00Tcm4TlvDq8ikWAM=high" } });
     const spoken = async (voice: string) => {
       expect((await speak(app, { voice })).status).toBe(200);
@@ -383,7 +383,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test("on a model with no built-in voices, OpenAI's names speak with the uploaded default voice", async () => {
-    const adapter = new ToneAdapter({ cloning: true, voices: [] });
+    const adapter = new ToneModel({ cloning: true, voices: [] });
     const { app } = await testApp(adapter);
     const before = await speak(app, { voice: "alloy" });
     expect(before.status).toBe(400);
@@ -394,7 +394,7 @@ describe("what a voice name means: uploads shadow built-in voices, OpenAI's name
   });
 
   test("an alias to a voice the model lacks is a server error naming --voice-aliases, before any audio", async () => {
-    const adapter = new ToneAdapter();
+    const adapter = new ToneModel();
     const { app } = await testApp(adapter, { flags: { "voice-aliases": "alloy=ghost" } });
     const response = await speak(app, { voice: "alloy", stream: true });
     expect(response.status).toBe(500);
@@ -407,7 +407,7 @@ describe("decompression bombs uploaded as audio_sample", () => {
   const bombs = referenceBombs();
   for (const bomb of bombs) {
     test(`400 naming the 30 s limit, decoded no further than ~30 s, nothing stored: ${bomb.label} (${bomb.bytes.length} bytes)`, async () => {
-      const { app, config } = await testApp(new ToneAdapter());
+      const { app, config } = await testApp(new ToneModel());
       const { status, body } = await upload(app, { name: "bomb", consent: "c", audio_sample: new File([bomb.bytes as Uint8Array<ArrayBuffer>], "bomb.bin", { type: "application/octet-stream" }) });
       expect(status).toBe(400);
       expect(body.error.param).toBe("audio_sample");

@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { AudioChunk, SynthesisJob } from "../../src/models/contract.ts";
 import { RawHttpConnection, requestHead } from "../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 /** Thinks for `delayMs` before its first frame, the way a cold model does. */
-class SlowStartAdapter extends ToneAdapter {
+class SlowStartAdapter extends ToneModel {
   delayMs = 0;
 
   override async *synthesize(job: SynthesisJob): AsyncGenerator<AudioChunk, void, undefined> {
@@ -68,7 +68,7 @@ describe("keep-alive timeout (--keep-alive-timeout 1)", () => {
 describe("edge cases of the request line and headers", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter());
+    server = await startTestServer(new ToneModel());
   });
   afterAll(() => server.stop());
 

@@ -9,7 +9,7 @@
  * it and the broken code cannot pass it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
 import { eventually } from "../support/eventually.ts";
@@ -21,7 +21,7 @@ const FRAMES_PER_CHAR = 12.5;
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startTestServer(new ToneAdapter({ framesPerChar: FRAMES_PER_CHAR, macrotaskEveryFrames: 10 }), { flags: { "max-streams": "16", "max-queue": "32" } });
+  server = await startTestServer(new ToneModel({ framesPerChar: FRAMES_PER_CHAR, macrotaskEveryFrames: 10 }), { flags: { "max-streams": "16", "max-queue": "32" } });
 });
 afterAll(async () => {
   await server.stop();
@@ -116,7 +116,7 @@ describe("encoding runs off the event loop", () => {
 
 describe("encoding counts in admission", () => {
   test("while as many files are encoding as the engine runs streams, another file is a 429; a stream still runs", async () => {
-    const adapter = new ToneAdapter({ framesPerChar: FRAMES_PER_CHAR, macrotaskEveryFrames: 10 });
+    const adapter = new ToneModel({ framesPerChar: FRAMES_PER_CHAR, macrotaskEveryFrames: 10 });
     const busy = await startTestServer(adapter, { flags: { "max-streams": "1", "max-queue": "0" } });
     try {
       const post = (body: Record<string, unknown>) => fetch(`${busy.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

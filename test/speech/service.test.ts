@@ -5,7 +5,7 @@ import { EngineFullError } from "../../src/engine/errors.ts";
 import { asApiError } from "../../src/speech/errors.ts";
 import { wholeAudio, type SpeechDelivery, type SpeechSpec } from "../../src/speech/service.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 
 const FILE: SpeechDelivery = { mode: "file", streamed: false, admit: "now", whenFull: "reject" };
 const STREAM: SpeechDelivery = { mode: "audio_stream", streamed: true, admit: "now", whenFull: "reject" };
@@ -17,7 +17,7 @@ function spec(overrides: Partial<SpeechSpec> = {}): SpeechSpec {
 
 describe("SpeechService.start: the protocol-neutral core", () => {
   test("raw pcm with no rate named is the model's own rate, not OpenAI's 24 kHz", async () => {
-    const { service } = await testApp(new ToneAdapter({ sampleRateHz: 16000 }));
+    const { service } = await testApp(new ToneModel({ sampleRateHz: 16000 }));
     const speech = await service.start(spec(), FILE, signal());
     const bytes = await wholeAudio(speech.audio);
     const end = await speech.done;
@@ -27,7 +27,7 @@ describe("SpeechService.start: the protocol-neutral core", () => {
   });
 
   test("a format with a rate of its own (G.711) takes it by default and refuses any other", async () => {
-    const { service } = await testApp(new ToneAdapter());
+    const { service } = await testApp(new ToneModel());
     const speech = await service.start(spec({ output: { format: "ulaw" } }), FILE, signal());
     expect(speech.prepared.outputSampleRateHz).toBe(8000);
     await wholeAudio(speech.audio);
@@ -37,7 +37,7 @@ describe("SpeechService.start: the protocol-neutral core", () => {
   });
 
   test("samples delivery gives float chunks at the output rate, as many as the encoded stream would carry", async () => {
-    const { service } = await testApp(new ToneAdapter());
+    const { service } = await testApp(new ToneModel());
     const samples = await service.start(spec({ output: { format: "mp3", rateHz: 22050 } }), { ...STREAM, audio: "samples" }, signal());
     let count = 0;
     for await (const chunk of samples.audio) {
@@ -50,7 +50,7 @@ describe("SpeechService.start: the protocol-neutral core", () => {
   });
 
   test("samples delivery with a speed is the time-stretched utterance", async () => {
-    const { service } = await testApp(new ToneAdapter());
+    const { service } = await testApp(new ToneModel());
     const plain = await service.start(spec(), { ...FILE, audio: "samples" }, signal());
     for await (const _ of plain.audio);
     const faster = await service.start(spec({ speed: 2 }), { ...FILE, audio: "samples" }, signal());
@@ -60,7 +60,7 @@ describe("SpeechService.start: the protocol-neutral core", () => {
   });
 
   test("the dialect names what the model did not use, in its own words", async () => {
-    const { service } = await testApp(new ToneAdapter({ paramsSchema: z.strictObject({ temperature: z.number().optional() }).strip() as never }));
+    const { service } = await testApp(new ToneModel({ paramsSchema: z.strictObject({ temperature: z.number().optional() }).strip() as never }));
     const speech = await service.start(spec({ sampling: { params: { temperature: 0.5, mystery: 1 } }, instructions: "whisper", nameIgnored: (unused) => [...unused.params.map((key) => `param:${key}`), ...(unused.instructions ? ["instructions"] : [])] }), FILE, signal());
     await wholeAudio(speech.audio);
     expect(speech.prepared.ignoredFields).toEqual(["param:mystery", "instructions"]);
@@ -68,7 +68,7 @@ describe("SpeechService.start: the protocol-neutral core", () => {
   });
 
   test("a full engine refuses with the engine's own typed error, which the edge maps to a 429 with Retry-After", async () => {
-    const { service } = await testApp(new ToneAdapter(), { flags: { "max-streams": "1", "max-queue": "0" } });
+    const { service } = await testApp(new ToneModel(), { flags: { "max-streams": "1", "max-queue": "0" } });
     const first = await service.start(spec({ text: "A long one. ".repeat(20) }), STREAM, signal());
     const refused = await service.start(spec(), STREAM, signal()).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(EngineFullError);

@@ -8,7 +8,7 @@ import { closeSync, constants, mkdtempSync, mkdirSync, openSync, symlinkSync, tr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ToneAdapter, type TonePromptState } from "../support/tone-adapter.ts";
+import { ToneModel, type TonePromptState } from "../support/tone-model.ts";
 import { testApp } from "../support/server.ts";
 import { encodeWav } from "../../src/audio/wav.ts";
 import { sine, wavFile } from "../support/uploads.ts";
@@ -34,7 +34,7 @@ function recordingConnector() {
 
 describe("data: URLs", () => {
   test("decoded, resampled to the model rate, and used as the voice", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter);
     const response = await speakWith(app, dataUrl(wavBytes(2, 400)), { ref_text: "what it says" });
     expect(response.status).toBe(200);
@@ -47,7 +47,7 @@ describe("data: URLs", () => {
   });
 
   test("bad references are 400s naming ref_audio", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app } = await testApp(new ToneModel({ cloning: true }));
     const cases: [string, string][] = [
       [dataUrl(wavBytes(0.5)), "1–30 s"],
       [dataUrl(wavBytes(31)), "1–30 s"],
@@ -67,7 +67,7 @@ describe("data: URLs", () => {
   });
 
   test("a model without cloning says so", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const body = (await (await speakWith(app, dataUrl(wavBytes()))).json()) as any;
     expect(body.error.message).toContain("cannot clone");
   });
@@ -83,7 +83,7 @@ describe("http(s) URLs: address guard", () => {
         resolved.push(host);
         return host === "localhost" || host === "loopback-alias.test" ? ["127.0.0.1"] : ["93.184.215.14"];
       };
-      const { app } = await testApp(new ToneAdapter({ cloning: true }), { refAudio: { remote: { resolve, connect } } });
+      const { app } = await testApp(new ToneModel({ cloning: true }), { refAudio: { remote: { resolve, connect } } });
       const response = await speakWith(app, url);
       expect(response.status).toBe(400);
       expect(((await response.json()) as any).error.param).toBe("ref_audio");
@@ -98,7 +98,7 @@ describe("http(s) URLs: address guard", () => {
       return new Response(null, { status: 302, headers: { location: "http://127.0.0.1:1/secret.wav" } });
     };
     const resolve = async () => ["93.184.215.14"];
-    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-media-domains": "media.example" }, refAudio: { remote: { resolve, connect } } });
+    const { app } = await testApp(new ToneModel({ cloning: true }), { flags: { "allowed-media-domains": "media.example" }, refAudio: { remote: { resolve, connect } } });
     const response = await speakWith(app, "http://media.example/voice.wav");
     expect(response.status).toBe(400);
     expect(((await response.json()) as any).error.message).toContain("127.0.0.1 is not one of this server's allowed media domains");
@@ -122,11 +122,11 @@ describe("http(s) URLs: address guard", () => {
 
     test("refused unless config allows it; accepted, then served from cache, when allowed", async () => {
       const url = `http://127.0.0.1:${server.port}/voice.wav`;
-      const { app: strict } = await testApp(new ToneAdapter({ cloning: true }));
+      const { app: strict } = await testApp(new ToneModel({ cloning: true }));
       expect((await speakWith(strict, url)).status).toBe(400);
       expect(hits).toBe(0);
 
-      const adapter = new ToneAdapter({ cloning: true });
+      const adapter = new ToneModel({ cloning: true });
       const { app, refAudio } = await testApp(adapter, { flags: { "allowed-media-domains": "127.0.0.1" } });
       expect((await speakWith(app, url)).status).toBe(200);
       expect((await speakWith(app, url)).status).toBe(200);
@@ -138,7 +138,7 @@ describe("http(s) URLs: address guard", () => {
     test("--allowed-media-domains set: a listed name resolving to loopback is fetched; any other host, public or not, is refused by the rule without a lookup", async () => {
       const resolved: string[] = [];
       const resolve = async (host: string) => (resolved.push(host), host === "media.internal" ? ["127.0.0.1"] : ["93.184.215.14"]);
-      const adapter = new ToneAdapter({ cloning: true });
+      const adapter = new ToneModel({ cloning: true });
       const { app } = await testApp(adapter, { flags: { "allowed-media-domains": "media.internal" }, refAudio: { remote: { resolve } } });
       hits = 0;
       const listed = await speakWith(app, `http://media.internal:${server.port}/voice.wav`, { stream_format: "audio" });
@@ -169,13 +169,13 @@ describe("file:// URLs", () => {
   symlinkSync(join(outside, "secret.wav"), join(allowed, "escape.wav"));
 
   test("refused when no folder is configured", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app } = await testApp(new ToneModel({ cloning: true }));
     const body = (await (await speakWith(app, pathToFileURL(join(allowed, "voice.wav")).href)).json()) as any;
     expect(body.error.message).toContain("no allowed local media folder");
   });
 
   test("only below the configured folder, on the real path", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter, { flags: { "allowed-local-media-path": allowed } });
     expect((await speakWith(app, pathToFileURL(join(allowed, "voice.wav")).href)).status).toBe(200);
     for (const [path, message] of [
@@ -194,7 +194,7 @@ describe("file:// URLs", () => {
   test("an edited file is read again (path + mtime + size key)", async () => {
     const path = join(allowed, "edited.wav");
     writeFileSync(path, wavBytes(2, 300));
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app, refAudio } = await testApp(adapter, { flags: { "allowed-local-media-path": allowed } });
     await speakWith(app, pathToFileURL(path).href);
     await speakWith(app, pathToFileURL(path).href);
@@ -290,7 +290,7 @@ describe("file:// URLs: the opened file is what gets checked", () => {
   }, 120_000);
 
   test("FIFOs are refused without waiting for a writer, and file work goes on afterwards", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
+    const { app } = await testApp(new ToneModel({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
     const responses = await Promise.all(fifos.map((fifo) => speakWith(app, pathToFileURL(fifo).href)));
     for (const response of responses) {
       expect(response.status).toBe(400);
@@ -311,7 +311,7 @@ describe("file:// URLs: the opened file is what gets checked", () => {
     const huge = join(allowed, "huge.wav");
     writeFileSync(huge, wavBytes(2, 300));
     truncateSync(huge, 1024 ** 3);
-    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
+    const { app } = await testApp(new ToneModel({ cloning: true }), { flags: { "allowed-local-media-path": allowed } });
     for (const [name, message] of [
       ["folder.wav", "regular file"],
       ["zero.wav", "outside"],
@@ -344,7 +344,7 @@ describe("decompression bombs as ref_audio", () => {
   const bombs = referenceBombs();
   for (const bomb of bombs) {
     test(`a data: URL → 400 naming the 30 s limit, decoded no further than ~30 s, never encoded or cached: ${bomb.label}`, async () => {
-      const adapter = new ToneAdapter({ cloning: true });
+      const adapter = new ToneModel({ cloning: true });
       const { app, refAudio } = await testApp(adapter);
       const response = await speakWith(app, `data:application/octet-stream;base64,${Buffer.from(bomb.bytes).toString("base64")}`);
       expect(response.status).toBe(400);
@@ -363,7 +363,7 @@ describe("decompression bombs as ref_audio", () => {
     const folder = mkdtempSync(join(tmpdir(), "voxedge-bomb-"));
     const bomb = bombs.find((candidate) => candidate.stopsWhileDecoding)!;
     writeFileSync(join(folder, "bomb.flac"), bomb.bytes);
-    const { app } = await testApp(new ToneAdapter({ cloning: true }), { flags: { "allowed-local-media-path": folder } });
+    const { app } = await testApp(new ToneModel({ cloning: true }), { flags: { "allowed-local-media-path": folder } });
     const response = await speakWith(app, pathToFileURL(join(folder, "bomb.flac")).href);
     expect(response.status).toBe(400);
     expect(((await response.json()) as any).error.message).toContain("longer than the 30 s limit");

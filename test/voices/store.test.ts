@@ -9,7 +9,7 @@ import { VoiceStore, VoiceStoreFolderError, type SaveAudioInput, type StoredVoic
 import { validateVoiceName } from "../../src/voices/voice-file.ts";
 import { currentTempFileWriter } from "../../src/lib/durable-write.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter } from "../support/tone-adapter.ts";
+import { ToneModel } from "../support/tone-model.ts";
 import { wavFile } from "../support/uploads.ts";
 
 let dir: string;
@@ -468,7 +468,7 @@ describe("a folder that cannot be written", () => {
   test("replaced by a file after start: uploads are 507s naming the problem, the server keeps serving and recovers", async () => {
     const { lines, logger } = capturingLogger();
     const speakerDir = join(dir, "speakers");
-    const { app, voices } = await testApp(new ToneAdapter(), { flags: { "speaker-dir": speakerDir } });
+    const { app, voices } = await testApp(new ToneModel(), { flags: { "speaker-dir": speakerDir } });
     const upload = (name: string) => {
       const form = new FormData();
       form.set("name", name);

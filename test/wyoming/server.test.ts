@@ -8,7 +8,7 @@ import { MAX_TEXT_MESSAGE_BYTES } from "../../src/speech/stream-rules.ts";
 import { eventually } from "../support/eventually.ts";
 import { sampleValue } from "../support/metrics.ts";
 import { testApp } from "../support/server.ts";
-import { ToneAdapter, TONE_REQUEST_STATE_BYTES } from "../support/tone-adapter.ts";
+import { ToneModel, TONE_REQUEST_STATE_BYTES } from "../support/tone-model.ts";
 import { eventBytes, WyomingTestClient, type ClientEvent } from "../support/wyoming-client.ts";
 import type { SpeechModel } from "../../src/models/contract.ts";
 import { PocketModel } from "../../src/models/pocket/model.ts";
@@ -240,7 +240,7 @@ describe("with the offline engine", () => {
 
 describe("with a slow engine", () => {
   test("a client that disconnects mid-stream stops its generation and frees the engine's state", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 });
+    const adapter = new ToneModel({ frameDelayMs: 20, framesPerChar: 4 });
     const served = await serve(adapter);
     try {
       const client = await WyomingTestClient.connect(served.wyoming.port);
@@ -269,7 +269,7 @@ describe("with a slow engine", () => {
   });
 
   test("an idle connection is closed, one whose audio takes longer than the idle timeout is not", async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 1 }), {}, { idleTimeoutMs: 300 });
+    const served = await serve(new ToneModel({ frameDelayMs: 20, framesPerChar: 1 }), {}, { idleTimeoutMs: 300 });
     try {
       const idle = await WyomingTestClient.connect(served.wyoming.port);
       const busy = await WyomingTestClient.connect(served.wyoming.port);
@@ -285,7 +285,7 @@ describe("with a slow engine", () => {
   });
 
   test("a request the engine has no room for is an error event with code at_capacity, and the connection stays usable", async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 }), { "max-streams": "1", "max-queue": "0" });
+    const served = await serve(new ToneModel({ frameDelayMs: 20, framesPerChar: 4 }), { "max-streams": "1", "max-queue": "0" });
     try {
       const busy = await WyomingTestClient.connect(served.wyoming.port);
       busy.send("synthesize", { text: "This one holds the only place for a while." });
@@ -308,7 +308,7 @@ describe("with a slow engine", () => {
 
 describe("what one connection may hold", () => {
   test("events with large non-text data sent while a sentence is spoken are not read past a small read-ahead; once it is spoken all are answered", async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 }));
+    const served = await serve(new ToneModel({ frameDelayMs: 20, framesPerChar: 4 }));
     try {
       const client = await WyomingTestClient.connect(served.wyoming.port);
       // About 200 frames of 20 ms: the handler is busy for seconds.
@@ -381,7 +381,7 @@ describe("what one connection may hold", () => {
 
 describe("text caps (the WebSocket routes' limits)", () => {
   test(`a synthesize-chunk larger than ${MAX_TEXT_MESSAGE_BYTES} bytes is an error event with code ${TEXT_TOO_LONG}; the run speaks nothing more and still ends with synthesize-stopped`, async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 0, framesPerChar: 1 }));
+    const served = await serve(new ToneModel({ frameDelayMs: 0, framesPerChar: 1 }));
     try {
       const client = await WyomingTestClient.connect(served.wyoming.port);
       client.send("synthesize-start");
@@ -404,7 +404,7 @@ describe("text caps (the WebSocket routes' limits)", () => {
   });
 
   test("a streaming run's text past --ws-max-queued-chars, and a synthesize past --max-input-chars, are errors with the same code", async () => {
-    const served = await serve(new ToneAdapter({ frameDelayMs: 0, framesPerChar: 1 }), { "ws-max-queued-chars": "5000", "max-input-chars": "4096" });
+    const served = await serve(new ToneModel({ frameDelayMs: 0, framesPerChar: 1 }), { "ws-max-queued-chars": "5000", "max-input-chars": "4096" });
     try {
       const client = await WyomingTestClient.connect(served.wyoming.port);
       client.send("synthesize-start");

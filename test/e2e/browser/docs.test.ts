@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 import { startTestServer, type TestServer } from "../../support/server.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -11,7 +11,7 @@ let server: TestServer;
 let browser: Browser;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error("the browser tests need Debian's Chromium: apt-get install chromium");
-  server = await startTestServer(new ToneAdapter());
+  server = await startTestServer(new ToneModel());
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"] });
 });
 afterAll(async () => {

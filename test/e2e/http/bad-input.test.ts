@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { z } from "zod";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { RecordingSocket } from "../../support/ws-client.ts";
 
@@ -45,7 +45,7 @@ const CASES: BadCase[] = [
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer(new ToneAdapter());
+  server = await startTestServer(new ToneModel());
 });
 afterAll(() => server.stop());
 
@@ -68,7 +68,7 @@ for (const badCase of CASES) {
 }
 
 test("an oversized body is refused with 413", async () => {
-  const small = await startTestServer(new ToneAdapter(), { flags: { "max-body-bytes": "2048" } });
+  const small = await startTestServer(new ToneModel(), { flags: { "max-body-bytes": "2048" } });
   try {
     const response = await fetch(`${small.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: json({ input: "x".repeat(4000) }) });
     expect(response.status).toBe(413);
@@ -91,7 +91,7 @@ test("unknown routes answer 404 in the OpenAI shape", async () => {
 });
 
 test("extra_params are checked with the served model's schema on every route before any work: a 400 naming extra_params.<key>; the job gets what the schema parsed", async () => {
-  const adapter = new ToneAdapter({ paramsSchema: z.object({ warmth: z.number().max(1, "warmth must be at most 1").optional() }) });
+  const adapter = new ToneModel({ paramsSchema: z.object({ warmth: z.number().max(1, "warmth must be at most 1").optional() }) });
   const tuned = await startTestServer(adapter);
   try {
     const post = (path: string, body: unknown) => fetch(`${tuned.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: json(body) });

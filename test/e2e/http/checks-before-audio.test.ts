@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { z } from "zod";
 import { encodeWav } from "../../../src/audio/wav.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { multipartBody, sine, wavFile } from "../../support/uploads.ts";
 import { isJson, RecordingSocket } from "../../support/ws-client.ts";
@@ -53,7 +53,7 @@ async function expectSocketRefused(socket: RecordingSocket, messageIncludes: str
 }
 
 describe("a model with no built-in voices", () => {
-  const adapter = new ToneAdapter({ voices: [], cloning: true });
+  const adapter = new ToneModel({ voices: [], cloning: true });
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(adapter);
@@ -92,7 +92,7 @@ describe("a model with no built-in voices", () => {
 });
 
 describe("bad voice, ref_audio or extra_params on every streaming route", () => {
-  const adapter = new ToneAdapter({ cloning: true, paramsSchema: z.object({ warmth: z.number().max(1, "warmth must be at most 1").optional() }) });
+  const adapter = new ToneModel({ cloning: true, paramsSchema: z.object({ warmth: z.number().max(1, "warmth must be at most 1").optional() }) });
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(adapter);

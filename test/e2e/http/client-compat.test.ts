@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { pocketParamsSchema } from "../../../src/models/pocket/params.ts";
 import { decodeWithFfmpeg } from "../../support/ffmpeg.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { isJson, RecordingSocket } from "../../support/ws-client.ts";
@@ -82,7 +82,7 @@ const OTHER_MODELS_IGNORED = ["instructions", "language", "task_type", "x_vector
 
 let server: TestServer;
 // Pocket's own extra_params schema, so the test sees what the served model reads and what it ignores.
-const adapter = new ToneAdapter({ paramsSchema: pocketParamsSchema });
+const adapter = new ToneModel({ paramsSchema: pocketParamsSchema });
 beforeAll(async () => {
   server = await startTestServer(adapter);
 });

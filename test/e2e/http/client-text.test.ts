@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { headerSafeFieldName } from "../../../src/openai/dialect.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { sine } from "../../support/uploads.ts";
 import { isJson, RecordingSocket } from "../../support/ws-client.ts";
 import { eventually } from "../../support/eventually.ts";
@@ -17,7 +17,7 @@ import { z } from "zod";
 import type { AudioChunk, SynthesisJob } from "../../../src/models/contract.ts";
 
 /** Audio for as long as the request runs: only an abort ends it. */
-class EndlessCloningAdapter extends ToneAdapter {
+class EndlessCloningAdapter extends ToneModel {
   constructor() {
     super({ cloning: true });
   }
@@ -50,7 +50,7 @@ describe("odd extra_params keys on every route", () => {
   // One running place and no queue: a place left held by a broken response refuses the next request with a 429.
   beforeAll(async () => {
     // A model that reads only temperature: every other key is ignored, and named.
-    server = await startTestServer(new ToneAdapter({ paramsSchema: z.object({ temperature: z.number().optional() }) }), { flags: { "max-streams": "1", "max-queue": "0" } });
+    server = await startTestServer(new ToneModel({ paramsSchema: z.object({ temperature: z.number().optional() }) }), { flags: { "max-streams": "1", "max-queue": "0" } });
   });
   afterAll(() => server.stop());
 
@@ -117,7 +117,7 @@ describe("odd extra_params keys on every route", () => {
 describe("values quoted back in errors are cut", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter());
+    server = await startTestServer(new ToneModel());
   });
   afterAll(() => server.stop());
 
@@ -154,7 +154,7 @@ describe("values quoted back in errors are cut", () => {
 
 describe("one ref_audio encoded once", () => {
   test("a batch of 3 items sharing a ref_audio, and a WebSocket session's config and sentences, encode it once", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const server = await startTestServer(adapter);
     try {
       const clip = `data:audio/wav;base64,${Buffer.from(encodeWav(sine(2, 300), 16000)).toString("base64")}`;

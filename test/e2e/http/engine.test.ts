@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RawHttpConnection, requestHead } from "../../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
-import { TONE_REQUEST_STATE_BYTES, ToneAdapter } from "../../support/tone-adapter.ts";
+import { TONE_REQUEST_STATE_BYTES, ToneModel } from "../../support/tone-model.ts";
 import { RecordingSocket } from "../../support/ws-client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { seededRandom } from "../../gpu/support.ts";
@@ -33,7 +33,7 @@ function post(server: TestServer, body: unknown, signal?: AbortSignal): Promise<
 }
 
 describe("admission: --max-streams 1 --max-queue 0", () => {
-  const adapter = new ToneAdapter({ frameDelayMs: 5, framesPerChar: 4 });
+  const adapter = new ToneModel({ frameDelayMs: 5, framesPerChar: 4 });
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(adapter, { flags: { "max-streams": "1", "max-queue": "0" } });
@@ -90,7 +90,7 @@ describe("admission: --max-streams 1 --max-queue 0", () => {
 });
 
 describe("finish reasons", () => {
-  const adapter = new ToneAdapter();
+  const adapter = new ToneModel();
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(adapter);
@@ -128,7 +128,7 @@ describe("finish reasons", () => {
 describe("backpressure", () => {
   test("a raw stream whose client stops reading is paused, keeps its state, and resumes to the end when the client reads again", async () => {
     // 300 characters × 10 frames: 4 minutes of 24 kHz pcm (11.5 MB), far more than the sockets' buffers hold.
-    const adapter = new ToneAdapter({ framesPerChar: 10 });
+    const adapter = new ToneModel({ framesPerChar: 10 });
     const server = await startTestServer(adapter);
     const connection = await RawHttpConnection.open(server.url);
     try {
@@ -162,7 +162,7 @@ describe("backpressure", () => {
 
 describe("soak", () => {
   test("200 requests on every route, a third of whose clients leave at a random moment, leave no request and no state behind", async () => {
-    const adapter = new ToneAdapter({ frameDelayMs: 1, framesPerChar: 1 });
+    const adapter = new ToneModel({ frameDelayMs: 1, framesPerChar: 1 });
     const server = await startTestServer(adapter, { flags: { "max-streams": "6", "max-queue": "400" } });
     try {
       const random = seededRandom(12345);

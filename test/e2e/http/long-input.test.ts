@@ -9,7 +9,7 @@ import { ClassicModel, createClassicModel } from "../../../src/models/classic/mo
 import { GeneratorRunner } from "../../../src/models/generator-runner.ts";
 import type { AudioChunk, SpeechModel, SynthesisJob } from "../../../src/models/contract.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { RecordingSocket } from "../../support/ws-client.ts";
 
 const SENTENCES = [
@@ -132,8 +132,8 @@ describe("one input cap for every route", () => {
   let raised: TestServer;
   let lowered: TestServer;
   beforeAll(async () => {
-    raised = await startTestServer(new ToneAdapter(), { flags: { "max-input-chars": "100000" } });
-    lowered = await startTestServer(new ToneAdapter(), { flags: { "max-input-chars": "100" } });
+    raised = await startTestServer(new ToneModel(), { flags: { "max-input-chars": "100000" } });
+    lowered = await startTestServer(new ToneModel(), { flags: { "max-input-chars": "100" } });
   });
   afterAll(async () => {
     await raised.stop();

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 
 let server: TestServer;
 let client: OpenAI;
 beforeAll(async () => {
-  server = await startTestServer(new ToneAdapter());
+  server = await startTestServer(new ToneModel());
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
 });
 afterAll(() => server.stop());

@@ -4,7 +4,7 @@
  * a wav sentence opening with its 44-byte header.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { isJson, RecordingSocket, type Received } from "../../support/ws-client.ts";
 import { decodeWithFfmpeg } from "../../support/ffmpeg.ts";
@@ -35,7 +35,7 @@ async function speakSession(server: TestServer, config: Record<string, unknown>,
 describe("streaming modes", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter());
+    server = await startTestServer(new ToneModel());
   });
   afterAll(() => server.stop());
 
@@ -103,7 +103,7 @@ describe("streaming modes", () => {
 describe("stream_audio in every format", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter());
+    server = await startTestServer(new ToneModel());
   });
   afterAll(() => server.stop());
 

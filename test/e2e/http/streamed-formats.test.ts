@@ -5,7 +5,7 @@
  * to the audio of the whole file, and a streamed mp3 is the file's bytes without its Info tag.
  */
 import { describe, expect, test } from "bun:test";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { testApp } from "../../support/server.ts";
 import { parseSse } from "../../support/sse.ts";
 import { decodeWithFfmpeg } from "../../support/ffmpeg.ts";
@@ -66,7 +66,7 @@ function expectSameAudio(streamed: Float32Array, whole: Float32Array, format: Fo
 describe("streamed formats", () => {
   for (const format of FORMATS) {
     test(`raw ${format}: chunks at frame boundaries, the right content type, the joined bytes decode to the file's audio`, async () => {
-      const { app } = await testApp(new ToneAdapter());
+      const { app } = await testApp(new ToneModel());
       const whole = await post(app, { response_format: format });
       expect(whole.status).toBe(200);
       const file = new Uint8Array(await whole.arrayBuffer());
@@ -85,7 +85,7 @@ describe("streamed formats", () => {
     });
 
     test(`SSE ${format}: every delta continues the last at a frame or page boundary, and they join to one playable file`, async () => {
-      const { app } = await testApp(new ToneAdapter());
+      const { app } = await testApp(new ToneModel());
       const file = new Uint8Array(await (await post(app, { response_format: format })).arrayBuffer());
       const response = await post(app, { response_format: format, stream_format: "sse" });
       expect(response.status).toBe(200);
@@ -102,7 +102,7 @@ describe("streamed formats", () => {
   }
 
   test("same seed, same bytes: a streamed mp3 is the whole mp3 without its leading Info frame, raw and over SSE", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const file = new Uint8Array(await (await post(app, { response_format: "mp3" })).arrayBuffer());
     const raw = concatBytes(await rawChunks(await post(app, { response_format: "mp3", stream_format: "audio" })));
     const sse = concatBytes(
@@ -118,14 +118,14 @@ describe("streamed formats", () => {
   });
 
   test("a streamed aac is whole ADTS frames, as many as the file's", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const file = new Uint8Array(await (await post(app, { response_format: "aac" })).arrayBuffer());
     const raw = concatBytes(await rawChunks(await post(app, { response_format: "aac", stream_format: "audio" })));
     expect(adtsFrames(raw).length).toBe(adtsFrames(file).length);
   });
 
   test("speed other than 1 is still refused on a stream, before any audio", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const response = await post(app, { response_format: "mp3", stream_format: "audio", speed: 1.5 });
     expect(response.status).toBe(400);
     expect(((await response.json()) as any).error.param).toBe("speed");

@@ -8,7 +8,7 @@ import type { AudioChunk, SynthesisJob } from "../../../src/models/contract.ts";
 import { createLogger } from "../../../src/log/logger.ts";
 import { RawHttpConnection, requestHead, serverEndEstablished } from "../../support/raw-http.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { eventually } from "../../support/eventually.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { sine } from "../../support/uploads.ts";
@@ -57,7 +57,7 @@ const DECLARED_BYTES = 1000;
 describe("request bodies that do not arrive in time", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter({ cloning: true }), { flags: { "body-timeout": "1" } });
+    server = await startTestServer(new ToneModel({ cloning: true }), { flags: { "body-timeout": "1" } });
   });
   afterAll(() => server.stop());
 
@@ -106,7 +106,7 @@ describe("a client that hangs up mid-body", () => {
     test(`POST ${route.path}: counted as 499 (not a server fault) and nothing logged as an error`, async () => {
       const logged: { level: string; message: string }[] = [];
       const logger = createLogger("debug", (line) => logged.push(JSON.parse(line)));
-      const server = await startTestServer(new ToneAdapter({ cloning: true }), { logger });
+      const server = await startTestServer(new ToneModel({ cloning: true }), { logger });
       try {
         const connection = await RawHttpConnection.open(server.url);
         connection.write(requestHead("POST", route.path, { "Content-Type": route.contentType, "Content-Length": DECLARED_BYTES }));
@@ -128,8 +128,8 @@ describe("a client that hangs up mid-body", () => {
 });
 
 /** A cloning tone model whose voice encodes take `delayMs`: a request waits in its voice preparation that long. */
-function slowEncodingAdapter(delayMs: number): ToneAdapter & { encodesStarted: number } {
-  const adapter = Object.assign(new ToneAdapter({ cloning: true }), { encodesStarted: 0 });
+function slowEncodingAdapter(delayMs: number): ToneModel & { encodesStarted: number } {
+  const adapter = Object.assign(new ToneModel({ cloning: true }), { encodesStarted: 0 });
   const encode = adapter.encodeVoice!;
   adapter.encodeVoice = async (reference, signal) => {
     adapter.encodesStarted++;
@@ -145,15 +145,15 @@ describe("a client that hangs up before its audio is sent", () => {
     {
       name: "a file, mid-render",
       // 4 frames of 20 ms a character: the whole file would take about 15 s to render.
-      adapter: () => Object.assign(new ToneAdapter({ frameDelayMs: 20, framesPerChar: 4 }), { encodesStarted: 0 }),
+      adapter: () => Object.assign(new ToneModel({ frameDelayMs: 20, framesPerChar: 4 }), { encodesStarted: 0 }),
       body: { input: "a long sentence that would take a while to speak, and then some more of it", response_format: "wav" },
-      underWay: (adapter: ToneAdapter & { encodesStarted: number }) => adapter.framesProduced >= 3,
+      underWay: (adapter: ToneModel & { encodesStarted: number }) => adapter.framesProduced >= 3,
     },
     {
       name: "a raw stream, while its reference voice is encoded",
       adapter: () => slowEncodingAdapter(1000),
       body: { input: "a stream that never starts", stream_format: "audio", response_format: "pcm", ref_audio: clip },
-      underWay: (adapter: ToneAdapter & { encodesStarted: number }) => adapter.encodesStarted > 0,
+      underWay: (adapter: ToneModel & { encodesStarted: number }) => adapter.encodesStarted > 0,
     },
   ];
   for (const { name, adapter: makeAdapter, body, underWay } of CASES) {
@@ -187,7 +187,7 @@ describe("a client that hangs up before its audio is sent", () => {
 });
 
 /** Audio as fast as it is pulled, with no end: only an abort (or the consumer letting go) stops it. */
-class EndlessToneAdapter extends ToneAdapter {
+class EndlessToneModel extends ToneModel {
   signalAborted = false;
   generationEnded = false;
 
@@ -222,7 +222,7 @@ const STREAM_REQUESTS = [
 describe("streams the client stops reading", () => {
   for (const { mode, body } of STREAM_REQUESTS) {
     test(`${mode}: a slow but steady reader is never cut; once it reads nothing, the generation is aborted`, async () => {
-      const adapter = new EndlessToneAdapter();
+      const adapter = new EndlessToneModel();
       const server = await startTestServer(adapter, { flags: { "stream-stall-timeout": String(STALL_TIMEOUT_SECONDS) } });
       const connection = await RawHttpConnection.open(server.url);
       try {
@@ -269,7 +269,7 @@ describe("the API key", () => {
   const KEY = "sk-test-0123456789";
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer(new ToneAdapter(), { flags: { "api-key": KEY } });
+    server = await startTestServer(new ToneModel(), { flags: { "api-key": KEY } });
   });
   afterAll(() => server.stop());
 

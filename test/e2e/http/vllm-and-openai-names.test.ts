@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { testApp } from "../../support/server.ts";
 import { sine } from "../../support/uploads.ts";
 import { encodeWav } from "../../../src/audio/wav.ts";
@@ -21,13 +21,13 @@ const clip = `data:audio/wav;base64,${Buffer.from(encodeWav(sine(1.5, 300), 1600
 describe("the openai SDK's speech model names", () => {
   for (const model of ["tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15", "gpt-4o-mini-tts-2026-06-30"]) {
     test(`${model} is served by the model`, async () => {
-      const { app } = await testApp(new ToneAdapter());
+      const { app } = await testApp(new ToneModel());
       expect((await speak(app, { model })).status).toBe(200);
     });
   }
 
   test("a model that is nobody's is still a 404 naming model; --model-aliases adds names beside the SDK's", async () => {
-    const { app } = await testApp(new ToneAdapter(), { flags: { "model-aliases": "house-voice" } });
+    const { app } = await testApp(new ToneModel(), { flags: { "model-aliases": "house-voice" } });
     const refused = await speak(app, { model: "gpt-5" });
     expect(refused.status).toBe(404);
     expect(((await refused.json()) as any).error.param).toBe("model");
@@ -41,7 +41,7 @@ describe("the openai SDK's speech model names", () => {
 
 describe("vLLM's sampling fields", () => {
   test("accepted with any value; the ones no model here reads are named in X-Ignored-Fields", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const fields = { repetition_penalty: 1.05, top_p: 0.9, top_k: 50, min_p: 0.05, presence_penalty: 0, frequency_penalty: 0, max_tokens: 2048, stop: ["</s>"], ignore_eos: false };
     const response = await speak(app, fields);
     expect(response.status).toBe(200);
@@ -49,7 +49,7 @@ describe("vLLM's sampling fields", () => {
   });
 
   test("a misspelled field that is nobody's stays a 400 naming it", async () => {
-    const { app } = await testApp(new ToneAdapter());
+    const { app } = await testApp(new ToneModel());
     const response = await speak(app, { voise: "alloy", top_p: 0.9 });
     expect(response.status).toBe(400);
     const body = (await response.json()) as any;
@@ -57,7 +57,7 @@ describe("vLLM's sampling fields", () => {
   });
 
   test("temperature is the model's sampling temperature, unless extra_params sets one; out of range is a 400 naming temperature", async () => {
-    const adapter = new ToneAdapter({ paramsSchema: z.object({ temperature: z.number().optional() }) });
+    const adapter = new ToneModel({ paramsSchema: z.object({ temperature: z.number().optional() }) });
     const { app } = await testApp(adapter);
     const applied = await speak(app, { temperature: 0.4 });
     expect(applied.status).toBe(200);
@@ -75,7 +75,7 @@ describe("vLLM's sampling fields", () => {
   });
 
   test("a model that reads no temperature names it ignored", async () => {
-    const { app } = await testApp(new ToneAdapter({ paramsSchema: z.object({}) }));
+    const { app } = await testApp(new ToneModel({ paramsSchema: z.object({}) }));
     const response = await speak(app, { temperature: 0.5 });
     expect(response.status).toBe(200);
     expect(response.headers.get("x-ignored-fields")).toBe("temperature");
@@ -84,7 +84,7 @@ describe("vLLM's sampling fields", () => {
 
 describe("vLLM-Omni's references", () => {
   test("[{audio_path, text}] is ref_audio and ref_text: the same clip is encoded, with the same transcript", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter);
     const response = await speak(app, { references: [{ audio_path: clip, text: "the words in the clip" }] });
     expect(response.status).toBe(200);
@@ -97,14 +97,14 @@ describe("vLLM-Omni's references", () => {
   });
 
   test("validated as ref_audio is: a clip that does not decode is a 400 before any audio", async () => {
-    const { app } = await testApp(new ToneAdapter({ cloning: true }));
+    const { app } = await testApp(new ToneModel({ cloning: true }));
     const response = await speak(app, { references: [{ audio_path: "data:audio/wav;base64,AAAA" }] });
     expect(response.status).toBe(400);
     expect(((await response.json()) as any).error.param).toBe("ref_audio");
   });
 
   test("bad shapes and a conflict with ref_audio are 400s naming references; a second entry is named ignored", async () => {
-    const adapter = new ToneAdapter({ cloning: true });
+    const adapter = new ToneModel({ cloning: true });
     const { app } = await testApp(adapter);
     for (const references of [[], "clip", [{ text: "no audio" }], [{ audio_path: clip, volume: 1 }]]) {
       const response = await speak(app, { references });

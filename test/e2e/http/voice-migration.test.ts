@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testApp } from "../../support/server.ts";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { EMBEDDING_VOICE, folderSnapshot, STEREO_VOICE, writeVllmOmniFolder } from "../../support/vllm-omni-folder.ts";
 
 const MODEL_RATE_HZ = 24_000;
@@ -20,7 +20,7 @@ test("a vLLM-Omni speaker folder: voices list with their metadata, the stereo 44
   try {
     writeVllmOmniFolder(speakerDir);
     const before = folderSnapshot(speakerDir);
-    const adapter = new ToneAdapter({ cloning: true, sampleRateHz: MODEL_RATE_HZ, speakerEmbeddingDims: [4] });
+    const adapter = new ToneModel({ cloning: true, sampleRateHz: MODEL_RATE_HZ, speakerEmbeddingDims: [4] });
     const { app } = await testApp(adapter, { flags: { "speaker-dir": speakerDir } });
 
     const list = (await (await app.request("/v1/audio/voices")).json()) as any;
@@ -53,7 +53,7 @@ test("a vLLM-Omni speaker folder: voices list with their metadata, the stereo 44
     expect(existsSync(join(speakerDir, STEREO_VOICE.fileName))).toBe(false);
     expect(folderSnapshot(speakerDir)).toEqual(new Map([[EMBEDDING_VOICE.fileName, before.get(EMBEDDING_VOICE.fileName)!]]));
 
-    const restarted = await testApp(new ToneAdapter({ cloning: true }), { flags: { "speaker-dir": speakerDir } });
+    const restarted = await testApp(new ToneModel({ cloning: true }), { flags: { "speaker-dir": speakerDir } });
     const afterRestart = (await (await restarted.app.request("/v1/audio/voices")).json()) as any;
     expect(afterRestart.uploaded_voices.map((voice: any) => voice.name)).toEqual(["Emb Voice"]);
   } finally {

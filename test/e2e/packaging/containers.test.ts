@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ToneAdapter } from "../../support/tone-adapter.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { BUN, DENO, REPO_ROOT } from "../../support/server-process.ts";
 
@@ -39,7 +39,7 @@ const IMAGES = [
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer(new ToneAdapter());
+  server = await startTestServer(new ToneModel());
 });
 afterAll(() => server.stop());
 

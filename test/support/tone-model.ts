@@ -10,7 +10,7 @@ import { GeneratorRunner } from "../../src/models/generator-runner.ts";
 /** Bytes the tone model says each live request holds, so state-gauge tests see state come and go. */
 export const TONE_REQUEST_STATE_BYTES = 4096;
 
-export interface ToneAdapterOptions {
+export interface ToneModelOptions {
   sampleRateHz?: number;
   frameDelayMs?: number;
   /**
@@ -36,7 +36,7 @@ export interface TonePromptState {
   frequencyHz: number;
 }
 
-export class ToneAdapter implements SpeechModel {
+export class ToneModel implements SpeechModel {
   framesProduced = 0;
   readonly capabilities: ModelCapabilities;
   readonly paramsSchema: z.ZodType<Record<string, unknown>>;
@@ -46,7 +46,7 @@ export class ToneAdapter implements SpeechModel {
   /** One frame per engine step. */
   readonly runner = new GeneratorRunner((job) => this.frameSteps(job), { bytesPerRequest: TONE_REQUEST_STATE_BYTES });
 
-  constructor(private readonly options: ToneAdapterOptions = {}) {
+  constructor(private readonly options: ToneModelOptions = {}) {
     const sampleRateHz = options.sampleRateHz ?? 24000;
     const voices = options.voices ?? ["low", "high"];
     this.capabilities = {
