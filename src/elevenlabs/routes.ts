@@ -34,7 +34,8 @@ import { ALLOWED_UPLOAD_MIME_TYPES, MAX_CONSENT_CHARS, MAX_SPEAKER_DESCRIPTION_C
 import { DEFAULT_MAX_INPUT_CHARS, MAX_VOICE_NAME_CHARS } from "../api/speech.ts";
 import { CONTENT_TYPES } from "../audio/encoders.ts";
 import type { Logger } from "../log/logger.ts";
-import { type SpeechDelivery, type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
+import { type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
+import { elevenLabsSpec, FILE, STREAM } from "./dialect.ts";
 import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
 import type { OpenAiSpeech } from "../openai/dialect.ts";
 import { TimedSpeech, type CharacterAlignment } from "./timed-speech.ts";
@@ -232,7 +233,8 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     const name = await voiceNamed(catalog, c.req.param("voice_id") ?? "");
     const routeIgnored = [...IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined), ...ignoredVoiceSettings(body.voice_settings)];
     const voice = await catalog.resolve({ name }, { uploads: true }, signal);
-    return speechSpecOf(body, voice, format, routeIgnored);
+    const request = { text: body.text, format, speed: body.voice_settings?.speed, seed: body.seed, languageCode: body.language_code, normalization: body.apply_text_normalization };
+    return elevenLabsSpec(request, voice, routeIgnored);
   };
   /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
   const fileResponse = async (c: Context, spec: SpeechSpec, abort: AbortController) => {
@@ -376,29 +378,6 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     );
   });
   return app;
-}
-
-const FILE: SpeechDelivery = { mode: "file", streamed: false, admit: "now", whenFull: "reject" };
-const STREAM: SpeechDelivery = { mode: "audio_stream", streamed: true, admit: "now", whenFull: "reject" };
-
-/** ElevenLabs' request in the core's terms; `routeIgnored` are the body fields no model here uses. */
-function speechSpecOf(body: TextToSpeechBody, voice: ResolvedVoice, format: ElevenLabsOutputFormat, routeIgnored: readonly string[]): SpeechSpec {
-  const language = body.language_code;
-  return {
-    text: body.text,
-    voice,
-    output: { format: format.responseFormat, rateHz: format.sampleRateHz, ...(format.bitrateKbps === undefined ? {} : { bitrateKbps: format.bitrateKbps }) },
-    speed: body.voice_settings?.speed,
-    sampling: { seed: body.seed === undefined ? undefined : BigInt(body.seed), params: {} },
-    normalization: body.apply_text_normalization,
-    language,
-    nameIgnored: (unused) => [
-      ...(unused.text ? ["input"] : []),
-      // No model here reads a language; "auto", letting the model decide, is what each of them does.
-      ...(language !== undefined && language.trim().toLowerCase() !== "auto" ? ["language_code"] : []),
-      ...routeIgnored,
-    ],
-  };
 }
 
 /** One JSON object a line, as ElevenLabs streams them: a piece of audio and the alignment that ended in it. */

@@ -27,7 +27,8 @@ import { evenCharacterTimes } from "./timed-speech.ts";
 import { noteFirstAudio } from "../http/access-log.ts";
 import { base64 } from "../http/base64.ts";
 import { checkModelId, voiceNamed } from "./routes.ts";
-import type { SpeechFields } from "../openai/dialect.ts";
+import type { SpeechSpec } from "../speech/service.ts";
+import { elevenLabsSpec, SOCKET_SENTENCE } from "./dialect.ts";
 import { sessionSocketEvents, type SessionSocket } from "../http/session-socket.ts";
 import type { StreamRouteDeps } from "../openai/stream-ws.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
@@ -151,7 +152,7 @@ interface SocketAlignment {
 
 /** One stream of text: the core's stream, and what its sentence in progress has sent. */
 class ContextStream {
-  readonly #stream: TextStream<SpeechFields>;
+  readonly #stream: TextStream<SocketSettings>;
   /** For each end of an utterance asked for, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
   readonly #pendingDone: ("flush" | "end")[] = [];
   /** close_context (or close_socket) came while text was still being flushed: the stream ends once it is spoken. */
@@ -166,35 +167,38 @@ class ContextStream {
     settings: SocketSettings,
     deps: ElevenLabsSocketDeps,
   ) {
-    const encoding = settings.format.bitrateKbps === undefined ? {} : { bitrateKbps: settings.format.bitrateKbps };
-    this.#stream = new TextStream<SpeechFields>(this.#events(), {
-      speak: (text, fields, signal) => deps.openai.start({ ...fields, input: text }, "websocket_streamed", signal, undefined, encoding),
+    const { service, catalog } = deps;
+    this.#stream = new TextStream<SocketSettings>(this.#events(), {
+      speak: async (text, { voice: name, format, language, seed, textNormalization }, signal) => {
+        let spec: SpeechSpec;
+        try {
+          // Each sentence reads the voice as the folder holds it now (replicas share it).
+          const voice = await catalog.resolve({ name }, { uploads: true }, signal);
+          spec = elevenLabsSpec({ text, format, seed, languageCode: language, normalization: textNormalization }, voice);
+        } catch (error) {
+          throw service.refused(SOCKET_SENTENCE.mode, signal, error);
+        }
+        return service.start(spec, SOCKET_SENTENCE, signal);
+      },
       logger: deps.logger,
       configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
       idleTimeoutMs: settings.inactivityMs,
       maxQueuedSegments: deps.config.wsMaxQueuedSegments,
       maxQueuedChars: deps.config.wsMaxQueuedChars,
-      maxInputChars: deps.service.maxInputChars,
+      maxInputChars: service.maxInputChars,
       maxInboxBytes: MAX_INBOX_BYTES,
       stallTimeoutMs: deps.config.streamStallTimeoutSeconds * 1000,
     });
-    const fields: SpeechFields = {
-      voice: settings.voice,
-      response_format: settings.format.responseFormat,
-      sample_rate: settings.format.sampleRateHz,
-      ...(settings.language === undefined ? {} : { language: settings.language }),
-      ...(settings.seed === undefined ? {} : { seed: BigInt(settings.seed) }),
-      ...(settings.textNormalization === undefined ? {} : { apply_text_normalization: settings.textNormalization }),
-    };
     this.#stream.handleInOrder(0, async () => {
       try {
         // Everything a sentence would be refused for (the voice, the format's rate), found before any text.
-        await deps.openai.check(fields, "websocket_streamed", this.#stream.signal);
+        service.checkOutput(settings.format.responseFormat, settings.format.sampleRateHz, service.model().capabilities);
+        await catalog.check(settings.voice, { uploads: true });
       } catch (error) {
         if (error instanceof ApiError && error.status < 500) return this.#stream.fail("invalid", error.message);
         throw error;
       }
-      this.#stream.configure(fields);
+      this.#stream.configure(settings);
     });
   }
 
