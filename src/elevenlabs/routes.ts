@@ -40,8 +40,8 @@ import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
 import type { OpenAiSpeech } from "../openai/dialect.ts";
 import { TimedSpeech, type CharacterAlignment } from "./timed-speech.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
-import { noteAudio, streamEnded } from "../http/access-log.ts";
-import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { noteAudio } from "../http/access-log.ts";
+import { clientAbort, streamedResponse } from "../http/audio-stream.ts";
 import { base64 } from "../http/base64.ts";
 import { readJsonBody, type BodyLimits } from "../http/request-body.ts";
 import { audioStreamHeaders, fileHeaders, ignoredFieldsHeader } from "../http/speech-headers.ts";
@@ -255,19 +255,9 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     // clients stream by default and send a speed with it, so they get the changed audio once it is all made.
     if (spec.speed !== undefined && spec.speed !== 1) return fileResponse(c, spec, abort);
     const speech = await service.start(spec, STREAM, abort.signal, (seconds) => noteAudio(c, seconds));
-    // As the speech route: until the body is handed over nobody stops the generation, so a failure gives it up.
-    try {
-      const headers = audioStreamHeaders(speech.prepared);
-      const ended = streamEnded(c);
-      const body = pullStream(speech.audio, abort, (outcome, error) => {
-        ended(outcome);
-        if (outcome === "failed") logger.error("elevenlabs stream failed", { error: String(error) });
-      }, deps.stallTimeoutMs);
-      return new Response(body, { headers });
-    } catch (error) {
-      abort.abort();
-      throw error;
-    }
+    return streamedResponse(c, abort, () => ({ headers: audioStreamHeaders(speech.prepared), bytes: speech.audio }), deps.stallTimeoutMs, (error) =>
+      logger.error("elevenlabs stream failed", { error: String(error) }),
+    );
   });
 
   app.post("/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
@@ -291,17 +281,8 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     const abort = clientAbort(c.req.raw.signal);
     const spec = await textToSpeech(c, abort.signal);
     const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
-    try {
-      const ended = streamEnded(c);
-      const body = pullStream(timestampLines(timed), abort, (outcome, error) => {
-        ended(outcome);
-        if (outcome === "failed") logger.error("elevenlabs timestamped stream failed", { error: String(error) });
-      }, deps.stallTimeoutMs);
-      return new Response(body, { headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(timed.ignoredFields) } });
-    } catch (error) {
-      abort.abort();
-      throw error;
-    }
+    const open = () => ({ headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(timed.ignoredFields) }, bytes: timestampLines(timed) });
+    return streamedResponse(c, abort, open, deps.stallTimeoutMs, (error) => logger.error("elevenlabs timestamped stream failed", { error: String(error) }));
   });
 
   app.get("/v1/voices", async (c) => c.json({ voices: await listVoices(catalog) }));

@@ -1,4 +1,6 @@
+import type { Context } from "hono";
 import type { StreamOutcome } from "../metrics.ts";
+import { streamEnded } from "./access-log.ts";
 
 /**
  * The abort a streamed response's generation runs under: it fires when the client leaves (the request's
@@ -71,4 +73,31 @@ export function pullStream(
     },
     { highWaterMark: 0 },
   );
+}
+
+/**
+ * A streamed response over a generation already started under `abort`: the body pulls `bytes` (pullStream),
+ * the access log hears how the stream ended, and `onFailed` how it failed. Until the body is handed over
+ * nobody reads or stops the generation, so anything that throws on the way (`open` makes the headers first:
+ * they are what can throw, and the body must not exist if they do) gives the generation up.
+ */
+export function streamedResponse(
+  c: Context,
+  abort: AbortController,
+  open: () => { bytes: AsyncGenerator<Uint8Array, void, undefined>; headers: HeadersInit },
+  stallTimeoutMs: number,
+  onFailed: (error: unknown) => void,
+): Response {
+  try {
+    const { bytes, headers } = open();
+    const ended = streamEnded(c);
+    const body = pullStream(bytes, abort, (outcome, error) => {
+      ended(outcome);
+      if (outcome === "failed") onFailed(error);
+    }, stallTimeoutMs);
+    return new Response(body, { headers });
+  } catch (error) {
+    abort.abort();
+    throw error;
+  }
 }

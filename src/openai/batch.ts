@@ -11,12 +11,12 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { batchItemSchema, batchRequestSchema, speechFieldShape, type SpeechRequest } from "../api/speech.ts";
 import { ApiError, badRequest } from "../api/errors.ts";
-import { noteAudio, streamEnded } from "../http/access-log.ts";
+import { noteAudio } from "../http/access-log.ts";
 import { type SpeechService, type SpeechUsage, wholeAudio } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./dialect.ts";
 import type { Logger } from "../log/logger.ts";
 import { asApiError } from "../speech/errors.ts";
-import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { clientAbort, streamedResponse } from "../http/audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "../http/request-body.ts";
 import { base64 } from "../http/base64.ts";
 import { mediaTypeOf } from "../http/speech-headers.ts";
@@ -98,18 +98,11 @@ export function registerBatchRoute(app: Hono, deps: BatchRouteDeps): void {
     };
 
     const id = `speech-batch-${crypto.randomUUID()}`;
-    const ended = streamEnded(c);
     const abort = clientAbort(c.req.raw.signal);
-    const body = pullStream(
-      batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, abort.signal))),
-      abort,
-      (outcome, error) => {
-        ended(outcome);
-        if (outcome === "failed") deps.logger.error("batch response failed", { error: String(error) });
-      },
-      deps.stallTimeoutMs,
+    const bytes = batchJson(id, inOrder(items.length, (index) => runItem(items[index], index, abort.signal)));
+    return streamedResponse(c, abort, () => ({ headers: { "Content-Type": "application/json" }, bytes }), deps.stallTimeoutMs, (error) =>
+      deps.logger.error("batch response failed", { error: String(error) }),
     );
-    return new Response(body, { headers: { "Content-Type": "application/json" } });
   });
 }
 

@@ -6,9 +6,9 @@ import { CONTENT_TYPES } from "../audio/encoders.ts";
 import { wholeAudio } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./dialect.ts";
 import type { Logger } from "../log/logger.ts";
-import { clientAbort, pullStream } from "../http/audio-stream.ts";
+import { clientAbort, streamedResponse } from "../http/audio-stream.ts";
 import { readJsonBody, parseWith, type BodyLimits } from "../http/request-body.ts";
-import { noteAudio, streamEnded } from "../http/access-log.ts";
+import { noteAudio } from "../http/access-log.ts";
 import { audioStreamHeaders, fileHeaders } from "../http/speech-headers.ts";
 import { speechAudioEvents, sseHeaders } from "./sse.ts";
 import { bearer, binary, errorResponses, json } from "../http/route-docs.ts";
@@ -51,21 +51,16 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
       return new Response(file as Uint8Array<ArrayBuffer>, { headers: fileHeaders(prepared, file.byteLength, await speech.done) });
     }
 
-    // Until the body is handed over nobody reads or stops the generation: any failure here must give it
-    // up, or it keeps its running place and model state for good.
-    try {
-      // Headers first: they are what can throw, and the body must not exist if they do.
-      const headers = new Headers(prepared.delivery === "sse" ? sseHeaders(prepared.ignoredFields) : audioStreamHeaders(prepared));
-      const bytes = prepared.delivery === "sse" ? speechAudioEvents(speech, abort.signal, deps.logger) : speech.audio;
-      const ended = streamEnded(c);
-      const body = pullStream(bytes, abort, (outcome, error) => {
-        ended(outcome);
-        if (outcome === "failed") deps.logger.error("speech stream failed", { mode: prepared.delivery, error: String(error) });
-      }, deps.stallTimeoutMs);
-      return new Response(body, { headers });
-    } catch (error) {
-      abort.abort();
-      throw error;
-    }
+    const sse = prepared.delivery === "sse";
+    return streamedResponse(
+      c,
+      abort,
+      () => {
+        const headers = new Headers(sse ? sseHeaders(prepared.ignoredFields) : audioStreamHeaders(prepared));
+        return { headers, bytes: sse ? speechAudioEvents(speech, abort.signal, deps.logger) : speech.audio };
+      },
+      deps.stallTimeoutMs,
+      (error) => deps.logger.error("speech stream failed", { mode: prepared.delivery, error: String(error) }),
+    );
   });
 }

@@ -8,7 +8,7 @@
  */
 import type { ModelCapabilities } from "../models/contract.ts";
 import type { StoredVoice, VoiceStore } from "../voices/store.ts";
-import type { VoiceCatalog } from "../voices/catalog.ts";
+import { canSpeakUpload, type VoiceCatalog } from "../voices/catalog.ts";
 import type { WyomingEvent } from "./protocol.ts";
 
 interface Attribution {
@@ -34,7 +34,7 @@ export interface ProgramFacts {
 
 /** Uploads the model can speak: cloned from audio, by a model that clones. */
 export function speakableUploads(capabilities: ModelCapabilities, uploaded: readonly StoredVoice[]): StoredVoice[] {
-  return capabilities.supportsCloning ? uploaded.filter((voice) => voice.embedding_source === "audio") : [];
+  return uploaded.filter((voice) => canSpeakUpload(voice, capabilities));
 }
 
 export function infoEvent({ capabilities, uploaded, version }: ProgramFacts): WyomingEvent {
@@ -121,7 +121,7 @@ export class InfoSource {
     const voiceChangesBefore = this.#voiceChanges;
     // What every replica sharing the speaker folder uploaded or deleted, as GET /v1/audio/voices sees it.
     const listed = await catalog.list({ uploads: uploadedVoices });
-    const event = infoEvent({ capabilities, uploaded: listed.uploaded.filter(({ speakable }) => speakable).map(({ voice }) => voice), version });
+    const event = infoEvent({ capabilities, uploaded: listed.uploaded.map(({ voice }) => voice), version });
     if (this.#voiceChanges === voiceChangesBefore) this.#cached = { event, capabilities, builtAtMs: performance.now() };
     return event;
   }
