@@ -107,9 +107,6 @@ export class OpenAiSpeech {
     if (instructions !== undefined && instructions.length > service.maxInstructionsChars) {
       throw badRequest(`instructions must be at most ${service.maxInstructionsChars} characters`, "instructions");
     }
-    if (request.ref_audio !== undefined && !capabilities.supportsCloning) {
-      throw badRequest(`model '${capabilities.modelId}' (${capabilities.description}) cannot clone voices from ref_audio; use one of the built-in voices`, "ref_audio");
-    }
     const speed = request.speed ?? 1;
     if (delivery.streamed && speed !== 1) {
       const [streaming, turnOff] = route === "speech" ? ["streaming", "stream"] : ["stream_audio", "set stream_audio false"];
