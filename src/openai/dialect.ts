@@ -6,7 +6,7 @@
  */
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import { OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS, type SpeechRequest } from "../api/speech.ts";
-import type { EncodingOptions } from "../audio/encoders.ts";
+import type { DeliveryMode } from "../metrics.ts";
 import type { SpeechDelivery, SpeechService, SpeechSpec, StartedSpeech, UnusedParts } from "../speech/service.ts";
 import type { CatalogScope, VoiceCatalog } from "../voices/catalog.ts";
 
@@ -36,6 +36,9 @@ export interface OpenAiDialectDeps {
   modelAliases: readonly string[];
 }
 
+/** What a request refused before its delivery is known counts as: a WebSocket sentence is a stream of its session. */
+const REFUSED_AS: Readonly<Record<OpenAiRoute, DeliveryMode>> = { speech: "file", batch: "batch", websocket_whole: "websocket", websocket_streamed: "websocket" };
+
 /** Every OpenAI route's uploads: served (Wyoming is the one listener that may not serve them). */
 const SCOPE: CatalogScope = { uploads: true };
 
@@ -55,16 +58,16 @@ export class OpenAiSpeech {
   }
 
   /** One request through the core: read here, spoken there. */
-  async start(request: SpeechRequest, route: OpenAiRoute, signal: AbortSignal, onAudio?: (seconds: number) => void, encoding: EncodingOptions = {}): Promise<StartedSpeech> {
-    let delivery: SpeechDelivery | undefined;
+  async start(request: SpeechRequest, route: OpenAiRoute, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech> {
+    let delivery: SpeechDelivery;
     let spec: SpeechSpec;
     try {
       delivery = this.#delivery(request, route);
       const checked = this.#checked(request, route, delivery);
       const voice = await this.deps.catalog.resolve({ name: voiceName(request), refAudio: request.ref_audio, refText: request.ref_text }, SCOPE, signal);
-      spec = { ...checked, voice, output: { ...checked.output, ...(encoding.bitrateKbps === undefined ? {} : { bitrateKbps: encoding.bitrateKbps }) } };
+      spec = { ...checked, voice };
     } catch (error) {
-      throw this.deps.service.refused(delivery?.mode ?? (route === "speech" ? "file" : route === "batch" ? "batch" : "websocket"), signal, error);
+      throw this.deps.service.refused(REFUSED_AS[route], signal, error);
     }
     return this.deps.service.start(spec, delivery, signal, onAudio);
   }

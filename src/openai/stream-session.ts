@@ -9,7 +9,6 @@ import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
 import type { SpeechService, StartedSpeech } from "../speech/service.ts";
-import type { EncodingOptions } from "../audio/encoders.ts";
 import { TextStream, type TextStreamEnding, type TextStreamError } from "../speech/text-stream.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, closeCodeOf, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_CONFIG_MESSAGE_BYTES, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 
@@ -31,7 +30,7 @@ export interface StreamSink {
  * session's config is a speech request's fields, checked once when it arrives and applied to each sentence.
  */
 export interface SentenceSpeech {
-  start(request: SpeechRequest, route: SentenceRoute, signal: AbortSignal, onAudio?: (seconds: number) => void, encoding?: EncodingOptions): Promise<StartedSpeech>;
+  start(request: SpeechRequest, route: SentenceRoute, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech>;
   check(fields: Omit<SpeechRequest, "input">, route: SentenceRoute, signal: AbortSignal): Promise<void>;
 }
 
