@@ -200,10 +200,10 @@ module.exports = {
     {
       name: "page-runs-a-model",
       comment:
-        "The code that runs in the page (browser/page/: the engine's and the decoder's workers, their file system and worker threads) runs a model's own modules under the server's engine (core.ts, with the frame cap of request.ts; not host.ts, which reads the machine's memory): the model and its stages, onnxruntime and the kernels, text normalization as the speech layer applies it, the voice catalog's rule for built-in voice names, and the golden-case harness for `conformance --browser`. It never reaches back to the server's side of browser/ or to the Chromium tooling that drives it.",
+        "The code that runs in the page (browser/page/: the engine's and the decoder's workers, their file system and worker threads) runs a model's own modules under the server's engine (core.ts, with the frame cap of request.ts; not host.ts, which reads the machine's memory): the model and its stages, onnxruntime and the kernels, the speech core's job builder and text normalization as it applies them, the voice catalog's rule for built-in voice names, and the golden-case harness for `conformance --browser`. It never reaches back to the server's side of browser/ or to the Chromium tooling that drives it.",
       severity: "error",
       from: { path: "^src/browser/page/" },
-      to: onlyTo("^src/browser/page/", "^src/(models|onnx|gpu|text)/", "^src/engine/(core|request)\\.ts$", "^src/conformance/", "^src/speech/text-normalization\\.ts$", "^src/voices/catalog\\.ts$"),
+      to: onlyTo("^src/browser/page/", "^src/(models|onnx|gpu|text)/", "^src/engine/(core|request)\\.ts$", "^src/conformance/", "^src/speech/(job|text-normalization)\\.ts$", "^src/voices/catalog\\.ts$"),
     },
     {
       name: "chromium-drives-the-page",

@@ -18,7 +18,7 @@ import { describeStreamRoute, registerStreamRoute } from "./openai/stream-ws.ts"
 import type { RuntimeSupport } from "./runtime/serve.ts";
 import { ApiKeyCheck, registerApiKeyCheck } from "./http/auth.ts";
 import { registerAccessLog } from "./http/access-log.ts";
-import { registerDrainGate } from "./http/lifecycle.ts";
+import { registerDrainGate } from "./http/drain-gate.ts";
 import { describeHealthRoutes, registerHealthRoutes } from "./http/health.ts";
 import { describeOpenApiRoutes, registerOpenApiRoutes } from "./http/openapi.ts";
 import { describeElevenLabsRoutes, elevenLabsApp } from "./elevenlabs/routes.ts";

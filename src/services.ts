@@ -9,7 +9,7 @@ import type { Logger } from "./log/logger.ts";
 import { ServiceMetrics } from "./metrics.ts";
 import { SpeechService } from "./speech/service.ts";
 import { OpenAiSpeech } from "./openai/dialect.ts";
-import { ServerLifecycle } from "./http/lifecycle.ts";
+import { ServerLifecycle } from "./async/server-lifecycle.ts";
 import { RefAudioResolver } from "./voices/ref-audio.ts";
 import { VoiceCatalog } from "./voices/catalog.ts";
 import type { VoiceStore } from "./voices/store.ts";

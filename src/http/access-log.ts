@@ -14,7 +14,7 @@ import type { Context, Hono } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { Logger } from "../log/logger.ts";
 import type { StreamOutcome } from "../metrics.ts";
-import type { ServerLifecycle } from "./lifecycle.ts";
+import type { ServerLifecycle } from "../async/server-lifecycle.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 /** Printable ASCII without spaces, as nginx's $request_id, UUIDs and tracing ids are; anything else is replaced. */

@@ -11,7 +11,7 @@ import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
 import { z } from "zod";
 import type { ModelHost } from "../engine/host.ts";
-import type { ServerLifecycle } from "./lifecycle.ts";
+import type { ServerLifecycle } from "../async/server-lifecycle.ts";
 import { json, openByDefault } from "./route-docs.ts";
 
 export interface HealthRouteDeps {

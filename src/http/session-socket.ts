@@ -10,7 +10,7 @@ import type { StreamOutcome } from "../metrics.ts";
 import type { RuntimeSupport } from "../runtime/serve.ts";
 import { outcomeOfClose } from "../speech/stream-rules.ts";
 import { streamEnded } from "./access-log.ts";
-import type { DrainableSession, ServerLifecycle } from "./lifecycle.ts";
+import type { DrainableSession, ServerLifecycle } from "../async/server-lifecycle.ts";
 
 /**
  * How long a close handshake may take before the connection is dropped: a client that reads nothing never

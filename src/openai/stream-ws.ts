@@ -6,7 +6,7 @@ import type { RuntimeSupport } from "../runtime/serve.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { OpenAiSpeech } from "./dialect.ts";
 import { SpeechStreamSession } from "./stream-session.ts";
-import type { ServerLifecycle } from "../http/lifecycle.ts";
+import type { ServerLifecycle } from "../async/server-lifecycle.ts";
 import { noteAudio, noteFirstAudio } from "../http/access-log.ts";
 import { sessionSocketEvents } from "../http/session-socket.ts";
 

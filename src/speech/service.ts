@@ -10,7 +10,7 @@ import type { Config } from "../config.ts";
 import type { FinishReason, SpeechModel } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
 import type { Engine, EngineStream } from "../engine/core.ts";
-import { maxFramesForInput, STREAM_OUTCOMES } from "../engine/request.ts";
+import { STREAM_OUTCOMES } from "../engine/request.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import { samplingParamsSchema } from "../api/sampling-params.ts";
@@ -24,7 +24,7 @@ import { concatFloat32 } from "../lib/concat.ts";
 import type { VoiceStore } from "../voices/store.ts";
 import { VoicePrompts } from "./voice-prompts.ts";
 import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
-import { spokenText } from "./text-normalization.ts";
+import { utteranceJob } from "./job.ts";
 
 export { wholeAudio } from "./audio-output.ts";
 export type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
@@ -158,34 +158,32 @@ export class SpeechService {
     const extraParams = this.parseExtraParams(spec.sampling.params);
     // Limits above are on the text as sent; the model reads, and usage counts, its normalized form, less
     // what the model cannot read.
-    const readable = readableText(model, spokenText(text, spec.normalization, capabilities));
-    const instructions = spec.instructions?.trim() || undefined;
+    const { job, textDropped } = utteranceJob(model, {
+      text,
+      normalization: spec.normalization,
+      builtInVoice: spec.voice.kind === "built-in" ? spec.voice.name : undefined,
+      language: spec.language,
+      seed: spec.sampling.seed,
+      maxNewTokens: spec.sampling.maxNewTokens,
+      instructions: spec.instructions,
+      extraParams,
+    });
     const unused: UnusedParts = {
-      text: readable.dropped,
-      instructions: instructions !== undefined && !capabilities.supportsInstructions,
+      text: textDropped,
+      instructions: Boolean(spec.instructions?.trim()) && !capabilities.supportsInstructions,
       params: Object.keys(spec.sampling.params).filter((key) => !Object.hasOwn(extraParams, key)),
     };
+    // Last: encoding a cloned voice is the one costly check.
     const voicePrompt = await this.#prompts.promptFor(spec.voice, model, this.engine(), signal);
     return {
-      job: {
-        text: readable.text,
-        voice: spec.voice.kind === "built-in" ? spec.voice.name : capabilities.defaultVoice,
-        language: spec.language ?? "Auto",
-        seed: spec.sampling.seed,
-        // From the text as sent: its allowance of a second per character already covers written forms read out
-        // in full, and normalized text cannot then make a file longer than the same input did before.
-        maxNewTokens: Math.min(spec.sampling.maxNewTokens ?? Infinity, maxFramesForInput(text.length, capabilities.framesPerSecond)),
-        voicePrompt,
-        instructions: capabilities.supportsInstructions ? instructions : undefined,
-        extraParams,
-      },
+      job: { ...job, voicePrompt },
       responseFormat,
       outputSampleRateHz,
       encoding: spec.output.bitrateKbps === undefined ? {} : { bitrateKbps: spec.output.bitrateKbps },
       speed,
       delivery: delivery.mode,
       streamed: delivery.streamed,
-      inputTextTokens: model.countInputTokens(readable.text),
+      inputTextTokens: model.countInputTokens(job.text),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
       ignoredFields: spec.nameIgnored?.(unused) ?? [],
     };
@@ -333,19 +331,3 @@ export class SpeechService {
 function clientLeft(): ApiError {
   return new ApiError(499, "The client closed the connection before its audio was ready");
 }
-
-/** Something to say: a letter or a digit. */
-const SPEAKABLE = /[\p{L}\p{N}]/u;
-
-/**
- * The text as the served model reads it (SpeechModel.readableText). When the model could read none of the
- * letters and digits sent, it is a 400 now rather than silence, or a failure once the audio has begun.
- */
-function readableText(model: SpeechModel, text: string): { text: string; dropped: boolean } {
-  const readable = model.readableText?.(text) ?? { text, dropped: false };
-  if (readable.dropped && !SPEAKABLE.test(readable.text)) {
-    throw badRequest(`input has nothing ${model.capabilities.modelId} can read (${model.capabilities.description}): its characters are of a script the model does not speak`, "input");
-  }
-  return readable;
-}
-

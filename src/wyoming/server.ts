@@ -9,6 +9,7 @@
  */
 import { createServer, type Socket } from "node:net";
 import type { Logger } from "../log/logger.ts";
+import type { ServerLifecycle } from "../async/server-lifecycle.ts";
 import type { SpeechService } from "../speech/service.ts";
 import type { VoiceCatalog } from "../voices/catalog.ts";
 import type { VoiceStore } from "../voices/store.ts";
@@ -42,12 +43,6 @@ const CLOSE_FLUSH_MS = 5000;
 /** Seconds a connection may sit without events and with nothing to do: Home Assistant opens one per request. */
 export const WYOMING_IDLE_TIMEOUT_MS = 30_000;
 
-/** The part of the server's lifecycle (src/http/lifecycle.ts) a connection takes part in: draining and the shutdown's count. */
-export interface SessionTracker {
-  readonly draining: boolean;
-  trackSession(session: { drain(): void; goAway(): void }): () => void;
-}
-
 export interface WyomingServerOptions {
   host: string;
   port: number;
@@ -55,7 +50,8 @@ export interface WyomingServerOptions {
   catalog: VoiceCatalog;
   voices: VoiceStore;
   logger: Logger;
-  lifecycle: SessionTracker;
+  /** The server's draining, which each connection takes part in as a session. */
+  lifecycle: ServerLifecycle;
   version: string;
   stallTimeoutMs: number;
   idleTimeoutMs?: number;

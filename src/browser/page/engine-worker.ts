@@ -33,12 +33,11 @@ import { KERNEL_SOURCES } from "./kernel-sources.ts";
 import { provideKernelSources } from "../../gpu/kernel.ts";
 import { configureOnnxRuntime, configuredOnnxThreads } from "../../onnx/runtime.ts";
 import { PocketModel } from "../../models/pocket/model.ts";
-import type { SynthesisJob, VoicePrompt } from "../../models/contract.ts";
+import type { VoicePrompt } from "../../models/contract.ts";
 import { Engine } from "../../engine/core.ts";
-import { maxFramesForInput } from "../../engine/request.ts";
 import { SerialQueue } from "../../async/serial-queue.ts";
 import type { TextNormalizationMode } from "../../api/speech.ts";
-import { spokenText } from "../../speech/text-normalization.ts";
+import { utteranceJob } from "../../speech/job.ts";
 import { builtInVoiceNamed } from "../../voices/catalog.ts";
 import { Worker as PageWorker } from "./platform/worker-threads.ts";
 import type { SpawnDecoderWorker } from "../../models/pocket/decoder/worker-client.ts";
@@ -248,21 +247,18 @@ async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortC
     const voicePrompt = message.voiceId ? clonedVoices.get(message.voiceId) : undefined;
     if (message.voiceId && !voicePrompt) throw new Error(`no cloned voice '${message.voiceId}' in this page`);
     const capabilities = model.capabilities;
-    const job: SynthesisJob = {
-      text: spokenText(message.text, message.normalization, capabilities),
-      voice: voicePrompt ? capabilities.defaultVoice : builtInVoice(message.voice, capabilities),
-      language: capabilities.languages[0] ?? "en",
+    // The server's job builder: the same text, voice and seed make the server's job, and its samples.
+    const { job } = utteranceJob(model, {
+      text: message.text.trim(),
+      normalization: message.normalization,
+      builtInVoice: voicePrompt ? undefined : builtInVoice(message.voice, capabilities),
       ...(message.seed !== undefined ? { seed: BigInt(message.seed) } : {}),
-      // The server's cap, from the text as sent, as the speech service sets it.
-      maxNewTokens: maxFramesForInput(message.text.length, capabilities.framesPerSecond),
-      ...(voicePrompt ? { voicePrompt } : {}),
       extraParams: {},
-      signal: abort.signal,
-    };
+    });
     let firstAudioMs = -1;
     let samples = 0;
     // Cancelled before its turn: it ends with no audio, as one cancelled while it speaks ends early.
-    const stream = abort.signal.aborted ? [] : await engine.submit(job);
+    const stream = abort.signal.aborted ? [] : await engine.submit({ ...job, voicePrompt, signal: abort.signal });
     for await (const frame of stream) {
       if (abort.signal.aborted) break;
       if (firstAudioMs < 0) firstAudioMs = performance.now() - started;

@@ -1,13 +1,10 @@
 /**
- * Draining for a graceful shutdown. Once draining starts, readiness answers 503 (the load balancer stops
- * sending traffic), new work (POST, DELETE, WebSocket upgrades) is refused with a 503 the proxy may retry on
- * another replica, and the work already accepted is waited for: HTTP responses until their last byte, and
- * WebSocket sessions until what they had flushed is spoken (then they close with 1001). Reads (listings,
+ * Draining for a graceful shutdown, whatever the protocol. Once draining starts, readiness answers 503 (the
+ * load balancer stops sending traffic), each listener refuses new work (http/drain-gate.ts; Wyoming drops new
+ * connections), and the work already accepted is waited for: HTTP responses until their last byte, and
+ * sessions (WebSocket or Wyoming) until what they had flushed is spoken (then they close). Reads (listings,
  * health, metrics) keep answering until the listener closes.
  */
-import type { Context, Hono } from "hono";
-import { ApiError } from "../api/errors.ts";
-import { HEALTH_PATHS, METRICS_PATH } from "./auth.ts";
 
 export interface DrainableSession {
   /** Finish what was flushed, then close 1001. */
@@ -87,28 +84,4 @@ export class ServerLifecycle {
     if (!this.#isIdle()) return;
     for (const wake of this.#idleWaiters.splice(0)) wake();
   }
-}
-
-const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-/** Reads and probes keep answering while draining; anything that would start work does not. */
-function startsWork(c: Context): boolean {
-  if (HEALTH_PATHS.has(c.req.path) || c.req.path === METRICS_PATH) return false;
-  if (c.req.header("upgrade")?.toLowerCase() === "websocket") return true;
-  return !READ_METHODS.has(c.req.method);
-}
-
-/**
- * Refuses new work while draining. The 503 comes before any work, so a proxy may retry it on another
- * replica (nginx: `proxy_next_upstream error timeout http_503 non_idempotent`).
- */
-export function registerDrainGate(app: Hono, lifecycle: ServerLifecycle): void {
-  app.use("*", async (c, next) => {
-    if (lifecycle.draining && startsWork(c)) {
-      const refusal = new ApiError(503, "The server is shutting down; retry on another replica");
-      refusal.headers = { "Retry-After": "1", Connection: "close" };
-      throw refusal;
-    }
-    await next();
-  });
 }
