@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { launchChromium, DEFAULT_CHROMIUM } from "../../../src/chromium/launch.ts";
 import { PocketModel } from "../../../src/models/pocket/model.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
@@ -44,8 +44,8 @@ interface PageEngine {
   errors: string[];
 }
 
-async function openEngine(): Promise<PageEngine> {
-  const page = await (await browser.newContext()).newPage();
+async function openEngine(context?: BrowserContext): Promise<PageEngine> {
+  const page = await (context ?? (await browser.newContext())).newPage();
   const requests: string[] = [];
   const errors: string[] = [];
   page.on("request", (request) => requests.push(`${request.method()} ${new URL(request.url()).pathname}`));
@@ -61,7 +61,7 @@ const loadInPage = (page: Page) =>
     const engine = new BrowserEngine();
     (window as unknown as { engine: unknown }).engine = engine;
     return engine.load({ model: "pocket-tts" });
-  }) as Promise<{ executionProvider: string; decoder: string; voices: string[]; crossOriginIsolated: boolean; threads: number; fetchedBytes: number; cachedBytes: number; sampleRateHz: number }>;
+  }) as Promise<{ executionProvider: string; decoder: string; decoderWorker: boolean; voices: string[]; crossOriginIsolated: boolean; threads: number; fetchedBytes: number; cachedBytes: number; sampleRateHz: number }>;
 
 /** Speaks in the page; resolves to every sample made and the worker's numbers. */
 const speakInPage = (page: Page, request: object) =>
@@ -72,10 +72,30 @@ const speakInPage = (page: Page, request: object) =>
     return { samples: frames.flat(), frames: frames.length, stats };
   }, request) as Promise<{ samples: number[]; frames: number; stats: { firstAudioMs: number; rtf: number; audioSeconds: number; stageSeconds: Record<string, number> } }>;
 
+/**
+ * One page loads the model cold and the later tests go on in it (or beside it, in its context): a page load
+ * costs ~10 s on 2 cores, and what they check is what a loaded engine does next, not another cold load.
+ */
+let loadedContext: BrowserContext | undefined;
+let loadedPage: Page | undefined;
+let coldLoad: Awaited<ReturnType<typeof loadInPage>> | undefined;
+
+async function loadedEngine(): Promise<{ context: BrowserContext; page: Page; cold: Awaited<ReturnType<typeof loadInPage>> }> {
+  if (!loadedContext || !loadedPage || !coldLoad) {
+    loadedContext = await browser.newContext();
+    loadedPage = (await openEngine(loadedContext)).page;
+    coldLoad = await loadInPage(loadedPage);
+  }
+  return { context: loadedContext, page: loadedPage, cold: coldLoad };
+}
+
 describe("the engine in the page", () => {
   test("loads the served model from its files and speaks what the server speaks for the same seed, with no speech request", async () => {
-    const { page, requests, errors } = await openEngine();
+    loadedContext = await browser.newContext();
+    const { page, requests, errors } = await openEngine(loadedContext);
     const info = await loadInPage(page);
+    loadedPage = page;
+    coldLoad = info;
     expect(info).toMatchObject({ executionProvider: "wasm", decoder: "onnx", voices: ["alba"], crossOriginIsolated: true, sampleRateHz: 24_000 });
     expect(info.fetchedBytes).toBeGreaterThan(0);
     expect(requests).toContain("GET /v1/models/pocket-tts/files");
@@ -111,11 +131,7 @@ describe("the engine in the page", () => {
   });
 
   test("a second load reads every file from the browser's cache", async () => {
-    const context = await browser.newContext();
-    const first = await context.newPage();
-    await first.goto(`${server.url}/`);
-    const cold = await loadInPage(first);
-    await first.close();
+    const { context, cold } = await loadedEngine();
     const second = await context.newPage();
     const requests: string[] = [];
     second.on("request", (request) => requests.push(new URL(request.url()).pathname));
@@ -125,12 +141,11 @@ describe("the engine in the page", () => {
     expect(warm.fetchedBytes).toBe(0);
     expect(warm.cachedBytes).toBe(cold.fetchedBytes);
     expect(requests.filter((path) => path.startsWith("/v1/models/pocket-tts/files/"))).toEqual([]);
-    await context.close();
+    await second.close();
   });
 
   test("clones a voice in the page and speaks with it; a bad request fails alone", async () => {
-    const { page } = await openEngine();
-    await loadInPage(page);
+    const { page } = await loadedEngine();
     const cloned = (await page.evaluate(async () => {
       const engine = (window as unknown as { engine: { clone(samples: Float32Array): Promise<{ voiceId: string; seconds: number }> } }).engine;
       const clip = Float32Array.from({ length: 48_000 }, (_, index) => 0.3 * Math.sin((2 * Math.PI * 200 * index) / 24_000));
@@ -173,24 +188,26 @@ describe("the engine's requests", () => {
 
 describe("the Mimi decoder in a worker of its own", () => {
   test("decodes in a second worker, as the server's decoder threads do, with the same samples as in the engine's worker", async () => {
-    const { page, errors } = await openEngine();
-    const result = (await page.evaluate(async () => {
+    const { page, cold } = await loadedEngine();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    const request = { text: "Decoded beside the sampling. Then a second sentence.", voice: "alba", seed: 11 };
+    const apart = (await page.evaluate(async (asked) => {
       const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
-      const run = async (decoderWorker: boolean) => {
-        const engine = new BrowserEngine();
-        const info = await engine.load({ model: "pocket-tts", decoderWorker });
-        const samples: number[] = [];
-        await engine.speak({ text: "Decoded beside the sampling. Then a second sentence.", voice: "alba", seed: 11 }, (frame: Float32Array) => samples.push(...frame)).done;
-        engine.terminate();
-        return { decoderWorker: info.decoderWorker, warnings: info.warnings, samples };
-      };
-      return { apart: await run(true), together: await run(false) };
-    })) as Record<"apart" | "together", { decoderWorker: boolean; warnings: string[]; samples: number[] }>;
-    expect(result.apart.decoderWorker).toBe(true);
-    expect(result.apart.warnings).toEqual([]);
-    expect(result.together.decoderWorker).toBe(false);
-    expect(result.apart.samples.length).toBeGreaterThan(0);
-    expect(result.apart.samples).toEqual(result.together.samples);
+      const engine = new BrowserEngine();
+      const info = await engine.load({ model: "pocket-tts", decoderWorker: true });
+      const samples: number[] = [];
+      await engine.speak(asked, (frame: Float32Array) => samples.push(...frame)).done;
+      engine.terminate();
+      return { decoderWorker: info.decoderWorker, warnings: info.warnings, samples };
+    }, request)) as { decoderWorker: boolean; warnings: string[]; samples: number[] };
+    // The page's first engine decodes in the engine's worker (the default).
+    const together = await speakInPage(page, request);
+    expect(apart.decoderWorker).toBe(true);
+    expect(apart.warnings).toEqual([]);
+    expect(cold.decoderWorker).toBe(false);
+    expect(apart.samples.length).toBeGreaterThan(0);
+    expect(apart.samples).toEqual(together.samples);
     expect(errors).toEqual([]);
   });
 });

@@ -136,6 +136,19 @@ describe("the playground's page engine helpers", () => {
   });
 });
 
+/**
+ * A playground whose page engine has loaded, shared by the tests that go on from there (a page load costs
+ * ~10 s on 2 cores); each test that takes it leaves it with the page engine chosen and idle.
+ */
+let loadedPlayground: OpenedPage | undefined;
+async function playgroundWithEngineLoaded(): Promise<OpenedPage> {
+  if (!loadedPlayground) {
+    loadedPlayground = await openPlayground(pocket);
+    expect((await chooseThisBrowser(loadedPlayground.page)).engineLoad.state).toBe("ready");
+  }
+  return loadedPlayground;
+}
+
 describe("the playground with the engine in this browser", () => {
   test("loads the model with a progress bar, speaks with no speech request to the server, clones from a clip in the page, and loads from the cache the second time", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
@@ -231,8 +244,7 @@ describe("the playground with the engine in this browser", () => {
   }, 180_000);
 
   test("Stop cancels the page engine's utterance: playback ends, and the engine is free for the next one at once", async () => {
-    const { page, traffic, consoleErrors } = await openPlayground(pocket);
-    expect((await chooseThisBrowser(page)).engineLoad.state).toBe("ready");
+    const { page, traffic, consoleErrors } = await playgroundWithEngineLoaded();
     const speaking = mark(traffic);
     await page.getByRole("textbox", { name: "Text", exact: true }).fill(Array.from({ length: 40 }, (_, index) => `Sentence ${index + 1} is made in the page.`).join(" "));
     await page.getByRole("button", { name: "Speak", exact: true }).click();
@@ -253,8 +265,38 @@ describe("the playground with the engine in this browser", () => {
     expect(next.speakStats!.audioSeconds).toBeLessThan(5);
     expect(speechTraffic(traffic, speaking)).toEqual([]);
     expect(consoleErrors).toEqual([]);
-    await page.context().close();
   }, 120_000);
+
+  test("a phone-sized window with the page engine loaded has no horizontal scroll", async () => {
+    const { page, consoleErrors } = await playgroundWithEngineLoaded();
+    await page.setViewportSize({ width: 375, height: 740 });
+    try {
+      expect((await playback(page)).engineLoad.state).toBe("ready");
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: join(ARTIFACTS, "browser-engine-phone.png"), fullPage: true });
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  }, 90_000);
+
+  test("switching back to this server speaks over the WebSocket again, with the server's voices", async () => {
+    const { page, traffic, consoleErrors } = await playgroundWithEngineLoaded();
+    expect((await playback(page)).engineLoad.state).toBe("ready");
+    const before = mark(traffic);
+    await page.getByRole("radio", { name: "This server" }).check();
+    expect((await playback(page)).engine).toBe("server");
+    expect(await page.getByRole("progressbar").isVisible()).toBe(false);
+    await page.getByRole("textbox", { name: "Text", exact: true }).fill("Back on the server.");
+    await page.getByRole("button", { name: "Speak", exact: true }).click();
+    const done = await waitForState(page, ["done", "error"]);
+    expect(done).toMatchObject({ state: "done", lastError: null, ranOn: { engine: "server" } });
+    expect(traffic.sockets.slice(before.sockets)).toEqual(["/v1/audio/speech/stream"]);
+    expect(consoleErrors).toEqual([]);
+    await page.context().close();
+    loadedPlayground = undefined;
+  }, 90_000);
 
   test("Speak pressed while the model is still loading waits for the load, saying so, then plays", async () => {
     const { page, traffic, consoleErrors } = await openPlayground(pocket);
@@ -296,21 +338,6 @@ describe("the playground with the engine in this browser", () => {
     await page.context().close();
   }, 120_000);
 
-  test("switching back to this server speaks over the WebSocket again, with the server's voices", async () => {
-    const { page, traffic, consoleErrors } = await openPlayground(pocket);
-    expect((await chooseThisBrowser(page)).engineLoad.state).toBe("ready");
-    await page.getByRole("radio", { name: "This server" }).check();
-    expect((await playback(page)).engine).toBe("server");
-    expect(await page.getByRole("progressbar").isVisible()).toBe(false);
-    await page.getByRole("textbox", { name: "Text", exact: true }).fill("Back on the server.");
-    await page.getByRole("button", { name: "Speak", exact: true }).click();
-    const done = await waitForState(page, ["done", "error"]);
-    expect(done).toMatchObject({ state: "done", lastError: null, ranOn: { engine: "server" } });
-    expect(traffic.sockets).toEqual(["/v1/audio/speech/stream"]);
-    expect(consoleErrors).toEqual([]);
-    await page.context().close();
-  }, 90_000);
-
   test("the offline engine has no files to lend: the page says why, and Speak says the model is not loaded", async () => {
     const { page } = await openPlayground(classic);
     const failed = await chooseThisBrowser(page);
@@ -323,14 +350,4 @@ describe("the playground with the engine in this browser", () => {
     expect(refused.samplesPlayed).toBe(0);
     await page.context().close();
   }, 60_000);
-
-  test("a phone-sized window with the page engine loaded has no horizontal scroll", async () => {
-    const { page, consoleErrors } = await openPlayground(pocket, undefined, { width: 375, height: 740 });
-    expect((await chooseThisBrowser(page)).engineLoad.state).toBe("ready");
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(overflow).toBeLessThanOrEqual(0);
-    await page.screenshot({ path: join(ARTIFACTS, "browser-engine-phone.png"), fullPage: true });
-    expect(consoleErrors).toEqual([]);
-    await page.context().close();
-  }, 90_000);
 });
