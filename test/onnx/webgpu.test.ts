@@ -8,6 +8,9 @@ import { loadOnnxRuntime } from "../../src/onnx/runtime.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
 import { gpuForTests } from "../gpu/support.ts";
 
+/** Every golden case on the software adapter: ~20–30 s alone on 2 cores, 2–3× that beside another test file. */
+const GOLDEN_RUN_TIMEOUT_MS = 180_000;
+
 describe("onnxruntime-web WebGPU EP on the shared device", () => {
   test("opens sessions on the WebGPU EP, one at a time even when asked for together", async () => {
     const { device } = await gpuForTests();
@@ -26,7 +29,7 @@ describe("onnxruntime-web WebGPU EP on the shared device", () => {
     expect(failures).toEqual([]);
     expect(report.pass).toBe(true);
     expect(report.cases.length).toBeGreaterThan(50);
-  });
+  }, GOLDEN_RUN_TIMEOUT_MS);
 
   test("pocket-tiny inside model calls of 3 streams: FlowLM's batched step runs on the EP and passes", async () => {
     const { device } = await gpuForTests();
@@ -35,5 +38,5 @@ describe("onnxruntime-web WebGPU EP on the shared device", () => {
     expect(failures).toEqual([]);
     expect(report).toMatchObject({ executionProvider: "webgpu", batch: 3, pass: true });
     expect(report.cases.filter((entry) => entry.detail === "in calls of 3 streams").length).toBeGreaterThan(0);
-  });
+  }, GOLDEN_RUN_TIMEOUT_MS);
 });

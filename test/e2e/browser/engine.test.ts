@@ -20,6 +20,12 @@ import { REPO_ROOT } from "../../support/repo.ts";
 import { pocketTinyCatalogEntry, startPocketTinyHub, tinyRepoPath } from "../../support/hub-server.ts";
 import { pullBundle } from "../../../src/weights/download.ts";
 
+/**
+ * A page load is ~10 s alone on 2 cores, and 2–3× that while the suite's other worker runs a browser too:
+ * bounds for hangs, not for speed.
+ */
+const PAGE_LOAD_TIMEOUT_MS = 180_000;
+
 const TEXT = "The page speaks on the visitor's own machine. It costs $19.99 on 03/04/2026.";
 
 let server: TestServer;
@@ -44,8 +50,8 @@ interface PageEngine {
   errors: string[];
 }
 
-async function openEngine(context?: BrowserContext): Promise<PageEngine> {
-  const page = await (context ?? (await browser.newContext())).newPage();
+async function openEngine(context: BrowserContext): Promise<PageEngine> {
+  const page = await context.newPage();
   const requests: string[] = [];
   const errors: string[] = [];
   page.on("request", (request) => requests.push(`${request.method()} ${new URL(request.url()).pathname}`));
@@ -131,7 +137,7 @@ describe("the engine in the page", () => {
     const other = await speakInPage(page, { text: TEXT, voice: "alba", seed: 4321 });
     expect(compareTensors(floatToInt16(Float32Array.from(other.samples.slice(0, pagePcm.length))), serverPcm.subarray(0, Math.min(other.samples.length, serverPcm.length))).relRms).toBeGreaterThan(1e-2);
     expect(errors).toEqual([]);
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 
   test("a second load reads every file from the browser's cache", async () => {
     const { context, cold } = await loadedEngine();
@@ -145,7 +151,7 @@ describe("the engine in the page", () => {
     expect(warm.cachedBytes).toBe(cold.fetchedBytes);
     expect(requests.filter((path) => path.startsWith("/v1/models/pocket-tts/files/"))).toEqual([]);
     await second.close();
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 
   test("clones a voice in the page and speaks with it; a bad request fails alone", async () => {
     const { page } = (await loadedEngine()).engine;
@@ -161,12 +167,13 @@ describe("the engine in the page", () => {
     expect(compareTensors(spoken.samples.slice(0, builtIn.samples.length), builtIn.samples.slice(0, spoken.samples.length)).relRms).toBeGreaterThan(1e-2);
     await expect(speakInPage(page, { text: "Nobody.", voice: "nobody" })).rejects.toThrow("this model has no voice 'nobody'");
     expect((await speakInPage(page, { text: "Still speaking.", voice: "alba", seed: 5 })).samples.length).toBeGreaterThan(0);
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 });
 
 describe("the engine's requests", () => {
   test("a speak still waiting its turn can be cancelled, 'default' and OpenAI names mean the default voice, and two loads both settle", async () => {
-    const { page } = await openEngine();
+    // Beside the loaded page, in its context: the model's files come from the browser's cache.
+    const { page } = await openEngine((await loadedEngine()).context);
     const result = (await page.evaluate(async () => {
       const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
       const engine = new BrowserEngine();
@@ -180,13 +187,14 @@ describe("the engine's requests", () => {
       await engine.speak({ text: "Default.", voice: "alloy", seed: 9 }, () => frames.byAlloy++).done;
       return { loads: [first.voices, second.voices], frames, ran, cancelled };
     })) as { loads: string[][]; frames: Record<string, number>; ran: { audioSeconds: number }; cancelled: { audioSeconds: number } };
+    await page.close();
     expect(result.loads).toEqual([["alba"], ["alba"]]);
     expect(result.frames.running).toBeGreaterThan(0);
     expect(result.frames.waiting).toBe(0);
     expect(result.cancelled.audioSeconds).toBe(0);
     expect(result.frames.byDefault).toBeGreaterThan(0);
     expect(result.frames.byAlloy).toBe(result.frames.byDefault);
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 });
 
 describe("the Mimi decoder in a worker of its own", () => {
@@ -214,19 +222,21 @@ describe("the Mimi decoder in a worker of its own", () => {
     expect(apart.samples.length).toBeGreaterThan(0);
     expect(apart.samples).toEqual(together.samples);
     expect(errors.slice(errorsBefore)).toEqual([]);
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 });
 
 describe("the engine in a page with WebGPU", () => {
-  test("runs the language model on the WebGPU EP and the decoder on our WGSL kernels (Chromium's software adapter here)", async () => {
+  test("'auto' keeps a software adapter off and runs on wasm, as the server's --device auto does; asked for, the language model runs on the WebGPU EP and the decoder on our WGSL kernels (Chromium's software adapter here)", async () => {
+    // One WebGPU-enabled browser and page for both loads: the second load replaces the first in the same worker.
     const gpuBrowser = await launchChromium({ webgpu: true });
     try {
       const page = await gpuBrowser.newPage();
       await page.goto(`${server.url}/`);
+      const auto = await loadInPage(page);
+      expect(auto).toMatchObject({ executionProvider: "wasm", decoder: "onnx" });
       const result = (await page.evaluate(async () => {
-        const { BrowserEngine } = await import("/playground/browser-engine.js" as string);
-        const engine = new BrowserEngine();
-        // "auto" would keep a software adapter off, as the server's --device auto does: asked for explicitly.
+        const engine = (window as unknown as { engine: { load(options: object): Promise<object>; speak(request: object, onAudio: (samples: Float32Array) => void): { done: Promise<{ audioSeconds: number }> } } }).engine;
+        // "auto" keeps a software adapter off, as the server's --device auto does: asked for explicitly.
         const info = await engine.load({ model: "pocket-tts", ep: "webgpu" });
         let samples = 0;
         const stats = await engine.speak({ text: "Hello from the page's GPU.", voice: "alba", seed: 1 }, (frame: Float32Array) => (samples += frame.length)).done;
@@ -239,19 +249,7 @@ describe("the engine in a page with WebGPU", () => {
     } finally {
       await gpuBrowser.close();
     }
-  }, 180_000);
-
-  test("'auto' keeps a software adapter off and runs on wasm, as the server's --device auto does", async () => {
-    const gpuBrowser = await launchChromium({ webgpu: true });
-    try {
-      const page = await gpuBrowser.newPage();
-      await page.goto(`${server.url}/`);
-      const info = await loadInPage(page);
-      expect(info).toMatchObject({ executionProvider: "wasm", decoder: "onnx" });
-    } finally {
-      await gpuBrowser.close();
-    }
-  }, 120_000);
+  }, 240_000);
 });
 
 describe("a pulled model in the page", () => {
@@ -261,10 +259,13 @@ describe("a pulled model in the page", () => {
     const pulledDir = await pullBundle({ name: "pocket-tiny", catalog: [pocketTinyCatalogEntry()], hubUrl: hub.url, cacheDir });
     const pulledModel = await PocketModel.load(pulledDir, {}, { logger: silentLogger });
     const pulledServer = await startTestServer(pulledModel);
+    const contexts: BrowserContext[] = [];
     try {
       const listing = (await (await fetch(`${pulledServer.url}/v1/models/pocket-tts/files`)).json()) as { data: Array<{ name: string; hub_url?: string }> };
       expect(listing.data.filter((file) => file.name.endsWith(".onnx")).every((file) => file.hub_url?.startsWith(hub.url))).toBe(true);
-      const page = await (await browser.newContext()).newPage();
+      const context = await browser.newContext();
+      contexts.push(context);
+      const page = await context.newPage();
       const serverFileRequests: string[] = [];
       page.on("request", (request) => {
         if (request.url().startsWith(`${pulledServer.url}/v1/models/pocket-tts/files/`)) serverFileRequests.push(request.url());
@@ -290,7 +291,10 @@ describe("a pulled model in the page", () => {
 
       // A hub file whose bytes are not the pulled ones is refused, and the server's copy is taken instead.
       hub.corrupt(tinyRepoPath("flow_lm_flow.onnx"), true);
-      const fresh = await (await browser.newContext()).newPage();
+      await context.close();
+      const freshContext = await browser.newContext();
+      contexts.push(freshContext);
+      const fresh = await freshContext.newPage();
       const freshServerRequests: string[] = [];
       fresh.on("request", (request) => {
         if (request.url().startsWith(`${pulledServer.url}/v1/models/pocket-tts/files/`)) freshServerRequests.push(new URL(request.url()).pathname);
@@ -302,11 +306,12 @@ describe("a pulled model in the page", () => {
       });
       expect(freshServerRequests).toEqual(["/v1/models/pocket-tts/files/flow_lm_flow.onnx"]);
     } finally {
+      for (const context of contexts) await context.close();
       await pulledServer.stop();
       await pulledModel.close();
       hub.stop();
     }
-  });
+  }, PAGE_LOAD_TIMEOUT_MS);
 });
 
 describe("conformance --browser", () => {
