@@ -218,16 +218,22 @@ export async function openGpuContext(): Promise<GpuContext> {
 /**
  * bun-webgpu 0.1.7 now and then hands Dawn a DeviceDescriptor whose chain pointer was never cleared, and Dawn
  * refuses it ("Unexpected chained struct of type SType::SurfaceSourceWaylandSurface found on DeviceDescriptor
- * chain"; seen about once in six runs of test/onnx/webgpu.test.ts). The same request made again is built
- * afresh and goes through; any other error is the adapter's answer.
+ * chain"; seen about once in six runs of test/onnx/webgpu.test.ts). It has also resolved to null instead of a
+ * device (once, with a second process on the same software adapter). Either way the same request made again
+ * is built afresh and goes through; any other error is the adapter's answer.
  */
 async function requestDeviceRetryingStrayChain(adapter: GPUAdapter): Promise<GPUDevice> {
+  const ATTEMPTS = 3;
   for (let attempt = 1; ; attempt++) {
+    let device: GPUDevice | null;
     try {
-      return await adapter.requestDevice({ label: "voxedge", requiredLimits: adapterLimits(adapter) });
+      device = await adapter.requestDevice({ label: "voxedge", requiredLimits: adapterLimits(adapter) });
     } catch (error) {
-      if (attempt >= 3 || !String((error as Error)?.message ?? error).includes("Unexpected chained struct")) throw error;
+      if (attempt >= ATTEMPTS || !String((error as Error)?.message ?? error).includes("Unexpected chained struct")) throw error;
+      continue;
     }
+    if (device) return device;
+    if (attempt >= ATTEMPTS) throw new Error(`the adapter gave no device, ${ATTEMPTS} times asked`);
   }
 }
 
