@@ -8,7 +8,7 @@ import { loadOnnxRuntime } from "../../src/onnx/runtime.ts";
 import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
 import { gpuForTests } from "../gpu/support.ts";
 
-/** Every golden case on the software adapter: ~20–30 s alone on 2 cores, 2–3× that beside another test file. */
+/** Every golden case on the software adapter: ~20–30 s alone on 2 cores, 2–3× that on a busy machine. */
 const GOLDEN_RUN_TIMEOUT_MS = 180_000;
 
 describe("onnxruntime-web WebGPU EP on the shared device", () => {
