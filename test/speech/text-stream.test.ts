@@ -286,18 +286,21 @@ describe("timers and flow control", () => {
   test("idle: activity restarts the timeout, speaking is never idle, and silence after it ends the stream", async () => {
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const { stream, ending } = open(() => ({ kind: "waits", release: held }), { idleTimeoutMs: 60 });
+    // Activity every 50 ms for 600 ms against a 500 ms timeout: the quiet gaps are a tenth of the timeout, so
+    // a busy machine that stretches a sleep several times over still never looks idle.
+    const { stream, ending } = open(() => ({ kind: "waits", release: held }), { idleTimeoutMs: 500 });
     stream.configure("a");
-    for (let index = 0; index < 4; index++) {
-      await Bun.sleep(30);
+    for (let index = 0; index < 12; index++) {
+      await Bun.sleep(50);
       stream.activity();
     }
+    expect(ending()).toBeUndefined();
     stream.text("Long. ");
-    await Bun.sleep(150);
+    await Bun.sleep(750);
     expect(ending()).toBeUndefined();
     release();
     await eventually("ended", () => ending());
-    expect(ending()).toEqual({ kind: "idle", idleSeconds: 0 });
+    expect(ending()).toEqual({ kind: "idle", idleSeconds: 1 });
   });
 
   test("a client that takes nothing while audio waits is stalled after stallTimeoutMs", async () => {
