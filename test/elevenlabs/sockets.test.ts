@@ -311,7 +311,8 @@ describe("ElevenLabs' routes without their /v1", () => {
 
 describe("keep-alives reset the inactivity timeout", () => {
   // Kept alive for twice the timeout, every 200 ms: a loop held up to 1.8 s on a loaded machine still passes.
-  test('stream-input: {"text": " "} every 200 ms keeps a 2 s inactivity_timeout socket and its unfinished text', async () => {
+  // The two sockets wait out their seconds together.
+  test.concurrent('stream-input: {"text": " "} every 200 ms keeps a 2 s inactivity_timeout socket and its unfinished text', async () => {
     const socket = new RecordingSocket(socketUrl("low/stream-input?output_format=pcm_16000&inactivity_timeout=2"), { "xi-api-key": API_KEY });
     await socket.opened;
     socket.send({ text: " " });
@@ -325,9 +326,9 @@ describe("keep-alives reset the inactivity timeout", () => {
     expect(await socket.waitForClose()).toBe(1000);
     expect(socket.json().at(-1)).toEqual({ isFinal: true });
     expectEverySentenceHeard(joinedAudio(audioMessages(socket)), 16000, ["Hello there"]);
-  });
+  }, 60_000);
 
-  test('multi-stream-input: {"text": "", "context_id"} every 200 ms keeps a context past a 2 s inactivity_timeout, with its unfinished text', async () => {
+  test.concurrent('multi-stream-input: {"text": "", "context_id"} every 200 ms keeps a context past a 2 s inactivity_timeout, with its unfinished text', async () => {
     const socket = new RecordingSocket(socketUrl("low/multi-stream-input?output_format=pcm_16000&inactivity_timeout=2"), { "xi-api-key": API_KEY });
     await socket.opened;
     socket.send({ text: " ", context_id: "agent" });
@@ -341,7 +342,7 @@ describe("keep-alives reset the inactivity timeout", () => {
     expect(socket.json().filter((message) => message.error)).toEqual([]);
     expectEverySentenceHeard(joinedAudio(audioMessages(socket, "agent")), 16000, ["Hello there"]);
     socket.close();
-  });
+  }, 60_000);
 });
 
 describe("erroneous messages are budgeted, context ids capped", () => {

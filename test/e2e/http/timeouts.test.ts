@@ -61,8 +61,9 @@ describe("request bodies that do not arrive in time", () => {
   });
   afterAll(() => server.stop());
 
+  // Each case waits out the body timeout on its own connection: they wait together.
   for (const route of BODY_ROUTES) {
-    test(`POST ${route.path}: a body that stalls after 10 bytes gets a 408 and the server serves on`, async () => {
+    test.concurrent(`POST ${route.path}: a body that stalls after 10 bytes gets a 408 and the server serves on`, async () => {
       const connection = await RawHttpConnection.open(server.url);
       try {
         connection.write(requestHead("POST", route.path, { "Content-Type": route.contentType, "Content-Length": DECLARED_BYTES }));
@@ -81,7 +82,7 @@ describe("request bodies that do not arrive in time", () => {
       expect(health.status).toBe(200);
     });
 
-    test(`POST ${route.path}: a body trickling one byte every 200 ms is cut the same way`, async () => {
+    test.concurrent(`POST ${route.path}: a body trickling one byte every 200 ms is cut the same way`, async () => {
       const connection = await RawHttpConnection.open(server.url);
       connection.write(requestHead("POST", route.path, { "Content-Type": route.contentType, "Content-Length": DECLARED_BYTES }));
       const fullBody = route.opening.padEnd(DECLARED_BYTES, " ");
@@ -220,8 +221,9 @@ const STREAM_REQUESTS = [
 ];
 
 describe("streams the client stops reading", () => {
+  // Seconds of slow reading and waiting, each on a server of its own: they run together.
   for (const { mode, body } of STREAM_REQUESTS) {
-    test(`${mode}: a slow but steady reader is never cut; once it reads nothing, the generation is aborted`, async () => {
+    test.concurrent(`${mode}: a slow but steady reader is never cut; once it reads nothing, the generation is aborted`, async () => {
       const adapter = new EndlessToneModel();
       const server = await startTestServer(adapter, { flags: { "stream-stall-timeout": String(STALL_TIMEOUT_SECONDS) } });
       const connection = await RawHttpConnection.open(server.url);
@@ -261,7 +263,7 @@ describe("streams the client stops reading", () => {
         connection.destroy();
         await server.stop();
       }
-    });
+    }, 60_000);
   }
 });
 
