@@ -18,6 +18,19 @@ export interface EngineGaugeSource {
   readonly counts: { waiting: number; running: number; paused: number };
   readonly stateBytes: number;
   readonly capacity?: { readonly streams: number } | undefined;
+  readonly limits: { readonly maxStreams: number };
+}
+
+/**
+ * The engine's load: requests running and waiting over the places it runs at once (--max-streams, or fewer
+ * where the capacity estimate says fewer stay real time). 1 is full; past 1, requests queue. One number a
+ * replica exports for an autoscaler to average (KEDA's prometheus trigger, HPA v2 Pods metrics), as serving
+ * stacks scale on their queue (vLLM's num_requests_waiting) or running requests (KServe).
+ */
+export function engineLoad(source: EngineGaugeSource): number {
+  const { running, waiting } = source.counts;
+  const places = Math.max(1, Math.min(source.limits.maxStreams, source.capacity?.streams || Infinity));
+  return (running + waiting) / places;
 }
 
 export class ServiceMetrics {
@@ -79,6 +92,15 @@ export class ServiceMetrics {
     registers: [this.registry],
     collect: () => {
       this.engineRealTimeStreams.set(this.#engine()?.capacity?.streams ?? 0);
+    },
+  });
+  readonly engineLoad: Gauge = new Gauge({
+    name: "voxedge_engine_load",
+    help: "Requests running and waiting over the places the engine runs at once (the smaller of --max-streams and voxedge_engine_realtime_streams): 1 is full, more is a queue; the autoscaling signal",
+    registers: [this.registry],
+    collect: () => {
+      const engine = this.#engine();
+      this.engineLoad.set(engine ? engineLoad(engine) : 0);
     },
   });
   readonly engineRejections = new Counter({

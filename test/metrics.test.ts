@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ServiceMetrics } from "../src/metrics.ts";
+import { engineLoad, ServiceMetrics, type EngineGaugeSource } from "../src/metrics.ts";
 
 test("countStreamEnd counts each streamed response under its delivery mode and outcome", async () => {
   const metrics = new ServiceMetrics();
@@ -22,4 +22,27 @@ test("the engine's ticks count model calls per stage beside the rows of each cal
   expect(text).toContain('voxedge_engine_model_calls_total{stage="decode"} 3');
   // Rows per call is the batch-size sum over the calls: (4 + 2) / 2 FlowLM rows a call.
   expect(text).toContain('voxedge_engine_batch_size_sum{stage="flow_lm"} 6');
+});
+
+test("the engine's load is running plus waiting over the places it runs at once: --max-streams, or fewer where the capacity estimate says so", async () => {
+  const engine = (running: number, waiting: number, maxStreams: number, realtimeStreams?: number): EngineGaugeSource => ({
+    counts: { running, waiting, paused: 3 },
+    stateBytes: 0,
+    capacity: realtimeStreams === undefined ? undefined : { streams: realtimeStreams },
+    limits: { maxStreams },
+  });
+  expect(engineLoad(engine(0, 0, 8))).toBe(0);
+  expect(engineLoad(engine(4, 0, 8))).toBe(0.5);
+  // Queued requests count: a load past 1 is a queue, the signal to add a replica.
+  expect(engineLoad(engine(8, 4, 8))).toBe(1.5);
+  // The capacity estimate, where it is below --max-streams, is the divisor; above it, --max-streams is.
+  expect(engineLoad(engine(3, 3, 8, 4))).toBe(1.5);
+  expect(engineLoad(engine(3, 3, 4, 16))).toBe(1.5);
+  // An estimate of no streams at all (nothing measured yet) divides by --max-streams, never by 0.
+  expect(engineLoad(engine(2, 0, 4, 0))).toBe(0.5);
+
+  const metrics = new ServiceMetrics();
+  expect(await metrics.render()).toContain("voxedge_engine_load 0");
+  metrics.watchEngine(() => engine(6, 3, 6));
+  expect(await metrics.render()).toContain("voxedge_engine_load 1.5");
 });

@@ -47,6 +47,8 @@ describe("admission: --max-streams 1 --max-queue 0", () => {
     const reader = running.body!.getReader();
     expect((await reader.read()).value!.byteLength).toBeGreaterThan(0);
     expect(await engineGauges(server)).toEqual([0, 1, 0, TONE_REQUEST_STATE_BYTES]);
+    // One running on its one place: full.
+    expect(await metric(server, "voxedge_engine_load")).toBe(1);
 
     for (const mode of [{}, { stream: true }, { stream_format: "audio" }]) {
       const refused = await post(server, { input: "hello", ...mode });
