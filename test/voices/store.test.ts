@@ -374,8 +374,12 @@ describe("loading a voice whose file changed", () => {
     const saveVersion = async (sample: number) => samplesByCreatedAt.set((await store.saveAudio(audioInput("alice", { samples: Float32Array.of(sample) }))).created_at, sample);
     await saveVersion(0);
     let saving = true;
+    // A save every 10 ms or so, as in the replicas' case below: loads still land mid-rename.
     const saves = (async () => {
-      for (let version = 1; version <= 20; version++) await saveVersion(version);
+      for (let version = 1; version <= 20; version++) {
+        await saveVersion(version);
+        await Bun.sleep(10);
+      }
       saving = false;
     })();
     // Loaders keep reading while the file is replaced under them, so some reads land mid-rename.
@@ -399,8 +403,14 @@ describe("loading a voice whose file changed", () => {
     const saveVersion = async (sample: number) => samplesByCreatedAt.set((await writer.saveAudio(audioInput("alice", { samples: new Float32Array(4000).fill(sample) }))).created_at, sample);
     await saveVersion(0);
     let saving = true;
+    // A save every 10 ms or so still lands in the middle of loads, but a load is not overtaken by the 4
+    // replacements in a row it gives up after (a voice replaced that often is broken, not busy), as
+    // back-to-back saves did on a busy machine.
     const saves = (async () => {
-      for (let version = 1; version <= 20; version++) await saveVersion(version);
+      for (let version = 1; version <= 20; version++) {
+        await saveVersion(version);
+        await Bun.sleep(10);
+      }
       saving = false;
     })();
     const loadUntilSaved = async () => {
