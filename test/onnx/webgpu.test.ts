@@ -9,7 +9,7 @@ import { requirePocketTinyFixture } from "../models/pocket/bundle-fixture.ts";
 import { gpuForTests } from "../gpu/support.ts";
 
 /** Every golden case on the software adapter, in calls of 3 streams: ~40 s alone on 2 cores, 2–3× that on a busy machine. */
-const GOLDEN_RUN_TIMEOUT_MS = 180_000;
+const GOLDEN_RUN_TIMEOUT_MS = 360_000;
 
 describe("onnxruntime-web WebGPU EP on the shared device", () => {
   test("opens sessions on the WebGPU EP, one at a time even when asked for together", async () => {

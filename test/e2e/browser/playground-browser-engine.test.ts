@@ -22,7 +22,7 @@ import { loadProgress, pcm16FromFloat } from "../../../public/playground-lib.js"
 
 const ARTIFACTS = join(REPO_ROOT, "artifacts", "playground");
 /** The page engine on the tiny fixture loads in a few seconds; a cold onnxruntime-web compile takes longer. */
-const LOAD_TIMEOUT_MS = 60_000;
+const LOAD_TIMEOUT_MS = 180_000;
 
 interface EngineLoad {
   state: "idle" | "loading" | "ready" | "error";
@@ -98,7 +98,7 @@ async function openPlayground(server: TestServer, context?: BrowserContext, view
 
 const playback = (page: Page) => page.evaluate(() => JSON.parse(JSON.stringify((window as unknown as { voxedgePlayground: object }).voxedgePlayground, (key, value) => (key === "sentences" ? undefined : value))) as PlaygroundState);
 
-async function waitForState(page: Page, states: PlaygroundState["state"][], timeout = 60_000): Promise<PlaygroundState> {
+async function waitForState(page: Page, states: PlaygroundState["state"][], timeout = 120_000): Promise<PlaygroundState> {
   await page.waitForFunction((wanted) => wanted.includes((window as unknown as { voxedgePlayground: PlaygroundState }).voxedgePlayground.state), states, { timeout, polling: 50 });
   return playback(page);
 }
@@ -180,7 +180,7 @@ describe("the playground with the engine in this browser", () => {
     const speaking = mark(traffic);
     await page.getByRole("textbox", { name: "Text", exact: true }).fill("Hello from the page. It speaks on this machine.");
     await page.getByRole("button", { name: "Speak", exact: true }).click();
-    const done = await waitForState(page, ["done", "error"], 60_000);
+    const done = await waitForState(page, ["done", "error"], 120_000);
     expect(done.lastError).toBeNull();
     expect(done.state).toBe("done");
     expect(done.samplesPlayed).toBeGreaterThan(0);
@@ -219,7 +219,7 @@ describe("the playground with the engine in this browser", () => {
 
     await page.getByRole("textbox", { name: "Text", exact: true }).fill("Now in the cloned voice.");
     await page.getByRole("button", { name: "Speak", exact: true }).click();
-    const cloned = await waitForState(page, ["done", "error"], 60_000);
+    const cloned = await waitForState(page, ["done", "error"], 120_000);
     expect(cloned).toMatchObject({ state: "done", lastError: null });
     expect(cloned.samplesPlayed).toBeGreaterThan(0);
     expect(cloned.peakLevel).toBeGreaterThan(0);
@@ -241,7 +241,7 @@ describe("the playground with the engine in this browser", () => {
     expect(traffic.requests.slice(reloading.requests).filter((line) => line.startsWith("GET /v1/models/pocket-tts/files/"))).toEqual([]);
     expect(consoleErrors).toEqual([]);
     await context.close();
-  }, 180_000);
+  }, 360_000);
 
   test("Stop cancels the page engine's utterance: playback ends, and the engine is free for the next one at once", async () => {
     const { page, traffic, consoleErrors } = await playgroundWithEngineLoaded();
@@ -271,12 +271,12 @@ describe("the playground with the engine in this browser", () => {
     // The worker runs one request at a time: a short one right after finishes only if the long one was dropped.
     await page.getByRole("textbox", { name: "Text", exact: true }).fill("Short.");
     await page.getByRole("button", { name: "Speak", exact: true }).click();
-    const next = await waitForState(page, ["done", "error"], 20_000);
+    const next = await waitForState(page, ["done", "error"], 60_000);
     expect(next).toMatchObject({ state: "done", lastError: null });
     expect(next.speakStats!.audioSeconds).toBeLessThan(5);
     expect(speechTraffic(traffic, speaking)).toEqual([]);
     expect(consoleErrors).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 
   test("a phone-sized window with the page engine loaded has no horizontal scroll", async () => {
     const { page, consoleErrors } = await playgroundWithEngineLoaded();
@@ -290,7 +290,7 @@ describe("the playground with the engine in this browser", () => {
     } finally {
       await page.setViewportSize({ width: 1280, height: 900 });
     }
-  }, 90_000);
+  }, 180_000);
 
   test("switching back to this server speaks over the WebSocket again, with the server's voices", async () => {
     const { page, traffic, consoleErrors } = await playgroundWithEngineLoaded();
@@ -307,7 +307,7 @@ describe("the playground with the engine in this browser", () => {
     expect(consoleErrors).toEqual([]);
     await page.context().close();
     loadedPlayground = undefined;
-  }, 90_000);
+  }, 180_000);
 
   test("Speak pressed while the model is still loading waits for the load, saying so, then plays", async () => {
     const { page, traffic, consoleErrors } = await openPlayground(pocket);
@@ -333,7 +333,7 @@ describe("the playground with the engine in this browser", () => {
     expect(speechTraffic(traffic, speaking)).toEqual([]);
     expect(consoleErrors).toEqual([]);
     await page.context().close();
-  }, 120_000);
+  }, 300_000);
 
   test("Stop while Speak waits for the model: nothing plays once it has loaded", async () => {
     const { page, consoleErrors } = await openPlayground(pocket);
@@ -347,7 +347,7 @@ describe("the playground with the engine in this browser", () => {
     expect(await playback(page)).toMatchObject({ state: "idle", samplesReceived: 0, lastError: null });
     expect(consoleErrors).toEqual([]);
     await page.context().close();
-  }, 120_000);
+  }, 300_000);
 
   test("the offline engine has no files to lend: the page says why, and Speak says the model is not loaded", async () => {
     const { page } = await openPlayground(classic);
@@ -360,5 +360,5 @@ describe("the playground with the engine in this browser", () => {
     expect(refused.lastError).toContain("did not load in this page");
     expect(refused.samplesPlayed).toBe(0);
     await page.context().close();
-  }, 60_000);
+  }, 120_000);
 });
