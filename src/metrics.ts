@@ -18,19 +18,19 @@ export interface EngineGaugeSource {
   readonly counts: { waiting: number; running: number; paused: number };
   readonly stateBytes: number;
   readonly capacity?: { readonly streams: number } | undefined;
-  readonly limits: { readonly maxStreams: number };
+  /** Requests the engine runs at once now (its admission's own figure). */
+  readonly places: number;
 }
 
 /**
- * The engine's load: requests running and waiting over the places it runs at once (--max-streams, or fewer
- * where the capacity estimate says fewer stay real time). 1 is full; past 1, requests queue. One number a
- * replica exports for an autoscaler to average (KEDA's prometheus trigger, HPA v2 Pods metrics), as serving
- * stacks scale on their queue (vLLM's num_requests_waiting) or running requests (KServe).
+ * The engine's load: requests running and waiting over the places it runs at once. 1 is full; past 1,
+ * requests queue. One number a replica exports for an autoscaler to average (KEDA's prometheus trigger, HPA
+ * v2 Pods metrics), as serving stacks scale on their queue (vLLM's num_requests_waiting) or running requests
+ * (KServe).
  */
 export function engineLoad(source: EngineGaugeSource): number {
   const { running, waiting } = source.counts;
-  const places = Math.max(1, Math.min(source.limits.maxStreams, source.capacity?.streams || Infinity));
-  return (running + waiting) / places;
+  return (running + waiting) / source.places;
 }
 
 export class ServiceMetrics {

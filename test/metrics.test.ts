@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { runningPlaces } from "../src/engine/core.ts";
 import { engineLoad, ServiceMetrics, type EngineGaugeSource } from "../src/metrics.ts";
 
 test("countStreamEnd counts each streamed response under its delivery mode and outcome", async () => {
@@ -29,7 +30,7 @@ test("the engine's load is running plus waiting over the places it runs at once:
     counts: { running, waiting, paused: 3 },
     stateBytes: 0,
     capacity: realtimeStreams === undefined ? undefined : { streams: realtimeStreams },
-    limits: { maxStreams },
+    places: runningPlaces(maxStreams, realtimeStreams),
   });
   expect(engineLoad(engine(0, 0, 8))).toBe(0);
   expect(engineLoad(engine(4, 0, 8))).toBe(0.5);

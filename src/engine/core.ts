@@ -103,6 +103,11 @@ export class EngineStream implements AsyncIterable<AudioChunk> {
   }
 }
 
+/** The places that run at once: `maxStreams`, or the real-time estimate where it is lower (0: none made yet). */
+export function runningPlaces(maxStreams: number, realTimeStreams: number | undefined): number {
+  return Math.min(maxStreams, realTimeStreams || Infinity);
+}
+
 export class Engine {
   readonly #runner: ModelRunner;
   readonly #scheduler: Scheduler;
@@ -162,6 +167,11 @@ export class Engine {
 
   get limits(): { maxStreams: number; maxQueue: number } {
     return this.#limits;
+  }
+
+  /** How many requests run at once now: `maxStreams`, or fewer where the capacity estimate says fewer stay real time. */
+  get places(): number {
+    return runningPlaces(this.#limits.maxStreams, this.capacity?.streams);
   }
 
   /** Requests waiting, running and paused now. */
@@ -528,8 +538,7 @@ export class Engine {
    */
   #retryAfterSeconds(): number {
     const { waiting } = this.#scheduler.counts;
-    const places = Math.min(this.#limits.maxStreams, this.capacity?.streams ?? Infinity);
-    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / places);
+    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / this.places);
     return Math.min(60, Math.max(1, seconds));
   }
 }
