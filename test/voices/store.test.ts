@@ -340,6 +340,18 @@ describe("delete", () => {
   });
 });
 
+/**
+ * Versions 1 to 20, a save every 10 ms or so: each still lands in the middle of loads, but a load is not
+ * overtaken by the 4 replacements in a row it gives up after (a voice replaced that often is broken, not
+ * busy), as back-to-back saves did on a busy machine.
+ */
+async function saveVersionsPaced(saveVersion: (version: number) => Promise<unknown>): Promise<void> {
+  for (let version = 1; version <= 20; version++) {
+    await saveVersion(version);
+    await Bun.sleep(10);
+  }
+}
+
 describe("loading a voice whose file changed", () => {
   test("a file replaced by another server sharing the folder is read as its new version; a file removed there is a voice gone", async () => {
     const store = await openStore();
@@ -374,14 +386,7 @@ describe("loading a voice whose file changed", () => {
     const saveVersion = async (sample: number) => samplesByCreatedAt.set((await store.saveAudio(audioInput("alice", { samples: Float32Array.of(sample) }))).created_at, sample);
     await saveVersion(0);
     let saving = true;
-    // A save every 10 ms or so, as in the replicas' case below: loads still land mid-rename.
-    const saves = (async () => {
-      for (let version = 1; version <= 20; version++) {
-        await saveVersion(version);
-        await Bun.sleep(10);
-      }
-      saving = false;
-    })();
+    const saves = saveVersionsPaced(saveVersion).then(() => (saving = false));
     // Loaders keep reading while the file is replaced under them, so some reads land mid-rename.
     const loadUntilSaved = async () => {
       const seen = [];
@@ -403,16 +408,7 @@ describe("loading a voice whose file changed", () => {
     const saveVersion = async (sample: number) => samplesByCreatedAt.set((await writer.saveAudio(audioInput("alice", { samples: new Float32Array(4000).fill(sample) }))).created_at, sample);
     await saveVersion(0);
     let saving = true;
-    // A save every 10 ms or so still lands in the middle of loads, but a load is not overtaken by the 4
-    // replacements in a row it gives up after (a voice replaced that often is broken, not busy), as
-    // back-to-back saves did on a busy machine.
-    const saves = (async () => {
-      for (let version = 1; version <= 20; version++) {
-        await saveVersion(version);
-        await Bun.sleep(10);
-      }
-      saving = false;
-    })();
+    const saves = saveVersionsPaced(saveVersion).then(() => (saving = false));
     const loadUntilSaved = async () => {
       const seen = [];
       while (saving) {
