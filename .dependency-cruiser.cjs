@@ -1,6 +1,6 @@
 /**
  * Which of src/'s folders may import which: {openai, elevenlabs, wyoming} → http → speech → engine → models → {onnx, gpu, text, formats}, with
- * voices and weights on formats and audio, and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
+ * voices and weights on formats, audio and storage (the S3 client, which imports nothing of ours but lib/), and api/, log/, async/, system/, config.ts and metrics.ts shared by every layer
  * but audio and formats, which import nothing of ours but lib/ and runtime/. lib/ and runtime/ are under everything: every
  * layer may import them; lib/ imports nothing of ours, runtime/ only lib/. Each layer lists what it may import (anything else of ours is a
  * violation), so a new edge against the direction fails test/e2e/architecture.test.ts. browser/ (the page's engine) sits beside
@@ -24,7 +24,7 @@ const leaf = "^src/(lib|runtime)/";
 // system/: facts and settings of the machine the process runs on (its memory limit, the allocator).
 const shared = "^src/(api|log|async|system)/|^src/(config|metrics)\\.ts$";
 const compositionRoot = "^src/(main|app|server|deploy|services)\\.ts$";
-const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "openai", "elevenlabs", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "conformance", "browser", "chromium"];
+const layers = ["lib", "api", "log", "async", "system", "runtime", "cli", "http", "openai", "elevenlabs", "wyoming", "speech", "engine", "models", "onnx", "gpu", "text", "formats", "audio", "voices", "weights", "storage", "conformance", "browser", "chromium"];
 const known = [`^src/(${layers.join("|")})/`, shared, compositionRoot];
 const onlyTo = (...allowed) => ({ path: "^src/", pathNot: [leaf, shared, ...allowed] });
 
@@ -92,6 +92,13 @@ module.exports = {
       to: { path: "^src/", pathNot: ["^src/audio/", leaf] },
     },
     {
+      name: "storage-imports-nothing-of-ours",
+      comment: "storage/ is an S3 client: it knows nothing of voices or models.",
+      severity: "error",
+      from: { path: "^src/storage/" },
+      to: { path: "^src/", pathNot: ["^src/storage/", leaf] },
+    },
+    {
       name: "formats-import-nothing-of-ours",
       severity: "error",
       from: { path: "^src/formats/" },
@@ -115,7 +122,7 @@ module.exports = {
       name: "voices-and-weights-use-formats-and-audio",
       severity: "error",
       from: { path: "^src/(voices|weights)/" },
-      to: onlyTo("^src/$1/", "^src/(formats|audio)/"),
+      to: onlyTo("^src/$1/", "^src/(formats|audio|storage)/"),
     },
     {
       name: "models-below-engine",

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { silentLogger } from "../src/log/logger.ts";
-import { VoiceStore } from "../src/voices/store.ts";
+import { FolderVoiceStore } from "../src/voices/folder-store.ts";
 
 const { values } = parseArgs({ options: { dir: { type: "string", default: tmpdir() } } });
 
@@ -23,7 +23,7 @@ const LOAD_RUNS = 50;
 const MEGABYTE_BYTES = 1_000_000;
 
 const samples = Float32Array.from({ length: SAMPLE_RATE_HZ * VOICE_SECONDS }, (_, index) => 0.3 * Math.sin((2 * Math.PI * 220 * index) / SAMPLE_RATE_HZ));
-const saveVoice = (store: VoiceStore, index: number) =>
+const saveVoice = (store: FolderVoiceStore, index: number) =>
   store.saveAudio({ name: `bench-voice-${index}`, consent: "bench", mimeType: "audio/wav", fileSizeBytes: samples.byteLength + 44, samples, sampleRateHz: SAMPLE_RATE_HZ, refText: "A short reference sentence." });
 
 function summarise(timesMs: number[]) {
@@ -33,7 +33,7 @@ function summarise(timesMs: number[]) {
 
 const dir = await mkdtemp(join(values.dir, "voxedge-voice-store-bench-"));
 try {
-  const store = await VoiceStore.open({ dir, maxVoices: RESTORED_VOICE_COUNT, logger: silentLogger });
+  const store = await FolderVoiceStore.open({ dir, maxVoices: RESTORED_VOICE_COUNT, logger: silentLogger });
 
   // Saves are issued all at once, as concurrent uploads would be; the store runs them one by one.
   const saveStartMs = performance.now();
@@ -45,7 +45,7 @@ try {
   const openTimesMs: number[] = [];
   for (let run = 0; run < OPEN_RUNS; run++) {
     const openStartMs = performance.now();
-    const reopened = await VoiceStore.open({ dir, maxVoices: RESTORED_VOICE_COUNT, logger: silentLogger });
+    const reopened = await FolderVoiceStore.open({ dir, maxVoices: RESTORED_VOICE_COUNT, logger: silentLogger });
     openTimesMs.push(performance.now() - openStartMs);
     if (reopened.list().length !== RESTORED_VOICE_COUNT) throw new Error(`restored ${reopened.list().length} voices, expected ${RESTORED_VOICE_COUNT}`);
   }

@@ -14,7 +14,7 @@ import { ModelHost } from "../src/engine/host.ts";
 import { loadModel } from "../src/models/registry.ts";
 import { createLogger, silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
-import { VoiceStore } from "../src/voices/store.ts";
+import { FolderVoiceStore } from "../src/voices/folder-store.ts";
 
 const { values } = parseArgs({ options: { uploads: { type: "string", default: "40" }, voices: { type: "string", default: "1000" } } });
 const uploads = Number(values.uploads);
@@ -25,7 +25,7 @@ const config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speaker
 const host = ModelHost.load(() => loadModel(config, createLogger("warn")));
 await host.loaded;
 const runtime = await loadRuntime();
-const voices = await VoiceStore.open({ dir: speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
+const voices = await FolderVoiceStore.open({ dir: speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
 const { app } = createApp({ config, host, logger: silentLogger, voices, runtime });
 const server = runtime.serve(app.fetch, config.host, config.port);
 
@@ -61,13 +61,13 @@ await server.stop();
 
 // Restart: a folder with voiceCount voices (2 s each), opened as a restarting server would.
 const restartDir = mkdtempSync(join(tmpdir(), "voxedge-restart-bench-"));
-const filling = await VoiceStore.open({ dir: restartDir, maxVoices: voiceCount, logger: silentLogger });
+const filling = await FolderVoiceStore.open({ dir: restartDir, maxVoices: voiceCount, logger: silentLogger });
 const clip = tone.subarray(0, 2 * sampleRateHz);
 for (let i = 0; i < voiceCount; i++) await filling.saveAudio({ name: `voice-${i}`, consent: "bench", mimeType: "audio/wav", fileSizeBytes: clip.byteLength, samples: clip, sampleRateHz });
 const openTimes: number[] = [];
 for (let run = 0; run < 5; run++) {
   const start = performance.now();
-  const reopened = await VoiceStore.open({ dir: restartDir, maxVoices: voiceCount, logger: silentLogger });
+  const reopened = await FolderVoiceStore.open({ dir: restartDir, maxVoices: voiceCount, logger: silentLogger });
   openTimes.push(performance.now() - start);
   if (reopened.list().length !== voiceCount) throw new Error("restore lost voices");
 }

@@ -13,7 +13,7 @@ import { ModelHost } from "../src/engine/host.ts";
 import { loadModel } from "../src/models/registry.ts";
 import { createLogger, silentLogger } from "../src/log/logger.ts";
 import { loadRuntime } from "../src/runtime/serve.ts";
-import { VoiceStore } from "../src/voices/store.ts";
+import { FolderVoiceStore } from "../src/voices/folder-store.ts";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "10" } } });
 const runs = Number(values.runs);
@@ -23,7 +23,7 @@ const config = loadConfig({ host: "127.0.0.1", port: "0" }, {});
 const host = ModelHost.load(() => loadModel(config, createLogger("warn")));
 await host.loaded;
 const runtime = await loadRuntime();
-const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
+const voices = await FolderVoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-bench-voices-")), maxVoices: 10, logger: silentLogger });
 const { app } = createApp({ config, host, logger: silentLogger, voices, runtime });
 const server = runtime.serve(app.fetch, config.host, config.port);
 

@@ -8,11 +8,14 @@
 # Without arguments (run before `npm test`): also what the test suite needs: ffmpeg (independent decoder of
 # every output format), pocketsphinx with its English model (intelligibility checks of the offline engine),
 # Debian's PyTorch + ONNX (the random-weight Pocket TTS bundle generator, checked against the golden
-# fixture) and Chromium (the playground page tested in a real browser).
+# fixture), Chromium (the playground page tested in a real browser) and Ceph's monitor, OSD and radosgw (a
+# real S3 server on loopback for the S3 storage, scripts/rgw-up.sh; mocks ignore conditional writes). Ceph is
+# installed without its recommended packages, which would pull in far more than a one-host test cluster uses.
 set -euo pipefail
 runtime_only=false
 [ "${1:-}" = "--runtime" ] && runtime_only=true
 missing=()
+missing_ceph=()
 [ "$(uname -s)" = "Linux" ] || exit 0
 [ -e /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so ] || missing+=(mesa-vulkan-drivers)
 [ -e /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so ] || missing+=(libgl1-mesa-dri)
@@ -25,10 +28,15 @@ if [ "$runtime_only" = false ]; then
   /usr/bin/python3 -c "import torch" >/dev/null 2>&1 || missing+=(python3-torch)
   /usr/bin/python3 -c "import onnx, numpy" >/dev/null 2>&1 || missing+=(python3-onnx python3-numpy)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # Each binary is named after its package.
+  for binary in ceph-mon ceph-osd radosgw; do
+    command -v "$binary" >/dev/null 2>&1 || missing_ceph+=("$binary")
+  done
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && [ ${#missing_ceph[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2
+  [ ${#missing[@]} -eq 0 ] || echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2
+  [ ${#missing_ceph[@]} -eq 0 ] || echo "missing system packages: ${missing_ceph[*]}; install them with: sudo apt-get install -y --no-install-recommends ${missing_ceph[*]}" >&2
   [ "$runtime_only" = true ] && exit 0
   exit 1
 fi
@@ -38,4 +46,5 @@ if [ "$runtime_only" = true ]; then
   exit 0
 fi
 apt-get update -q
-apt-get install -y -q "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] || apt-get install -y -q "${missing[@]}"
+[ ${#missing_ceph[@]} -eq 0 ] || apt-get install -y -q --no-install-recommends "${missing_ceph[@]}"

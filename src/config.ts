@@ -162,6 +162,13 @@ const OPTIONS = {
     schema: z.string().min(1).default(join(homedir(), ".cache", "voxedge", "speakers")),
     description: "folder where uploaded voices are stored",
   },
+  voiceStore: {
+    flag: "voice-store",
+    env: "VOXEDGE_VOICE_STORE",
+    schema: z.string().min(1).optional(),
+    description: "where uploaded voices are kept: s3://BUCKET/PREFIX for a bucket shared by replicas (credentials and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL), or a folder",
+    defaultText: "the speaker folder (--speaker-dir)",
+  },
   maxUploadedVoices: { flag: "max-uploaded-voices", env: "SPEAKER_MAX_UPLOADED", schema: z.coerce.number().int().min(0).default(1000), description: "cap on uploaded voices" },
   maxInputChars: {
     flag: "max-input-chars",
@@ -399,6 +406,8 @@ const COMMAND_OPTIONS = {
   seed: { flag: "seed", commands: ["say"], description: "int64 seed: the same seed and text give the same bytes" },
   language: { flag: "language", commands: ["models pull", "normalize"], description: "models pull: the bundle's language (else the catalog entry's default, english); normalize: the text's language as a BCP 47 tag (else en)" },
   precision: { flag: "precision", commands: ["models pull"], description: "int8 or fp32 graphs (else the catalog entry's default, int8)" },
+  from: { flag: "from", commands: ["models pull", "voices copy"], description: "models pull: an s3://BUCKET/PREFIX mirror of the model cache to read the bundle from instead of the hub; voices copy: the store to copy from (a speaker folder, vLLM-Omni's included, or s3://BUCKET/PREFIX)" },
+  to: { flag: "to", commands: ["voices copy"], description: "the store to copy into (a folder or s3://BUCKET/PREFIX)" },
   decoder: { flag: "decoder", commands: ["conformance"], description: "onnx (default) or wgsl: the Mimi decoder the golden cases run through" },
   batch: { flag: "batch", commands: ["conformance"], description: "1 to 256: each golden stream runs inside model calls of that many streams" },
   provider: { flag: "provider", commands: ["conformance"], description: "auto, onnxruntime-node, onnxruntime-web or webgpu (the language-model graphs on the WebGPU EP; the default with --device gpu)" },

@@ -14,7 +14,11 @@ import { loadRuntime } from "./runtime/serve.ts";
 import { RESPONSE_FORMATS, speechRequestSchema } from "./api/speech.ts";
 import { fromZodError } from "./api/errors.ts";
 import { asApiError } from "./speech/errors.ts";
-import { VoiceStoreFolderError } from "./voices/store.ts";
+import { VoiceStoreFolderError } from "./voices/folder-store.ts";
+import { VoiceStoreBucketError } from "./voices/s3-store.ts";
+import { openVoiceStoreAt } from "./voices/open-store.ts";
+import { loadVoiceBody } from "./voices/store.ts";
+import { isS3Url, parseS3Url, S3Bucket, S3ConfigError, s3SettingsFromEnv } from "./storage/s3.ts";
 import { createProgressRenderer } from "./cli/progress.ts";
 import { filterLines } from "./cli/line-filter.ts";
 import { normalizeText } from "./text/normalize/index.ts";
@@ -26,8 +30,12 @@ const USAGE = `Usage:
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
   voxedge normalize [--language en]                 read lines on stdin, print each with its written forms
                                                     ("$19.99", "03/04/2026") as they are said
-  voxedge models pull [name] [--language L] [--precision int8|fp32]
+  voxedge models pull [name] [--language L] [--precision int8|fp32] [--from s3://BUCKET/PREFIX]
                                                     download a Pocket TTS bundle into the model cache
+                                                    (--from: from an S3 mirror of a model cache, not the hub)
+  voxedge voices copy --from <folder|s3://BUCKET/PREFIX> --to <folder|s3://BUCKET/PREFIX>
+                                                    copy uploaded voices between stores, created_at and
+                                                    consent kept (a vLLM-Omni speaker folder reads as is)
   voxedge conformance <fixture-dir> [--decoder onnx|wgsl] [--batch N] [--provider auto|onnxruntime-node|onnxruntime-web|webgpu] [--browser]
                                                     run every golden case of a Pocket TTS fixture; prints JSON;
                                                     --batch N: each golden stream inside model calls of N streams;
@@ -63,14 +71,14 @@ async function main(argv: string[]): Promise<number> {
     if (command === "serve") return await runServe(config);
     if (command === "say") return await runSay(config, rest.join(" "), values);
   } catch (error) {
-    if (error instanceof VoiceStoreFolderError) {
-      console.error(`${error.message}; set --speaker-dir (SPEAKER_SAMPLES_DIR) to a writable folder`);
-      return 1;
-    }
-    throw error;
+    const startError = voiceStoreStartError(error);
+    if (startError === undefined) throw error;
+    console.error(startError);
+    return 1;
   }
   if (command === "normalize") return runNormalize(values.language);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
+  if (command === "voices" && rest[0] === "copy") return runVoicesCopy(config, values);
   // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
   if (command === "conformance") return runConformanceCommand(rest[0], values.decoder, values.batch, values.provider ?? (config.device === "gpu" ? "webgpu" : "auto"), values.browser === "true");
   console.error(`unknown command '${command}'\n\n${USAGE}`);
@@ -182,7 +190,9 @@ async function runPull(config: Config, name: string | undefined, values: ReturnT
   const abort = new AbortController();
   process.once("SIGINT", () => abort.abort(new Error("interrupted")));
   try {
+    const mirror = values.from === undefined ? undefined : mirrorAt(values.from);
     const dir = await pullBundle({
+      ...(mirror === undefined ? {} : { mirror }),
       name,
       language: values.language,
       precision: values.precision as Precision | undefined,
@@ -195,7 +205,53 @@ async function runPull(config: Config, name: string | undefined, values: ReturnT
     return 0;
   } catch (error) {
     if (process.stderr.isTTY) process.stderr.write("\n");
-    console.error(`models pull failed: ${error instanceof PullError || error instanceof CatalogError ? error.message : String(error)}`);
+    console.error(`models pull failed: ${error instanceof PullError || error instanceof CatalogError || error instanceof S3ConfigError ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+/** `models pull --from s3://BUCKET/PREFIX`: credentials and endpoint from the same variables as the voice store's. */
+function mirrorAt(location: string): { bucket: S3Bucket; prefix: string } {
+  if (!isS3Url(location)) throw new S3ConfigError(`--from must be an s3://BUCKET/PREFIX mirror of a model cache, not '${location}'`);
+  const { bucket, prefix } = parseS3Url(location);
+  return { bucket: new S3Bucket(s3SettingsFromEnv(process.env), bucket), prefix };
+}
+
+/** What to tell the operator when the voice store cannot be opened, or undefined for any other error. */
+function voiceStoreStartError(error: unknown): string | undefined {
+  if (error instanceof VoiceStoreFolderError) return `${error.message}; set --speaker-dir (SPEAKER_SAMPLES_DIR) to a writable folder`;
+  if (error instanceof VoiceStoreBucketError || error instanceof S3ConfigError) return `${error.message} (--voice-store / VOXEDGE_VOICE_STORE)`;
+  return undefined;
+}
+
+/**
+ * Every voice of one store into another, `created_at`, consent and metadata kept. A name the target already
+ * has at the same or a newer `created_at` is kept as it is, so a copy can be run again; the target's cap is
+ * not applied (it limits uploads, not an operator's move).
+ */
+async function runVoicesCopy(config: Config, values: ReturnType<typeof parseCommandLine>["values"]): Promise<number> {
+  if (!values.from || !values.to) {
+    console.error(`voices copy needs --from and --to\n\n${USAGE}`);
+    return 2;
+  }
+  const logger = createLogger(config.logLevel);
+  const open = (location: string) => openVoiceStoreAt(location, { maxVoices: Number.MAX_SAFE_INTEGER, logger, env: process.env });
+  try {
+    const source = await open(values.from);
+    const target = await open(values.to);
+    let imported = 0;
+    let kept = 0;
+    for (const voice of source.list()) {
+      const body = await loadVoiceBody(source, voice);
+      if (body === undefined) throw new Error(`voice '${voice.name}' could not be read from ${values.from}`);
+      if ((await target.importVoice(voice, body)) === "imported") imported++;
+      else kept++;
+    }
+    console.log(JSON.stringify({ from: values.from, to: values.to, copied: imported, already_there: kept }));
+    return 0;
+  } catch (error) {
+    const startError = voiceStoreStartError(error);
+    console.error(`voices copy failed: ${startError ?? (error instanceof Error ? error.message : String(error))}`);
     return 1;
   }
 }

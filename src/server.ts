@@ -3,6 +3,7 @@
  * the voice store, the model (loading in the background: readiness is 503 until it is ready), the app, the
  * Wyoming listener when --wyoming-port asks for it, and the graceful shutdown both entries run on SIGTERM/SIGINT.
  */
+import process from "node:process";
 import { wyomingExposure, type Config } from "./config.ts";
 import { createApp } from "./app.ts";
 import { createServices } from "./services.ts";
@@ -10,7 +11,8 @@ import { engineOptionsOf, ModelHost } from "./engine/host.ts";
 import { loadModel } from "./models/registry.ts";
 import type { Logger } from "./log/logger.ts";
 import type { RuntimeSupport } from "./runtime/serve.ts";
-import { VoiceStore } from "./voices/store.ts";
+import { openVoiceStoreAt } from "./voices/open-store.ts";
+import type { VoiceStore } from "./voices/store.ts";
 import { startWyomingServer } from "./wyoming/server.ts";
 import { announceWyoming } from "./wyoming/zeroconf.ts";
 import { configureEncoderThreads } from "./audio/encoder-pool.ts";
@@ -29,9 +31,9 @@ export interface ServingProcess {
   shutDown(stopListening: () => Promise<void>, hurry?: Promise<void>): Promise<void>;
 }
 
-/** The uploaded-voice store the config names (`serve` and `say` alike). */
+/** The uploaded-voice store the config names (`serve` and `say` alike): a bucket for --voice-store s3://…, else the speaker folder. */
 export function openVoiceStore(config: Config, logger: Logger): Promise<VoiceStore> {
-  return VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger });
+  return openVoiceStoreAt(config.voiceStore ?? config.speakerDir, { maxVoices: config.maxUploadedVoices, logger, env: process.env });
 }
 
 export async function startServingProcess(config: Config, logger: Logger, runtime: RuntimeSupport): Promise<ServingProcess> {

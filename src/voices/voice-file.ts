@@ -76,6 +76,15 @@ function sanitizeAsVllmOmni(text: string): string {
   return sanitized === "" ? "file" : sanitized.slice(0, 255);
 }
 
+/** What a voice is made from: the samples of an audio upload, or a speaker embedding given directly. */
+export type VoiceBody = { kind: "audio"; samples: Float32Array } | { kind: "embedding"; embedding: Float32Array };
+
+/** The file of a voice whose metadata is already decided (a copy keeps its `created_at` and consent). */
+export function encodeVoiceBody(voice: StoredVoice, body: VoiceBody): { voice: StoredVoice; fileBytes: Uint8Array } {
+  if (body.kind === "embedding") return encodeEmbeddingVoiceFile(voice.name, voice.consent, voice.created_at, body.embedding);
+  return { voice, fileBytes: encodeAudioVoiceFile(voice, body.samples) };
+}
+
 /** The file of an audio upload: its samples as `[N]` float32 at `voice.sample_rate`. */
 export function encodeAudioVoiceFile(voice: StoredVoice, samples: Float32Array): Uint8Array {
   return encodeSafetensors({ [AUDIO_TENSOR]: { dtype: "F32", shape: [samples.length], data: samples } }, voiceMetadata(voice));

@@ -25,6 +25,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promis
 import { join } from "node:path";
 import { z } from "zod";
 import { fsyncDirectory, writeFileDurably } from "../lib/durable-write.ts";
+import type { S3Bucket } from "../storage/s3.ts";
 import { DEFAULT_HUB_URL, PRECISIONS, resolveBundle, resolveUrl, type BundleFile, type CatalogEntry, type Precision, type ResolvedBundle } from "./catalog.ts";
 
 export const COMPLETE_MARKER_FILE = "complete.json";
@@ -53,6 +54,12 @@ export interface PullOptions {
   catalog?: readonly CatalogEntry[];
   /** A transfer that receives nothing for this long is dropped and resumed. */
   idleTimeoutMs?: number;
+  /**
+   * An S3 mirror of a model cache (`models pull --from s3://BUCKET/PREFIX`), read instead of the hub: the bundle's
+   * folder as a pull leaves it, under PREFIX/<bundle>/<revision>/, its complete.json giving each file's size
+   * and sha256 (which must agree with the catalog's pins).
+   */
+  mirror?: { bucket: S3Bucket; prefix: string };
 }
 
 /**
@@ -120,14 +127,16 @@ export async function pullBundle(options: PullOptions): Promise<string> {
   await rm(join(dir, COMPLETE_MARKER_FILE), { force: true });
 
   const expectedFiles: ExpectedFile[] = [];
-  for (const file of bundle.files) expectedFiles.push(await expectationFor(file, bundle, hubUrl, signal));
+  if (options.mirror !== undefined) expectedFiles.push(...(await mirrorExpectations(options.mirror, bundle, signal)));
+  else for (const file of bundle.files) expectedFiles.push(await expectationFor(file, bundle, hubUrl, signal));
+  const download = options.mirror === undefined ? fetch : (url: string, init: RequestInit) => options.mirror!.bucket.signedFetch(url, init);
   const progress = new ProgressReporter(bundle.id, expectedFiles.map((expected) => expected.sizeBytes), options.onProgress);
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
 
   const pulledFiles: BundleManifest["files"] = [];
   for (const [index, expected] of expectedFiles.entries()) {
     const report = (state: PullFileState, fileBytes: number) => progress.report(index, expected.file.localName, state, fileBytes);
-    pulledFiles.push(await pullFile(dir, expected, { signal, idleTimeoutMs, report }));
+    pulledFiles.push(await pullFile(dir, expected, { signal, idleTimeoutMs, report, fetch: download }));
   }
 
   await fsyncDirectory(dir);
@@ -139,7 +148,7 @@ export async function pullBundle(options: PullOptions): Promise<string> {
     revision: bundle.revision,
     language: bundle.language,
     precision: bundle.precision,
-    hubUrl,
+    hubUrl: options.mirror === undefined ? hubUrl : `s3://${options.mirror.bucket.bucket}/${options.mirror.prefix}`,
     completedAt: new Date().toISOString(),
     files: pulledFiles,
   };
@@ -221,6 +230,36 @@ async function expectationFor(file: BundleFile, bundle: ResolvedBundle, hubUrl: 
   throw new PullError(`${label}: neither the catalog nor the hub gives a checksum (ETag ${hub.etag === undefined ? "absent" : `"${hub.etag}"`}) at ${url}; refusing to download a file that cannot be verified`);
 }
 
+/** What each file must be, from the mirror's complete.json: its files named as the catalog names them, sizes and sha256 agreeing with any pin. */
+async function mirrorExpectations(mirror: { bucket: S3Bucket; prefix: string }, bundle: ResolvedBundle, signal: AbortSignal | undefined): Promise<ExpectedFile[]> {
+  const folder = `${mirror.prefix === "" ? "" : `${mirror.prefix}/`}${bundle.id}/${bundle.revision}/`;
+  const where = `s3://${mirror.bucket.bucket}/${folder}`;
+  let answer: Awaited<ReturnType<S3Bucket["get"]>>;
+  try {
+    answer = await mirror.bucket.get(`${folder}${COMPLETE_MARKER_FILE}`, { signal });
+  } catch (error) {
+    throw signal?.aborted ? signal.reason : new PullError(`the mirror ${where} could not be read: ${errorMessage(error)}`);
+  }
+  if (answer === "missing" || answer === "unchanged") throw new PullError(`the mirror has no ${bundle.id} at revision ${bundle.revision}: ${where}${COMPLETE_MARKER_FILE} is missing (copy a pulled bundle's folder there, complete.json included)`);
+  let parsed: ReturnType<typeof manifestSchema.safeParse>;
+  try {
+    parsed = manifestSchema.safeParse(JSON.parse(new TextDecoder().decode(answer.body)));
+  } catch {
+    throw new PullError(`${where}${COMPLETE_MARKER_FILE} is not JSON`);
+  }
+  if (!parsed.success) throw new PullError(`${where}${COMPLETE_MARKER_FILE} is not a bundle manifest`);
+  const mirrored = parsed.data;
+  if (mirrored.repo !== bundle.repo || mirrored.revision !== bundle.revision) throw new PullError(`${where}${COMPLETE_MARKER_FILE} describes ${mirrored.repo}@${mirrored.revision}, not ${bundle.repo}@${bundle.revision}`);
+  return bundle.files.map((file) => {
+    const entry = mirrored.files.find((candidate) => candidate.name === file.localName);
+    if (entry === undefined) throw new PullError(`${describeFile(file)} is not listed in ${where}${COMPLETE_MARKER_FILE}`);
+    if ((file.sha256 !== undefined && file.sha256 !== entry.sha256) || (file.sizeBytes !== undefined && file.sizeBytes !== entry.sizeBytes)) {
+      throw new PullError(`${describeFile(file)}: the catalog pins ${file.sha256 ?? "?"} (${file.sizeBytes ?? "?"} bytes) but the mirror lists ${entry.sha256} (${entry.sizeBytes} bytes); refusing a file that does not match its pin`);
+    }
+    return { file, url: mirror.bucket.url(`${folder}${entry.name}`), sizeBytes: entry.sizeBytes, sha256: entry.sha256, checksumSource: "the mirror's complete.json" };
+  });
+}
+
 /** X-Linked-Etag/X-Linked-Size on the hub's redirect for LFS files, ETag/Content-Length on a plain answer. */
 async function headMetadata(url: string, label: string, signal: AbortSignal | undefined): Promise<{ etag?: string; sizeBytes?: number }> {
   let target = url;
@@ -253,6 +292,8 @@ async function headMetadata(url: string, label: string, signal: AbortSignal | un
 }
 
 interface TransferContext {
+  /** The hub's plain fetch, or a mirror's signed one. */
+  fetch: (url: string, init: RequestInit) => Promise<Response>;
   signal: AbortSignal | undefined;
   idleTimeoutMs: number;
   report: (state: PullFileState, fileBytes: number) => void;
@@ -302,7 +343,7 @@ async function downloadAttempt(expected: ExpectedFile, partPath: string, context
   try {
     let response: Response;
     try {
-      response = await fetch(expected.url, {
+      response = await context.fetch(expected.url, {
         headers: { "accept-encoding": "identity", ...(offset > 0 ? { range: `bytes=${offset}-` } : {}) },
         signal: watchdog.signal,
       });

@@ -13,7 +13,7 @@ import { ModelHost } from "../../src/engine/host.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
 import { GeneratorRunner } from "../../src/models/generator-runner.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
-import { VoiceStore } from "../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../src/voices/folder-store.ts";
 import { testApp } from "../support/server.ts";
 import { ToneModel } from "../support/tone-model.ts";
 
@@ -34,7 +34,7 @@ class MortalToneModel extends ToneModel {
 
 test("while the model loads, both are 503 'loading'; once it is ready, both are 200", async () => {
   const config = loadConfig({}, {});
-  const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
+  const voices = await FolderVoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
   let finishLoading: (adapter: ToneModel) => void = () => {};
   const host = ModelHost.load(() => new Promise<ToneModel>((resolve) => (finishLoading = resolve)));
   const { app } = createApp({ config, host, logger: silentLogger, voices, runtime: await loadRuntime() });

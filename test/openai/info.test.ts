@@ -6,7 +6,7 @@ import { createApp } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { ModelHost } from "../../src/engine/host.ts";
 import { silentLogger } from "../../src/log/logger.ts";
-import { VoiceStore } from "../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../src/voices/folder-store.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,7 +24,7 @@ test("models list the served model and its aliases", async () => {
 
 test("health is 503 while loading and after a failed load; speech is 503 then too", async () => {
   const config = loadConfig({}, {});
-  const voices = await VoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
+  const voices = await FolderVoiceStore.open({ dir: mkdtempSync(join(tmpdir(), "voxedge-voices-")), maxVoices: 10, logger: silentLogger });
   const loading = createApp({ config, host: ModelHost.load(() => new Promise(() => {})), logger: silentLogger, voices, runtime: await loadRuntime() }).app;
   const health = await loading.request("/health");
   expect(health.status).toBe(503);

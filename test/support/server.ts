@@ -9,7 +9,7 @@ import { engineOptionsOf, ModelHost } from "../../src/engine/host.ts";
 import { silentLogger, type Logger } from "../../src/log/logger.ts";
 import { loadRuntime } from "../../src/runtime/serve.ts";
 import { RefAudioResolver, type RefAudioResolverOptions } from "../../src/voices/ref-audio.ts";
-import { VoiceStore } from "../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../src/voices/folder-store.ts";
 
 /** Every speaker folder made here lives under one root, removed when the test process exits. */
 const SCRATCH_ROOT = mkdtempSync(join(tmpdir(), "voxedge-test-"));
@@ -28,7 +28,7 @@ export async function testApp(adapter: SpeechModel, options: TestAppOptions = {}
   const config: Config = loadConfig({ host: "127.0.0.1", port: "0", "speaker-dir": speakerDir, ...options.flags }, {});
   const host = ModelHost.load(async () => adapter, engineOptionsOf(config));
   await host.loaded;
-  const voices = await VoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
+  const voices = await FolderVoiceStore.open({ dir: config.speakerDir, maxVoices: config.maxUploadedVoices, logger: silentLogger });
   const refAudio = new RefAudioResolver({ allowedDomains: config.allowedMediaDomains, allowedLocalMediaPath: config.allowedLocalMediaPath, ...options.refAudio });
   const runtime = await loadRuntime();
   const logger = options.logger ?? silentLogger;

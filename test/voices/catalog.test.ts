@@ -6,16 +6,16 @@ import { ApiError } from "../../src/api/errors.ts";
 import { silentLogger } from "../../src/log/logger.ts";
 import { builtInVoiceNamed, VoiceCatalog, type SpeakingModel } from "../../src/voices/catalog.ts";
 import { RefAudioResolver } from "../../src/voices/ref-audio.ts";
-import { VoiceStore } from "../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../src/voices/folder-store.ts";
 
 const cloningModel: SpeakingModel = { modelId: "m", description: "test model", voices: ["alba", "marius"], defaultVoice: "alba", supportsCloning: true, nativeSampleRateHz: 24000 };
 const fixedModel: SpeakingModel = { ...cloningModel, supportsCloning: false };
 
 let dir: string;
-let store: VoiceStore;
+let store: FolderVoiceStore;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "voxedge-catalog-"));
-  store = await VoiceStore.open({ dir, maxVoices: 100, logger: silentLogger });
+  store = await FolderVoiceStore.open({ dir, maxVoices: 100, logger: silentLogger });
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -15,6 +15,8 @@ import {
   type HubServer,
   type TinyFileName,
 } from "../support/hub-server.ts";
+import type { S3Bucket } from "../../src/storage/s3.ts";
+import { sharedRgw, type Rgw } from "../support/rgw.ts";
 
 let hub: HubServer;
 let cacheDir: string;
@@ -351,5 +353,46 @@ describe("the Pocket catalog", () => {
     expect(resolveUrl("https://huggingface.co/", "KevinAHM/pocket-tts-onnx", "58a6d00", "onnx/english_2026-04/bundle.json")).toBe(
       "https://huggingface.co/KevinAHM/pocket-tts-onnx/resolve/58a6d00/onnx/english_2026-04/bundle.json",
     );
+  });
+});
+
+describe("pullBundle from an S3 mirror of a model cache (a real Ceph RGW)", () => {
+  let rgw: Rgw;
+  let bucket: S3Bucket;
+  let pulledDir: string;
+  beforeAll(async () => {
+    rgw = await sharedRgw();
+    bucket = await rgw.newBucket("models");
+    // The mirror is a pulled bundle's folder copied as it is, as `aws s3 sync ~/.cache/voxedge/models s3://…` makes it.
+    pulledDir = await pull({ cacheDir: mkdtempSync(join(tmpdir(), "voxedge-mirror-source-")) });
+    for (const name of readdirSync(pulledDir)) await bucket.put(`mirror/pocket-tiny-english-fp32/${TINY_REVISION}/${name}`, new Uint8Array(readFileSync(join(pulledDir, name))));
+  }, 150_000);
+
+  test("pulls every file byte-identical from the bucket, checked against the mirror's complete.json, without asking the hub", async () => {
+    hub.requests.length = 0;
+    const dir = await pull({ mirror: { bucket, prefix: "mirror" } });
+    expectIdenticalToFixture(dir);
+    expect(hub.requests).toEqual([]);
+    expect((await readBundleManifest(dir))?.hubUrl).toBe(`s3://${bucket.bucket}/mirror`);
+  });
+
+  test("a mirrored file that does not match its sha256 fails verification and is not kept", async () => {
+    const name = TINY_FILE_NAMES.find((file) => file.endsWith(".onnx")) ?? TINY_FILE_NAMES[0]!;
+    const key = `tampered/pocket-tiny-english-fp32/${TINY_REVISION}/`;
+    for (const file of readdirSync(pulledDir)) {
+      const bytes = new Uint8Array(readFileSync(join(pulledDir, file)));
+      if (file === name) bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
+      await bucket.put(`${key}${file}`, bytes);
+    }
+    const error = await rejection(pull({ mirror: { bucket, prefix: "tampered" } }));
+    expect(error).toBeInstanceOf(PullError);
+    expect(error.message).toContain("failed verification");
+    expect(existsSync(join(bundleDir(), name))).toBe(false);
+  });
+
+  test("a mirror without the bundle says which object is missing", async () => {
+    const error = await rejection(pull({ mirror: { bucket, prefix: "empty" } }));
+    expect(error).toBeInstanceOf(PullError);
+    expect(error.message).toContain(`s3://${bucket.bucket}/empty/pocket-tiny-english-fp32/${TINY_REVISION}/complete.json is missing`);
   });
 });

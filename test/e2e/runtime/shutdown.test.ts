@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
-import { VoiceStore } from "../../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../../src/voices/folder-store.ts";
 import { BUN, startBunServer, startServerProcess } from "../../support/server-process.ts";
 import { multipartBody, sine } from "../../support/uploads.ts";
 import { RecordingSocket } from "../../support/ws-client.ts";
@@ -92,7 +92,7 @@ test("SIGTERM during a stream, a WebSocket session and uploads: 503 readiness wh
   const files = readdirSync(speakerDir);
   expect(files.filter((file) => !file.endsWith(".safetensors"))).toEqual([]);
   // Every stored voice reads back whole, and every acknowledged one is there.
-  const store = await VoiceStore.open({ dir: speakerDir, maxVoices: 10, logger: silentLogger });
+  const store = await FolderVoiceStore.open({ dir: speakerDir, maxVoices: 10, logger: silentLogger });
   expect(store.list().length).toBe(files.length);
   for (const voice of store.list()) expect((await store.loadAudio(voice.name))!.samples.length).toBe(3 * 16000);
   const acknowledged = statuses.map((status, index) => (status === 200 ? `racer-${index}` : undefined)).filter((name) => name !== undefined);

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, silentLogger } from "../../../src/log/logger.ts";
-import { VoiceStore } from "../../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../../src/voices/folder-store.ts";
 import { EMBEDDING_VOICE, folderSnapshot, STEREO_VOICE, writeVllmOmniFolder } from "../../support/vllm-omni-folder.ts";
 
 let dir: string;
@@ -14,7 +14,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const openStore = (maxVoices = 1000, logger = silentLogger) => VoiceStore.open({ dir, maxVoices, logger });
+const openStore = (maxVoices = 1000, logger = silentLogger) => FolderVoiceStore.open({ dir, maxVoices, logger });
 const ownFiles = () => readdirSync(dir).filter((file) => /^[0-9a-f]{32}\.safetensors$/.test(file));
 
 function capturingLogger() {
@@ -133,7 +133,7 @@ describe("restoring a vLLM-Omni speaker folder", () => {
     const other = mkdtempSync(join(tmpdir(), "voxedge-migration-other-"));
     try {
       // A replacement of "Studio Voice" in our own format, as if the server stopped before removing the old file.
-      const writer = await VoiceStore.open({ dir: other, maxVoices: 10, logger: silentLogger });
+      const writer = await FolderVoiceStore.open({ dir: other, maxVoices: 10, logger: silentLogger });
       await writer.saveAudio(audioUpload("Studio Voice"));
       const [ownFile] = readdirSync(other).filter((file) => file.endsWith(".safetensors"));
       await Bun.write(join(dir, ownFile!), folderSnapshot(other).get(ownFile!)!);

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import { silentLogger } from "../../../src/log/logger.ts";
-import { VoiceStore } from "../../../src/voices/store.ts";
+import { FolderVoiceStore } from "../../../src/voices/folder-store.ts";
 import { multipartBody, sine } from "../../support/uploads.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
 
@@ -104,7 +104,7 @@ test("kill -9 during 50 concurrent uploads: every acknowledged voice survives, n
     await stopServer(restarted, "SIGTERM");
   }
   // Every restored voice reads back whole.
-  const store = await VoiceStore.open({ dir: speakerDir, maxVoices: 100, logger: silentLogger });
+  const store = await FolderVoiceStore.open({ dir: speakerDir, maxVoices: 100, logger: silentLogger });
   for (const voice of store.list()) {
     const loaded = await store.loadAudio(voice.name);
     expect(loaded!.samples.length).toBe(20 * 48000);

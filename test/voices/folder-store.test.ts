@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { ApiError } from "../../src/api/errors.ts";
 import { createLogger, silentLogger } from "../../src/log/logger.ts";
 import { encodeSafetensors } from "../../src/formats/safetensors.ts";
-import { VoiceStore, VoiceStoreFolderError, type SaveAudioInput, type StoredVoice } from "../../src/voices/store.ts";
+import { FolderVoiceStore, VoiceStoreFolderError } from "../../src/voices/folder-store.ts";
+import type { SaveAudioInput, StoredVoice } from "../../src/voices/store.ts";
 import { validateVoiceName } from "../../src/voices/voice-file.ts";
 import { currentTempFileWriter } from "../../src/lib/durable-write.ts";
 import { testApp } from "../support/server.ts";
@@ -18,7 +19,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const openStore = (maxVoices = 1000, logger = silentLogger) => VoiceStore.open({ dir, maxVoices, logger });
+const openStore = (maxVoices = 1000, logger = silentLogger) => FolderVoiceStore.open({ dir, maxVoices, logger });
 
 function capturingLogger() {
   const lines: string[] = [];
@@ -363,7 +364,7 @@ describe("loading a voice whose file changed", () => {
     let replacement: StoredVoice;
     try {
       writeFileSync(join(otherDir, aliceFile!), aliceBytes);
-      const other = await VoiceStore.open({ dir: otherDir, maxVoices: 10, logger: silentLogger });
+      const other = await FolderVoiceStore.open({ dir: otherDir, maxVoices: 10, logger: silentLogger });
       replacement = await other.saveAudio(audioInput("alice", { samples: Float32Array.of(9) }));
       copyFileSync(join(otherDir, aliceFile!), join(dir, aliceFile!));
     } finally {
@@ -463,12 +464,12 @@ describe("a folder that cannot be written", () => {
   test("refused at open when a part of its path is a file", async () => {
     writeFileSync(join(dir, "file"), "");
     const folder = join(dir, "file", "speakers");
-    await expectFolderError(VoiceStore.open({ dir: folder, maxVoices: 10, logger: silentLogger }), folder, "ENOTDIR");
+    await expectFolderError(FolderVoiceStore.open({ dir: folder, maxVoices: 10, logger: silentLogger }), folder, "ENOTDIR");
   });
 
   test("refused at open when it exists but takes no new files, even for root", async () => {
     // procfs folders can be listed but never gain a file: the write probe is what notices.
-    await expectFolderError(VoiceStore.open({ dir: "/proc/self", maxVoices: 10, logger: silentLogger }), "/proc/self", "ENOENT");
+    await expectFolderError(FolderVoiceStore.open({ dir: "/proc/self", maxVoices: 10, logger: silentLogger }), "/proc/self", "ENOENT");
   });
 
   test("replaced by a file after start: uploads are 507s naming the problem, the server keeps serving and recovers", async () => {
@@ -507,7 +508,7 @@ describe("a folder that cannot be written", () => {
     expect(voices.list().map((voice) => voice.name)).toEqual(["after"]);
 
     // The store's own logger names the folder for the operator.
-    const store = await VoiceStore.open({ dir: speakerDir, maxVoices: 10, logger });
+    const store = await FolderVoiceStore.open({ dir: speakerDir, maxVoices: 10, logger });
     rmSync(speakerDir, { recursive: true });
     writeFileSync(speakerDir, "");
     await expect(store.saveAudio(audioInput("logged"))).rejects.toBeInstanceOf(ApiError);
