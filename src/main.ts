@@ -234,7 +234,8 @@ async function runVoicesCopy(config: Config, values: ReturnType<typeof parseComm
     console.error(`voices copy needs --from and --to\n\n${USAGE}`);
     return 2;
   }
-  const logger = createLogger(config.logLevel);
+  // Its answer is the JSON report on stdout; the stores' "opened" lines would only be noise around it.
+  const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel);
   const open = (location: string) => openVoiceStoreAt(location, { maxVoices: Number.MAX_SAFE_INTEGER, logger, env: process.env });
   try {
     const source = await open(values.from);

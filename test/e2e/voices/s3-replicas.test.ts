@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeWav } from "../../../src/audio/wav.ts";
 import type { S3Bucket } from "../../../src/storage/s3.ts";
+import { fixtureBundle } from "../../models/pocket/bundle-fixture.ts";
 import { sharedRgw, type Rgw } from "../../support/rgw.ts";
 import { BUN, DENO, REPO_ROOT, startServerProcess, type ServerProcess } from "../../support/server-process.ts";
 import { multipartBody, sine } from "../../support/uploads.ts";
@@ -131,6 +132,27 @@ test("a replica killed with SIGKILL during uploads: every acknowledged voice is 
     for (const replica of [victim!, survivor!]) if (replica.child.exitCode === null && replica.child.signalCode === null) await replica.stop("SIGKILL");
   }
 });
+
+test("Pocket TTS replicas: a voice cloned through one speaks on the other at once, the same bytes for the same seed, and ElevenLabs' voice list has it", async () => {
+  const flags = ["--voice-store", `s3://${bucket.bucket}/pocket`];
+  const pocket = await Promise.all([0, 1].map(() => startServerProcess([BUN, "src/main.ts", "serve", "--model", fixtureBundle(), "--host", "127.0.0.1", "--port", "0", ...flags], rgw.env())));
+  try {
+    const [first, second] = pocket.map((replica) => replica.base) as [string, string];
+    expect((await upload(first, "Bea")).status).toBe(200);
+    const speak = (base: string) =>
+      fetch(`${base}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "Hello there.", voice: "bea", response_format: "pcm", seed: 7 }) });
+    const onSecond = await speak(second);
+    expect(onSecond.status).toBe(200);
+    const secondBytes = new Uint8Array(await onSecond.arrayBuffer());
+    expect(secondBytes.length).toBeGreaterThan(0);
+    const firstBytes = new Uint8Array(await (await speak(first)).arrayBuffer());
+    expect(Buffer.from(secondBytes).equals(Buffer.from(firstBytes))).toBe(true);
+    const elevenLabs = (await (await fetch(`${second}/elevenlabs/v1/voices`)).json()) as { voices: { name: string }[] };
+    expect(elevenLabs.voices.map((voice) => voice.name)).toContain("Bea");
+  } finally {
+    for (const replica of pocket) await replica.stop("SIGKILL");
+  }
+}, 120_000);
 
 describe("a bucket that cannot be used stops the start (exit 1) with the reason", () => {
   const serve = (env: Record<string, string>, store = `s3://${bucket.bucket}/refused`) =>
