@@ -98,7 +98,7 @@ describe("deploy/kubernetes against the published schemas", () => {
   test("every YAML file in the folder is a resource of a kustomization, and every resource a file", () => {
     const files = (folder: string): string[] => readdirSync(folder, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(join(folder, entry.name)) : entry.name.endsWith(".yaml") && entry.name !== "kustomization.yaml" ? [join(folder, entry.name)] : []));
     expect([...new Set(everyObject.map((manifest) => manifest.file))].sort()).toEqual(files(BASE).sort());
-    expect(base.map(kindOf).sort()).toEqual(["apps/v1 Deployment", "keda.sh/v1alpha1 ScaledObject", "monitoring.coreos.com/v1 ServiceMonitor", "policy/v1 PodDisruptionBudget", "v1 PersistentVolumeClaim", "v1 Service"]);
+    expect(base.map(kindOf).sort()).toEqual(["apps/v1 Deployment", "keda.sh/v1alpha1 ScaledObject", "monitoring.coreos.com/v1 ServiceMonitor", "policy/v1 PodDisruptionBudget", "v1 Service"]);
   });
 
   test("each object passes its kind's schema; a type error does not", () => {
@@ -190,14 +190,17 @@ describe("deploy/kubernetes against voxedge", () => {
     expect(container.readinessProbe.httpGet.path).toBe("/health/ready");
   });
 
-  test("the model is pulled into the folder the server reads, the graph cache is a volume, the pod runs as non-root in 1 GiB", () => {
+  test("the model is pulled into the folder the server reads, the graph cache is a volume, voices are in a bucket, the pod runs as non-root in 1 GiB", () => {
     const pull = pod.initContainers.find((candidate: { name: string }) => candidate.name === "pull-model");
     expect(pull.command.slice(-2)).toEqual(["models", "pull"]);
     const mountOf = (each: { volumeMounts: Array<{ name: string; mountPath: string }> }, name: string) => each.volumeMounts.find((mount) => mount.name === name)!.mountPath;
     expect(mountOf(pull, "models")).toBe(pull.env.find((variable: { name: string }) => variable.name === "VOXEDGE_MODEL_CACHE_DIR").value);
     expect(mountOf(container, "models")).toBe(config.modelCacheDir);
     expect(mountOf(container, "graph-cache")).toBe(config.graphCacheDir);
-    expect(mountOf(container, "speakers")).toBe(config.speakerDir);
+    // Voices in a bucket, not on a volume: most clusters have no ReadWriteMany class.
+    expect(config.voiceStore).toMatch(/^s3:\/\/[a-z0-9.-]+\/\S+$/);
+    expect(container.envFrom).toEqual([{ secretRef: { name: "voxedge-s3" } }]);
+    expect(container.volumeMounts.map((mount: { name: string }) => mount.name).sort()).toEqual(["graph-cache", "models"]);
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(container.resources.limits.memory).toBe("1Gi");
   });

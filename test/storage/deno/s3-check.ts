@@ -4,10 +4,14 @@
  */
 import { S3Bucket, s3SettingsFromEnv } from "../../../src/storage/s3.ts";
 
+// Typed here so that the project's type check (which has no Deno types) covers this file too.
+const { Deno } = globalThis as unknown as { Deno: { env: { toObject(): Record<string, string>; get(name: string): string | undefined } } };
+
 const bucket = new S3Bucket(s3SettingsFromEnv(Deno.env.toObject()), Deno.env.get("S3_CHECK_BUCKET")!);
 const key = "deno/created-once";
 const created = await bucket.put(key, "first", { ifNoneMatch: "*" });
 const createdAgain = await bucket.put(key, "second", { ifNoneMatch: "*" });
+const createdOutcome = created === "conflict" ? "conflict" : "created";
 if (created === "conflict") throw new Error("the first create-only PUT was refused");
 const swapped = await bucket.put(key, "swapped", { ifMatch: created.etag.replaceAll('"', "") });
 const staleSwap = await bucket.put(key, "stale", { ifMatch: created.etag.replaceAll('"', "") });
@@ -15,7 +19,7 @@ const read = await bucket.get(key);
 console.log(
   JSON.stringify({
     runtime: "Deno" in globalThis ? "deno" : "other",
-    created: created === "conflict" ? "conflict" : "created",
+    created: createdOutcome,
     createdAgain,
     swapped: swapped === "conflict" ? "conflict" : "swapped",
     staleSwap,
