@@ -111,6 +111,24 @@ const OPTIONS = {
     description: "announce the Wyoming listener over zeroconf (mDNS, _wyoming._tcp) so Home Assistant discovers it; where multicast is unavailable a warning is logged and serving goes on",
     switch: true,
   },
+  readMarkdown: {
+    flag: "read-markdown",
+    env: "VOXEDGE_READ_MARKDOWN",
+    schema: booleanText.default(true),
+    description: "read markdown as a person would on every route (headings, list items and table rows as sentences, emphasis and links as their words, code blocks skipped); false speaks the text's symbols as sent",
+  },
+  codeBlockPlaceholder: {
+    flag: "code-block-placeholder",
+    env: "VOXEDGE_CODE_BLOCK_PLACEHOLDER",
+    schema: z.string().max(200).default("Code omitted."),
+    description: "what is said in place of a fenced code block when markdown is read (empty: nothing)",
+  },
+  emoji: {
+    flag: "emoji",
+    env: "VOXEDGE_EMOJI",
+    schema: z.enum(["drop", "name"]).default("drop"),
+    description: "emoji when markdown is read: dropped, or said by their English names (\"thumbs up\")",
+  },
   engine: {
     flag: "engine",
     env: "VOXEDGE_ENGINE",

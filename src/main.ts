@@ -22,6 +22,8 @@ import { isS3Url, parseS3Url, S3Bucket, S3ConfigError, s3SettingsFromEnv } from 
 import { createProgressRenderer } from "./cli/progress.ts";
 import { filterLines } from "./cli/line-filter.ts";
 import { normalizeText } from "./text/normalize/index.ts";
+import { MarkdownReader } from "./text/markdown.ts";
+import { markdownReadingOf } from "./speech/markdown-reading.ts";
 import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
 
@@ -76,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(startError);
     return 1;
   }
-  if (command === "normalize") return runNormalize(values.language);
+  if (command === "normalize") return runNormalize(config, values.language);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   if (command === "voices" && rest[0] === "copy") return runVoicesCopy(config, values);
   // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
@@ -133,8 +135,16 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
   }
 }
 
-async function runNormalize(language = "en"): Promise<number> {
-  await filterLines(process.stdin, process.stdout, (line) => normalizeText(line, { language }));
+/** What the model would read: markdown read as the server reads it (one reader over every line, as a code fence spans lines), then normalized. */
+async function runNormalize(config: Config, language = "en"): Promise<number> {
+  const reading = markdownReadingOf(config);
+  if (!reading) {
+    await filterLines(process.stdin, process.stdout, (line) => normalizeText(line, { language }));
+    return 0;
+  }
+  const reader = new MarkdownReader(reading);
+  const normalized = (read: string) => read.split("\n").map((line) => normalizeText(line, { language })).join("\n");
+  await filterLines(process.stdin, process.stdout, (line) => normalized(reader.push(`${line}\n`)), { newline: false, finish: () => normalized(reader.flush()) });
   return 0;
 }
 

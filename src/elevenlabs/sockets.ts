@@ -181,6 +181,7 @@ class ContextStream {
         return service.start(spec, SOCKET_SENTENCE, signal);
       },
       logger: deps.logger,
+      markdown: service.markdownReading,
       configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,
       idleTimeoutMs: settings.inactivityMs,
       maxQueuedSegments: deps.config.wsMaxQueuedSegments,

@@ -108,6 +108,7 @@ export class SpeechStreamSession {
       {
         speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal),
         logger: options.logger,
+        markdown: options.service.markdownReading,
         configTimeoutMs: options.configTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs,
         maxQueuedSegments: options.maxQueuedSegments,

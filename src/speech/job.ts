@@ -8,6 +8,7 @@ import { badRequest } from "../api/errors.ts";
 import { maxFramesForInput } from "../engine/request.ts";
 import type { SpeechModel, SynthesisJob } from "../models/contract.ts";
 import { spokenText } from "./text-normalization.ts";
+import { readMarkdown, type MarkdownReadingOptions } from "../text/markdown.ts";
 
 /** What an utterance asks for once its voice is known; the text is as sent (trimmed), before normalization. */
 export interface UtteranceRequest {
@@ -20,6 +21,8 @@ export interface UtteranceRequest {
   /** The caller's own cap on frames; the input's length caps them in any case. */
   maxNewTokens?: number;
   instructions?: string;
+  /** How markdown in the text is read; undefined speaks it as sent. */
+  markdown?: MarkdownReadingOptions;
   /** The model's own parameters, as its paramsSchema parsed them. */
   extraParams: Record<string, unknown>;
 }
@@ -36,7 +39,8 @@ const SPEAKABLE = /[\p{L}\p{N}]/u;
 /** The job for `request` on `model`; a 400 when the model could read none of the text's letters and digits. */
 export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): UtteranceJob {
   const capabilities = model.capabilities;
-  const readable = readableText(model, spokenText(request.text, request.normalization, capabilities));
+  const read = request.markdown ? readMarkdown(request.text, request.markdown) : request.text;
+  const readable = readableText(model, spokenText(read, request.normalization, capabilities));
   const instructions = request.instructions?.trim() || undefined;
   return {
     job: {

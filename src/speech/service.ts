@@ -25,6 +25,8 @@ import type { VoiceStore } from "../voices/store.ts";
 import { VoicePrompts } from "./voice-prompts.ts";
 import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
 import { utteranceJob } from "./job.ts";
+import { markdownReadingOf } from "./markdown-reading.ts";
+import type { MarkdownReadingOptions } from "../text/markdown.ts";
 
 export { wholeAudio } from "./audio-output.ts";
 export type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
@@ -65,6 +67,11 @@ export class SpeechService {
   /** Bytes of the cached voice prompts (one byte for each still being encoded). */
   get cachedVoicePromptBytes(): number {
     return this.#prompts.bytes;
+  }
+
+  /** How markdown is read (--read-markdown, --code-block-placeholder, --emoji), or undefined when it is spoken as sent. */
+  get markdownReading(): MarkdownReadingOptions | undefined {
+    return markdownReadingOf(this.config);
   }
 
   /** --max-input-chars: the longest text one request, batch item or streamed segment may speak. */
@@ -160,6 +167,7 @@ export class SpeechService {
     // what the model cannot read.
     const { job, textDropped } = utteranceJob(model, {
       text,
+      markdown: this.markdownReading,
       normalization: spec.normalization,
       builtInVoice: spec.voice.kind === "built-in" ? spec.voice.name : undefined,
       language: spec.language,

@@ -17,6 +17,7 @@ import { EngineFullError } from "../engine/errors.ts";
 import { asApiError } from "./errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { TextSegmenter, type SplitGranularity } from "../text/segmenter.ts";
+import { MarkdownReader, type MarkdownReadingOptions } from "../text/markdown.ts";
 import type { SpeechEnd, StartedSpeech } from "./service.ts";
 
 /** Each message also counts this, what holding it costs beyond its bytes, so a flood of tiny ones is bounded too. */
@@ -70,6 +71,11 @@ export interface TextStreamEvents {
 }
 
 export interface TextStreamOptions<Settings> {
+  /**
+   * How markdown is read, before the text is cut into sentences: a code fence or a list item's start spans
+   * pieces and sentences, so it is read from the stream as it arrives. Undefined: spoken as sent.
+   */
+  markdown?: MarkdownReadingOptions;
   /** Speaks one sentence with the settings in force when its text arrived. */
   speak(text: string, settings: Settings, signal: AbortSignal): Promise<StartedSpeech>;
   logger: Logger;
@@ -94,6 +100,7 @@ type WorkItem<Settings> = { kind: "segment"; sentence: SpokenSentence; settings:
 export class TextStream<Settings> {
   #settings: Settings | undefined;
   #segmenter = new TextSegmenter("sentence");
+  #markdown: MarkdownReader | undefined;
   #granularity: SplitGranularity = "sentence";
   #utteranceIndex = 0;
   #sentenceIndex = 0;
@@ -194,12 +201,14 @@ export class TextStream<Settings> {
 
   /** More text: every segment it completes is queued to be spoken. */
   text(chunk: string): void {
-    for (const text of this.#segmenter.push(chunk)) {
+    this.#markdown ??= this.options.markdown ? new MarkdownReader(this.options.markdown) : undefined;
+    const read = this.#markdown ? this.#markdown.push(chunk) : chunk;
+    for (const text of this.#segmenter.push(read)) {
       this.#enqueueSegment(text);
       if (this.#overQueueCap()) return;
     }
     // With split granularity "none" everything waits for end(), to be spoken as one text: it has one text's cap.
-    if (this.#segmenter.pendingLength > this.options.maxInputChars) {
+    if (this.#segmenter.pendingLength + (this.#markdown?.pendingLength ?? 0) > this.options.maxInputChars) {
       return this.fail("too_big", `more than ${this.options.maxInputChars} characters are buffered without a segment end; send input.done sooner`);
     }
     this.#overQueueCap();
@@ -219,7 +228,8 @@ export class TextStream<Settings> {
 
   /** Ends the utterance: what is buffered is spoken, then utteranceDone. */
   end(): void {
-    for (const text of this.#segmenter.flush()) {
+    const held = this.#markdown?.flush() ?? "";
+    for (const text of [...(held ? this.#segmenter.push(held) : []), ...this.#segmenter.flush()]) {
       this.#enqueueSegment(text);
       if (this.#overQueueCap()) return;
     }
@@ -269,6 +279,7 @@ export class TextStream<Settings> {
     this.#work.length = 0;
     this.#queuedChars = 0;
     this.#segmenter = new TextSegmenter("sentence");
+    this.#markdown = undefined;
     this.#settleSpoken();
   }
 
@@ -290,7 +301,7 @@ export class TextStream<Settings> {
   /** Breaks the stream when its queue passes a cap; true when it did. */
   #overQueueCap(): boolean {
     const { maxQueuedSegments, maxQueuedChars } = this.options;
-    const waitingChars = this.#queuedChars + this.#segmenter.pendingLength;
+    const waitingChars = this.#queuedChars + this.#segmenter.pendingLength + (this.#markdown?.pendingLength ?? 0);
     const { segments, utteranceEnds } = this.queued;
     if (segments <= maxQueuedSegments && utteranceEnds <= maxQueuedSegments && waitingChars <= maxQueuedChars) return false;
     this.fail(

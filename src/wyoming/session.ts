@@ -333,6 +333,7 @@ export class WyomingSession {
     const speech = new TextStream<SpeechTarget>(this.#audioGroups(target.log), {
       speak: async (text, { voice }, signal) => service.start(await this.#speechSpec(text, voice, signal), WYOMING_DELIVERY, signal),
       logger,
+      markdown: service.markdownReading,
       // Never what refuses text here: a run's cap counts the text it received, a whole text has its own, and
       // each event's sentences are spoken before the next event is read.
       maxQueuedSegments: Math.max(maxRunChars, service.maxInputChars),

@@ -27,6 +27,7 @@
  *   {type: "error", id, message}                                    that request failed
  *   {type: "log", level, message}                                   the model's log (why a decoder worker did not start)
  */
+import { DEFAULT_MARKDOWN_READING } from "../../text/markdown.ts";
 import { mountFiles, unmountFiles } from "./platform/fs.ts";
 import { ModelFiles, fetchListing, type FileSource, type ListedFile } from "./model-files.ts";
 import { KERNEL_SOURCES } from "./kernel-sources.ts";
@@ -251,6 +252,8 @@ async function speak(message: Extract<Message, { type: "speak" }>, abort: AbortC
     const { job } = utteranceJob(model, {
       text: message.text.trim(),
       normalization: message.normalization,
+      // As the server reads it by default, so the same text gives the server's samples.
+      markdown: DEFAULT_MARKDOWN_READING,
       builtInVoice: voicePrompt ? undefined : builtInVoice(message.voice, capabilities),
       ...(message.seed !== undefined ? { seed: BigInt(message.seed) } : {}),
       extraParams: {},
