@@ -224,7 +224,7 @@ function readTokens(tokens: readonly Token[]): string {
       case "codespan":
       case "escape":
         // Written on purpose (escaped, or code): kept through the removal of marks a cut left unmatched.
-        out += token.text.replace(/[*_~`]/g, (mark) => String.fromCharCode(mark.charCodeAt(0) + KEPT_OFFSET));
+        out += token.text.replace(/[*_~`]/g, (mark: string) => String.fromCharCode(mark.charCodeAt(0) + KEPT_OFFSET));
         break;
       case "br":
         out += " ";
