@@ -39,7 +39,8 @@ const TABLE_DELIMITER = /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|
 /** A line start that may still turn into a block mark once more characters arrive. */
 const UNDECIDED_START = /^(?:[ \t]*|[ \t]*[-*+_=][ \t*_=-]*|[ \t]*[-*+][ \t]+\[[ xX]?\]?|[ \t]*\d{1,3}[.)]?|[ \t]*`{1,2}|[ \t]*~{1,2}| {0,3}#{1,6}|(?: {0,3}>[ \t]?)+)$/;
 const SENTENCE_END = /[.!?…:;][)\]"'’”»]*$/;
-const STRAY_MARKS = /(?<![\p{L}\p{N}])[*_~]{1,3}(?=[\p{L}\p{N}\p{P}])|(?<=[\p{L}\p{N}\p{P}])[*_~]{1,3}(?![\p{L}\p{N}])|`+/gu;
+/** Emphasis marks a cut left unmatched, against a word; a single "~" is no mark ("~5", "~/notes"). */
+const STRAY_MARKS = /(?<![\p{L}\p{N}])(?:[*_]{1,3}|~~)(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}\p{P}])(?:[*_]{1,3}|~~)(?![\p{L}\p{N}])|`+/gu;
 /** A character any mark, entity or emoji needs; text without one is no markdown. */
 const MAYBE_MARKDOWN = /[*_`~#>|[\]&=+\-]|^\s*\d{1,3}[.)]\s|\p{Extended_Pictographic}|[\u{1F1E6}-\u{1F1FF}]/mu;
 /** Marks meant as text are moved to the private use area while stray marks are removed, then moved back. */

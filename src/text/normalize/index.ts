@@ -4,7 +4,7 @@
  * byte for byte, so text without written forms comes out unchanged.
  */
 import { applySpans, tag, type Rule } from "./tagger.ts";
-import { dateRules, decadeRule, numericDateRules, quarterRule, timeRules, yearRule } from "./english/datetime.ts";
+import { contextYearRule, dateRules, decadeRule, numericDateRules, quarterRule, timeRules, yearRule } from "./english/datetime.ts";
 import { moneyRules } from "./english/money.ts";
 import { measureRules } from "./english/measures.ts";
 import { electronicRules } from "./english/electronic.ts";
@@ -14,7 +14,8 @@ import { romanRules } from "./english/roman.ts";
 import { abbreviationRules } from "./english/abbreviations.ts";
 import { mathRule, symbolRules } from "./english/symbols.ts";
 import { rangeRule } from "./english/ranges.ts";
-import { addressRule } from "./english/address.ts";
+import { addressRule, cityStateRule, zipCodeRule } from "./english/address.ts";
+import { versionRules } from "./english/versions.ts";
 import { converterFor, otherLanguageRules } from "./other-languages.ts";
 
 export interface NormalizeOptions {
@@ -33,9 +34,10 @@ function rangeEndWords(written: string): string | null {
 
 /**
  * Earlier rules win a span, so the order is the disambiguation:
- * - electronic, telephone and numeric dates first: their dots, hyphens and slashes would otherwise be read as
+ * - electronic, versions ("3.10.12", "v2.3"), telephone and numeric dates first: their dots, hyphens and slashes would otherwise be read as
  *   decimals, ranges, minus signs or fractions ("555-123-4567", "03/04/2026", "a.b@c.com");
- * - street addresses, whose house numbers and ZIP codes are read differently from other numbers;
+ * - street addresses, whose house numbers and ZIP codes are read differently from other numbers, then a state
+ *   after a city ("Pittsburgh, PA 15213") and ZIP codes after a state or "ZIP";
  * - dates with month names, which read their own day spans ("Oct 5-6" → "october fifth to sixth");
  * - an equation before ranges, so "1-2=5" is a subtraction;
  * - ranges next, so "9am-5pm", "$250-$300" and "1960s-80s" read as one range ("to") rather than two pieces and a
@@ -43,13 +45,17 @@ function rangeEndWords(written: string): string | null {
  * - money, measures and times before plain numbers, since each needs the number together with its symbol or unit;
  * - fractions, percentages and ordinals before cardinals, which would otherwise take their digits;
  * - Roman numerals and abbreviations need no digits and only look at their own context;
- * - years and plain cardinals last: they take whatever digits are left.
+ * - years and plain cardinals last: they take whatever digits are left; a year outside 1100–2099 only after a
+ *   word that makes it one ("in 1066", "by 2100").
  */
 const ENGLISH_RULES: readonly Rule[] = [
   ...electronicRules,
+  ...versionRules,
   ...telephoneRules,
   ...numericDateRules,
   addressRule,
+  cityStateRule,
+  zipCodeRule,
   ...dateRules,
   quarterRule,
   mathRule,
@@ -64,6 +70,7 @@ const ENGLISH_RULES: readonly Rule[] = [
   ...romanRules,
   ...abbreviationRules,
   ...symbolRules,
+  contextYearRule,
   yearRule,
   ...cardinalRules,
 ];

@@ -10,12 +10,20 @@ const FIXED: Record<string, string> = {
   "vs.": "versus", "vs": "versus", "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "approx.": "approximately",
   "Ave.": "avenue", "Blvd.": "boulevard", "Rd.": "road", "Mt.": "mount", "Dept.": "department", "Inc.": "incorporated",
   "Ltd.": "limited", "Corp.": "corporation", "Co.": "company", "a.k.a.": "also known as",
+  "Rev.": "reverend", "Hon.": "honorable", "Fr.": "father", "Pres.": "president", "Col.": "colonel", "Maj.": "major", "Cpl.": "corporal",
+  "Adm.": "admiral", "Supt.": "superintendent", "Mx.": "mix", "Messrs.": "messieurs", "Mme.": "madame",
+  "mr.": "mister", "mrs.": "misses", "ms.": "miss", "dr.": "doctor", "prof.": "professor",
+  "Ph.D.": "P H D", "PhD": "P H D", "M.D.": "M D", "B.A.": "B A", "M.A.": "M A", "M.B.A.": "M B A", "B.Sc.": "B S C", "M.Sc.": "M S C",
+  "D.D.S.": "D D S", "R.N.": "R N", "J.D.": "J D", "U.S.": "U S", "U.S.A.": "U S A", "U.K.": "U K", "U.N.": "U N", "E.U.": "E U",
+  "pp.": "pages", "Fig.": "figure", "fig.": "figure", "Vol.": "volume", "vol.": "volume", "Ch.": "chapter", "Sec.": "section",
+  "Est.": "established", "est.": "estimated", "Tel.": "telephone", "dept.": "department",
+  "ca.": "circa", "et al.": "et al", "cf.": "compare", "viz.": "namely", "w/": "with", "w/o": "without",
 };
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const FIXED_PATTERN = Object.keys(FIXED).sort((a, b) => b.length - a.length).map(escape).join("|");
 
 /** Abbreviations that come before a name or a word, so their period never ends a sentence. */
-const NEVER_LAST = new Set(["Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "Gen.", "Capt.", "Lt.", "Sgt.", "Gov.", "Sen.", "Rep.", "vs.", "e.g.", "i.e.", "Mt.", "approx.", "a.k.a."]);
+const NEVER_LAST = new Set(["Rev.", "Hon.", "Fr.", "Pres.", "Col.", "Maj.", "Cpl.", "Adm.", "Supt.", "Mx.", "Mme.", "mr.", "mrs.", "ms.", "dr.", "prof.", "pp.", "Fig.", "fig.", "Vol.", "vol.", "ca.", "cf.", "Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "Gen.", "Capt.", "Lt.", "Sgt.", "Gov.", "Sen.", "Rep.", "vs.", "e.g.", "i.e.", "Mt.", "approx.", "a.k.a."]);
 
 /** The period of an abbreviation that ends a sentence is the sentence's too. */
 function keepingSentenceEnd(words: string, text: string, match: RegExpExecArray): string {
@@ -23,6 +31,12 @@ function keepingSentenceEnd(words: string, text: string, match: RegExpExecArray)
 }
 
 export const abbreviationRules: Rule[] = [
+  {
+    // "c. 1850": circa, before a year only (a lone "c." is too many other things).
+    class: "abbreviation",
+    pattern: /(?<![\p{L}.])c\.(?=\s?\d{3,4}\b)/gu,
+    verbalize: () => "circa",
+  },
   {
     // "St." is a street after a name ("Elm St.") and a saint before one ("St. Louis").
     class: "abbreviation",

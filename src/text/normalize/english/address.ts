@@ -57,3 +57,28 @@ export const addressRule: Rule = {
     return words;
   },
 };
+
+/** State codes that are also words ("OK", "OR", "IN", "ME", "HI"): read as a state only before a ZIP code. */
+const WORD_STATES = new Set(["OK", "OR", "IN", "ME", "HI"]);
+const STATE_NAME = Object.values(STATES).filter((name) => name !== "D C").join("|");
+const CITY = String.raw`\p{Lu}[\p{L}'.-]*(?:\s\p{Lu}[\p{L}'.-]*){0,3}`;
+
+/** "Pittsburgh, PA 15213" → "Pittsburgh, Pennsylvania one five two one three": a state code after a city, with or without a ZIP code. */
+export const cityStateRule: Rule = {
+  class: "address",
+  pattern: new RegExp(String.raw`(?<=${CITY},\s?)(${STATE})(?:(\s+)(\d{5})(?:-(\d{4}))?)?(?![\p{L}\d-])`, "gu"),
+  verbalize: (m) => {
+    const [, state, separator, zip, plusFour] = m;
+    if (!zip && WORD_STATES.has(state!)) return null;
+    const zipWords = zip ? `${separator}${digitWords(zip)}${plusFour ? ` ${digitWords(plusFour)}` : ""}` : "";
+    return `${STATES[state!]}${zipWords}`;
+  },
+};
+
+/** ZIP codes are said digit by digit: after a state's name, or after "ZIP" / "ZIP code" / "zip code". */
+export const zipCodeRule: Rule = {
+  class: "address",
+  pattern: new RegExp(String.raw`(?:(?<=\b(?:${STATE_NAME}),?\s)|(?<=\b(?:ZIP|Zip|zip)(?:\s[Cc]ode)?:?\s))(\d{5})(?:-(\d{4}))?(?![\d\p{L}])`, "gu"),
+  verbalize: (m) => `${digitWords(m[1]!)}${m[2] ? ` ${digitWords(m[2])}` : ""}`,
+};
+

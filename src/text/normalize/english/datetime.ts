@@ -38,7 +38,8 @@ function clockWords(hour: number, minute: number, second: number | undefined, am
   const suffix = ampm ? ` ${ampmWords(ampm)}` : "";
   if (second !== undefined) return `${unitCount(hour, "hour")} ${unitCount(minute, "minute")} and ${unitCount(second, "second")}${suffix}`;
   const hourWords = cardinalWords(String(hour));
-  if (minute === 0) return ampm ? hourWords + suffix : `${hourWords} o'clock`;
+  // The 24-hour clock on the hour is said "sixteen hundred"; "o'clock" belongs to the 12-hour one.
+  if (minute === 0) return ampm ? hourWords + suffix : hour > 12 ? `${hourWords} hundred` : hour === 0 ? "midnight" : `${hourWords} o'clock`;
   return `${hourWords} ${minute < 10 ? `oh ${cardinalWords(String(minute))}` : underHundred(minute)}${suffix}`;
 }
 
@@ -180,8 +181,15 @@ export const decadeRule: Rule = {
 };
 
 /** A bare four-digit number from 1100 to 2099 reads as a year, as the standard datasets do. */
+/** Where a number of four digits outside 1100–2099 is still a year: "in 1066", "by 2100", "c. 1050". */
+export const contextYearRule: Rule = {
+  class: "date",
+  pattern: /(?<=\b(?:[Ii]n|[Bb]y|[Ss]ince|[Uu]ntil|[Tt]ill|[Bb]efore|[Aa]fter|[Ff]rom|[Cc]irca|[Aa]round|[Yy]ear|[Ss]ummer|[Ww]inter|[Ss]pring|[Aa]utumn|AD|BC|ca\.|c\.)\s)(1[0-9]\d\d|2[0-9]\d\d)(?![\w%°]|[.,]\d|\s?(?:%|percent|people|times|items|files|units|years|dollars|euros|miles|km|kg))/g,
+  verbalize: (m) => yearWords(Number(m[1])),
+};
+
 export const yearRule: Rule = {
   class: "date",
-  pattern: /(?<![\w$.,:\/-])(1[1-9]\d\d|20\d\d)(?![\w%°]|[.,]\d)/g,
+  pattern: /(?<![\w$.,:\/-])(1\d\d\d|20\d\d)(?![\w%°]|[.,]\d)/g,
   verbalize: (m) => yearWords(Number(m[1])),
 };

@@ -31,6 +31,12 @@ const UNITS: Record<string, Unit> = {
   "m²": unit("square meter"), m2: unit("square meter"), "km²": unit("square kilometer"), km2: unit("square kilometer"),
   "cm²": unit("square centimeter"), "ft²": unit("square foot", "square feet"), "m³": unit("cubic meter"), m3: unit("cubic meter"),
   "km³": unit("cubic kilometer"), "cm³": unit("cubic centimeter"),
+  // Greek mu as often as the micro sign.
+  μm: unit("micrometer"), μg: unit("microgram"), µs: unit("microsecond"), μs: unit("microsecond"), µl: unit("microliter"), μl: unit("microliter"),
+  µL: unit("microliter"), μL: unit("microliter"), ns: unit("nanosecond"), kPa: unit("kilopascal"), hPa: unit("hectopascal"), Pa: unit("pascal"),
+  // The kitchen's.
+  tbsp: unit("tablespoon"), Tbsp: unit("tablespoon"), tbs: unit("tablespoon"), Tbs: unit("tablespoon"), tsp: unit("teaspoon"), Tsp: unit("teaspoon"),
+  qt: unit("quart"), pt: unit("pint"), doz: unit("dozen", "dozen"),
 };
 
 /** Units that follow "per" or "/" ("$20/mo", "12kg/kg"), said in the singular. */

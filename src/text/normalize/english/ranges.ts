@@ -2,7 +2,7 @@
 import type { Rule } from "../tagger.ts";
 
 /** One end of a range: a number with an optional currency before and an optional unit, am/pm or "s" after. */
-const END = String.raw`(?:[$£€¥₹]\s?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.:]\d+)?(?:\s?[AaPp]\.?[Mm]\.?(?![\p{L}])|'?s|%|°[CF]?|\s?(?:thousand|million|billion)|[\p{L}]{1,5})?`;
+const END = String.raw`(?:[$£€¥₹]\s?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.:]\d+)?(?:\s?[AaPp]\.?[Mm]\.?(?![\p{L}])|'?s|%|\s?°[CF]?|\s?(?:thousand|million|billion)|[\p{L}]{1,5})?`;
 
 /**
  * Earlier rules have already taken telephone numbers and dates, so a hyphen between numbers here is a range when the

@@ -17,7 +17,34 @@ export const mathRule: Rule = {
   },
 };
 
+const GREEK: Record<string, string> = {
+  α: "alpha", β: "beta", γ: "gamma", δ: "delta", ε: "epsilon", ζ: "zeta", η: "eta", θ: "theta", ι: "iota", κ: "kappa", λ: "lambda", μ: "mu",
+  ν: "nu", ξ: "xi", ο: "omicron", π: "pi", ρ: "rho", σ: "sigma", ς: "sigma", τ: "tau", υ: "upsilon", φ: "phi", χ: "chi", ψ: "psi", ω: "omega",
+  Α: "alpha", Β: "beta", Γ: "gamma", Δ: "delta", Ε: "epsilon", Ζ: "zeta", Η: "eta", Θ: "theta", Ι: "iota", Κ: "kappa", Λ: "lambda", Μ: "mu",
+  Ν: "nu", Ξ: "xi", Ο: "omicron", Π: "pi", Ρ: "rho", Σ: "sigma", Τ: "tau", Υ: "upsilon", Φ: "phi", Χ: "chi", Ψ: "psi", Ω: "omega",
+};
+/** Signs said the same wherever they stand. */
+const SIGNS: Record<string, string> = {
+  "±": "plus or minus", "≈": "approximately", "≤": "less than or equal to", "≥": "greater than or equal to", "≠": "not equal to",
+  "→": "to", "⇒": "implies", "←": "from", "∞": "infinity", "√": "square root of", "‰": "per mille", "§": "section", "¶": "paragraph",
+  "©": "copyright", "®": "registered", "™": "trademark", "✓": "check", "✔": "check", "✗": "cross", "•": ",", "…": "...",
+};
+
 export const symbolRules: Rule[] = [
+  {
+    // A Greek letter on its own (a variable, a constant, a grade), not a Greek word.
+    class: "symbol",
+    pattern: /(?<![\u0370-\u03FF\u1F00-\u1FFF])[\u0391-\u03A9\u03B1-\u03C9](?![\u0370-\u03FF\u1F00-\u1FFF])/gu,
+    verbalize: (m) => GREEK[m[0]] ?? null,
+  },
+  { class: "symbol", pattern: /[±≈≤≥≠→⇒←∞√‰§¶©®™✓✔✗•]/gu, verbalize: (m) => SIGNS[m[0]] ?? null },
+  { class: "symbol", pattern: /(?<=[\p{L}\d)])²/gu, verbalize: () => " squared" },
+  { class: "symbol", pattern: /(?<=[\p{L}\d)])³/gu, verbalize: () => " cubed" },
+  { class: "symbol", pattern: /(?<=\s)@(?=\s)/g, verbalize: () => "at" },
+  // Left by the rules before: an operator between spaces whose operands are not numbers or single letters.
+  { class: "symbol", pattern: /(?<=\s)=(?=\s)/g, verbalize: () => "equals" },
+  { class: "symbol", pattern: /(?<=\s)\+(?=\s)/g, verbalize: () => "plus" },
+  { class: "symbol", pattern: /(?<=\s|^)~(?=\s?\d)/g, verbalize: () => "about " },
   {
     class: "symbol",
     pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?\*\s?(${NUMBER})(?![\w.])`, "g"),
