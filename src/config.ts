@@ -111,6 +111,12 @@ const OPTIONS = {
     description: "announce the Wyoming listener over zeroconf (mDNS, _wyoming._tcp) so Home Assistant discovers it; where multicast is unavailable a warning is logged and serving goes on",
     switch: true,
   },
+  lexicon: {
+    flag: "lexicon",
+    env: "VOXEDGE_LEXICON",
+    schema: z.string().min(1).optional(),
+    description: "pronunciation lexicon applied to every request before normalization: a W3C PLS file of <alias> rules, or a tab-separated file of written and spoken forms (case-insensitive whole words)",
+  },
   readMarkdown: {
     flag: "read-markdown",
     env: "VOXEDGE_READ_MARKDOWN",

@@ -24,6 +24,8 @@ import { filterLines } from "./cli/line-filter.ts";
 import { normalizeText } from "./text/normalize/index.ts";
 import { MarkdownReader } from "./text/markdown.ts";
 import { markdownReadingOf } from "./speech/markdown-reading.ts";
+import { loadLexicon } from "./speech/lexicon-file.ts";
+import { LexiconError, type Lexicon } from "./text/lexicon.ts";
 import { pullBundle, PullError } from "./weights/download.ts";
 import { CatalogError, type Precision } from "./weights/catalog.ts";
 
@@ -73,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
     if (command === "serve") return await runServe(config);
     if (command === "say") return await runSay(config, rest.join(" "), values);
   } catch (error) {
-    const startError = voiceStoreStartError(error);
+    const startError = startErrorMessage(error);
     if (startError === undefined) throw error;
     console.error(startError);
     return 1;
@@ -88,6 +90,8 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function runServe(config: Config): Promise<number> {
+  // Read before anything starts, so a lexicon that cannot be used stops the start at once.
+  if (config.lexicon) loadLexicon(config.lexicon);
   const logger = createLogger(config.logLevel);
   const runtime = await loadRuntime();
   logger.info("starting voxedge", { runtime: runtime.name, config: describeConfig(config) });
@@ -137,13 +141,21 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
 
 /** What the model would read: markdown read as the server reads it (one reader over every line, as a code fence spans lines), then normalized. */
 async function runNormalize(config: Config, language = "en"): Promise<number> {
+  let lexicon: Lexicon | undefined;
+  try {
+    lexicon = config.lexicon ? loadLexicon(config.lexicon) : undefined;
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    return 1;
+  }
+  const normalizeLine = (line: string) => normalizeText(lexicon ? lexicon.apply(line) : line, { language });
   const reading = markdownReadingOf(config);
   if (!reading) {
-    await filterLines(process.stdin, process.stdout, (line) => normalizeText(line, { language }));
+    await filterLines(process.stdin, process.stdout, normalizeLine);
     return 0;
   }
   const reader = new MarkdownReader(reading);
-  const normalized = (read: string) => read.split("\n").map((line) => normalizeText(line, { language })).join("\n");
+  const normalized = (read: string) => read.split("\n").map(normalizeLine).join("\n");
   await filterLines(process.stdin, process.stdout, (line) => normalized(reader.push(`${line}\n`)), { newline: false, finish: () => normalized(reader.flush()) });
   return 0;
 }
@@ -228,9 +240,10 @@ function mirrorAt(location: string): { bucket: S3Bucket; prefix: string } {
 }
 
 /** What to tell the operator when the voice store cannot be opened, or undefined for any other error. */
-function voiceStoreStartError(error: unknown): string | undefined {
+function startErrorMessage(error: unknown): string | undefined {
   if (error instanceof VoiceStoreFolderError) return `${error.message}; set --speaker-dir (SPEAKER_SAMPLES_DIR) to a writable folder`;
   if (error instanceof VoiceStoreBucketError || error instanceof S3ConfigError) return `${error.message} (--voice-store / VOXEDGE_VOICE_STORE)`;
+  if (error instanceof LexiconError) return error.message;
   return undefined;
 }
 
@@ -261,7 +274,7 @@ async function runVoicesCopy(config: Config, values: ReturnType<typeof parseComm
     console.log(JSON.stringify({ from: values.from, to: values.to, copied: imported, already_there: kept }));
     return 0;
   } catch (error) {
-    const startError = voiceStoreStartError(error);
+    const startError = startErrorMessage(error);
     console.error(`voices copy failed: ${startError ?? (error instanceof Error ? error.message : String(error))}`);
     return 1;
   }

@@ -9,6 +9,7 @@ import { maxFramesForInput } from "../engine/request.ts";
 import type { SpeechModel, SynthesisJob } from "../models/contract.ts";
 import { spokenText } from "./text-normalization.ts";
 import { readMarkdown, type MarkdownReadingOptions } from "../text/markdown.ts";
+import type { Lexicon } from "../text/lexicon.ts";
 
 /** What an utterance asks for once its voice is known; the text is as sent (trimmed), before normalization. */
 export interface UtteranceRequest {
@@ -21,6 +22,8 @@ export interface UtteranceRequest {
   /** The caller's own cap on frames; the input's length caps them in any case. */
   maxNewTokens?: number;
   instructions?: string;
+  /** Alias rules applied after markdown is read and before normalization. */
+  lexicon?: Lexicon;
   /** How markdown in the text is read; undefined speaks it as sent. */
   markdown?: MarkdownReadingOptions;
   /** The model's own parameters, as its paramsSchema parsed them. */
@@ -39,7 +42,8 @@ const SPEAKABLE = /[\p{L}\p{N}]/u;
 /** The job for `request` on `model`; a 400 when the model could read none of the text's letters and digits. */
 export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): UtteranceJob {
   const capabilities = model.capabilities;
-  const read = request.markdown ? readMarkdown(request.text, request.markdown) : request.text;
+  const markdownRead = request.markdown ? readMarkdown(request.text, request.markdown).trim() : request.text;
+  const read = request.lexicon ? request.lexicon.apply(markdownRead) : markdownRead;
   const readable = readableText(model, spokenText(read, request.normalization, capabilities));
   const instructions = request.instructions?.trim() || undefined;
   return {

@@ -26,6 +26,8 @@ import { VoicePrompts } from "./voice-prompts.ts";
 import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
 import { utteranceJob } from "./job.ts";
 import { markdownReadingOf } from "./markdown-reading.ts";
+import { loadLexicon } from "./lexicon-file.ts";
+import type { Lexicon } from "../text/lexicon.ts";
 import type { MarkdownReadingOptions } from "../text/markdown.ts";
 
 export { wholeAudio } from "./audio-output.ts";
@@ -58,7 +60,11 @@ export class SpeechService {
     private readonly logger: Logger = silentLogger,
   ) {
     this.#prompts = new VoicePrompts(voices);
+    this.lexicon = config.lexicon ? loadLexicon(config.lexicon) : undefined;
   }
+
+  /** --lexicon: the server's alias rules, applied to every request's text. */
+  readonly lexicon: Lexicon | undefined;
 
   get cachedVoicePrompts(): number {
     return this.#prompts.count;
@@ -168,6 +174,7 @@ export class SpeechService {
     const { job, textDropped } = utteranceJob(model, {
       text,
       markdown: this.markdownReading,
+      lexicon: this.lexicon,
       normalization: spec.normalization,
       builtInVoice: spec.voice.kind === "built-in" ? spec.voice.name : undefined,
       language: spec.language,
