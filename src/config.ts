@@ -435,6 +435,7 @@ const COMMAND_OPTIONS = {
   decoder: { flag: "decoder", commands: ["conformance"], description: "onnx (default) or wgsl: the Mimi decoder the golden cases run through" },
   batch: { flag: "batch", commands: ["conformance"], description: "1 to 256: each golden stream runs inside model calls of that many streams" },
   provider: { flag: "provider", commands: ["conformance"], description: "auto, onnxruntime-node, onnxruntime-web or webgpu (the language-model graphs on the WebGPU EP; the default with --device gpu)" },
+  ssml: { flag: "ssml", commands: ["normalize"], switch: true, description: "read the whole input as the speech routes do: a <speak> document or text with break tags, printed part by part with each pause as <break time=\"…ms\"/>" },
   browser: { flag: "browser", commands: ["conformance"], switch: true, description: "run the golden cases inside headless Chromium, through the page's engine worker (onnxruntime-web's wasm EP, or its WebGPU EP with --provider webgpu)" },
 } satisfies Record<string, CommandOptionSpec>;
 

@@ -22,7 +22,8 @@ import { isS3Url, parseS3Url, S3Bucket, S3ConfigError, s3SettingsFromEnv } from 
 import { createProgressRenderer } from "./cli/progress.ts";
 import { filterLines } from "./cli/line-filter.ts";
 import { normalizeText } from "./text/normalize/index.ts";
-import { MarkdownReader } from "./text/markdown.ts";
+import { MarkdownReader, readMarkdown } from "./text/markdown.ts";
+import { isSsmlDocument, readSsml, splitAtBreaks, SsmlError } from "./text/ssml.ts";
 import { markdownReadingOf } from "./speech/markdown-reading.ts";
 import { loadLexicon } from "./speech/lexicon-file.ts";
 import { LexiconError, type Lexicon } from "./text/lexicon.ts";
@@ -32,8 +33,11 @@ import { CatalogError, type Precision } from "./weights/catalog.ts";
 const USAGE = `Usage:
   voxedge [serve] [options]                         serve the speech API
   voxedge say "text" -o out.wav [--voice V] [--format wav|pcm|mp3|flac|opus|aac] [--speed S] [--seed N]
-  voxedge normalize [--language en]                 read lines on stdin, print each with its written forms
-                                                    ("$19.99", "03/04/2026") as they are said
+  voxedge normalize [--language en] [--lexicon FILE] [--ssml]
+                                                    read lines on stdin, print what the model reads: markdown
+                                                    read, the lexicon's aliases, written forms ("$19.99",
+                                                    "03/04/2026") as they are said; --ssml: the whole input as
+                                                    SSML or text with breaks, pauses shown
   voxedge models pull [name] [--language L] [--precision int8|fp32] [--from s3://BUCKET/PREFIX]
                                                     download a Pocket TTS bundle into the model cache
                                                     (--from: from an S3 mirror of a model cache, not the hub)
@@ -80,7 +84,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(startError);
     return 1;
   }
-  if (command === "normalize") return runNormalize(config, values.language);
+  if (command === "normalize") return values.ssml ? runNormalizeSsml(config, values.language) : runNormalize(config, values.language);
   if (command === "models" && rest[0] === "pull") return runPull(config, rest[1], values);
   if (command === "voices" && rest[0] === "copy") return runVoicesCopy(config, values);
   // `--device gpu` (any adapter, software included) puts the language model on the WebGPU EP, as it does for serve.
@@ -136,6 +140,30 @@ async function runSay(config: Config, text: string, values: ReturnType<typeof pa
     return 1;
   } finally {
     await host.close();
+  }
+}
+
+/** `normalize --ssml`: the whole input read as a speech request's is, its pauses shown where they fall. */
+async function runNormalizeSsml(config: Config, language = "en"): Promise<number> {
+  let input = "";
+  for await (const chunk of process.stdin) input += String(chunk);
+  try {
+    const lexicon = config.lexicon ? loadLexicon(config.lexicon) : undefined;
+    const reading = markdownReadingOf(config);
+    const { parts } = isSsmlDocument(input) ? readSsml(input) : { parts: splitAtBreaks(input) };
+    const out = parts.map((part) => {
+      const read = reading ? readMarkdown(part.text, reading).trim() : part.text.trim();
+      const said = normalizeText(lexicon ? lexicon.apply(read) : read, { language });
+      return `${said}${part.pauseAfterMs > 0 ? `${said ? " " : ""}<break time="${part.pauseAfterMs}ms"/>` : ""}`;
+    });
+    console.log(out.filter(Boolean).join(" ").replace(/\s*\n\s*/g, " "));
+    return 0;
+  } catch (error) {
+    if (error instanceof SsmlError || error instanceof LexiconError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
   }
 }
 

@@ -9,7 +9,7 @@
 import type { Config } from "../config.ts";
 import type { FinishReason, SpeechModel } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
-import type { Engine, EngineStream } from "../engine/core.ts";
+import type { Engine } from "../engine/core.ts";
 import { STREAM_OUTCOMES } from "../engine/request.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
@@ -25,6 +25,7 @@ import type { VoiceStore } from "../voices/store.ts";
 import { VoicePrompts } from "./voice-prompts.ts";
 import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
 import { utteranceJob } from "./job.ts";
+import { PausedStream, type SpeechAudio } from "./paused-stream.ts";
 import { markdownReadingOf } from "./markdown-reading.ts";
 import { loadLexicon } from "./lexicon-file.ts";
 import type { Lexicon } from "../text/lexicon.ts";
@@ -164,14 +165,11 @@ export class SpeechService {
 
     const responseFormat = spec.output.format;
     const outputSampleRateHz = this.checkOutput(responseFormat, spec.output.rateHz, capabilities);
-    const speed = spec.speed ?? 1;
-    // A time-stretch needs the whole utterance; each dialect says so in its own words before this.
-    if (delivery.streamed && speed !== 1) throw badRequest("speed is not supported with streaming; omit speed", "speed");
     this.checkFileLength(text, delivery);
     const extraParams = this.parseExtraParams(spec.sampling.params);
     // Limits above are on the text as sent; the model reads, and usage counts, its normalized form, less
     // what the model cannot read.
-    const { job, textDropped } = utteranceJob(model, {
+    const { job, textDropped, parts, ssmlSpeed, ignoredSsml } = utteranceJob(model, {
       text,
       markdown: this.markdownReading,
       lexicon: this.lexicon,
@@ -183,6 +181,13 @@ export class SpeechService {
       instructions: spec.instructions,
       extraParams,
     });
+    // An SSML document's <prosody rate> is its speed unless the request sets one; a stream cannot change it.
+    const ssmlIgnored = ignoredSsml.map((name) => `<${name}>`);
+    if (ssmlSpeed !== undefined && delivery.streamed) ssmlIgnored.push("<prosody rate>");
+    const requestSpeed = spec.speed ?? 1;
+    const speed = requestSpeed !== 1 || delivery.streamed ? requestSpeed : (ssmlSpeed ?? 1);
+    // A time-stretch needs the whole utterance; each dialect says so in its own words before this.
+    if (delivery.streamed && speed !== 1) throw badRequest("speed is not supported with streaming; omit speed", "speed");
     const unused: UnusedParts = {
       text: textDropped,
       instructions: Boolean(spec.instructions?.trim()) && !capabilities.supportsInstructions,
@@ -192,6 +197,7 @@ export class SpeechService {
     const voicePrompt = await this.#prompts.promptFor(spec.voice, model, this.engine(), signal);
     return {
       job: { ...job, voicePrompt },
+      ...(parts ? { parts: parts.map((part) => ({ ...part, job: part.job && { ...part.job, voicePrompt } })) } : {}),
       responseFormat,
       outputSampleRateHz,
       encoding: spec.output.bitrateKbps === undefined ? {} : { bitrateKbps: spec.output.bitrateKbps },
@@ -200,7 +206,7 @@ export class SpeechService {
       streamed: delivery.streamed,
       inputTextTokens: model.countInputTokens(job.text),
       inputAudioTokens: voicePrompt?.audioFrameCount ?? 0,
-      ignoredFields: spec.nameIgnored?.(unused) ?? [],
+      ignoredFields: [...(spec.nameIgnored?.(unused) ?? []), ...ssmlIgnored],
     };
   }
 
@@ -235,10 +241,13 @@ export class SpeechService {
     };
   }
 
-  #admit(prepared: PreparedSpeech, delivery: SpeechDelivery, signal: AbortSignal): Promise<EngineStream> {
+  async #admit(prepared: PreparedSpeech, delivery: SpeechDelivery, signal: AbortSignal): Promise<SpeechAudio> {
     const engine = this.engine();
     if (prepared.delivery === "file" && this.#filesEncoding >= engine.limits.maxStreams) throw engine.fullError();
-    return engine.submit({ ...prepared.job, signal }, { whenFull: delivery.whenFull });
+    if (!prepared.parts) return engine.submit({ ...prepared.job, signal }, { whenFull: delivery.whenFull });
+    const firstJob = prepared.parts.find((part) => part.job)?.job;
+    const first = firstJob ? await engine.submit({ ...firstJob, signal }, { whenFull: delivery.whenFull }) : undefined;
+    return new PausedStream(prepared.parts, first, (job) => engine.submit({ ...job, signal }, { whenFull: "wait" }), this.model().capabilities.nativeSampleRateHz);
   }
 
   /**
@@ -246,7 +255,7 @@ export class SpeechService {
    * "abort" when the client left or its reader let go, "error" when it failed), the stream count derived
    * from it, and `done`.
    */
-  async *#deliver(prepared: PreparedSpeech, delivery: SpeechDelivery | SamplesDelivery, admitted: EngineStream | undefined, signal: AbortSignal, settle: (end: SpeechEnd) => void, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Uint8Array | Float32Array, void, undefined> {
+  async *#deliver(prepared: PreparedSpeech, delivery: SpeechDelivery | SamplesDelivery, admitted: SpeechAudio | undefined, signal: AbortSignal, settle: (end: SpeechEnd) => void, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Uint8Array | Float32Array, void, undefined> {
     const tally: GenerationTally = { frames: 0, samples: 0 };
     let finishReason: FinishReason = "abort";
     let stream = admitted;
@@ -284,7 +293,7 @@ export class SpeechService {
    * Mono float PCM at the requested output rate, chunk by chunk as the engine makes it. The resampler is
    * streaming, so chunk borders leave no seams. Stops when `signal` aborts.
    */
-  async *#pcm(prepared: PreparedSpeech, stream: EngineStream, signal: AbortSignal, tally: GenerationTally, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Float32Array, void, undefined> {
+  async *#pcm(prepared: PreparedSpeech, stream: SpeechAudio, signal: AbortSignal, tally: GenerationTally, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Float32Array, void, undefined> {
     const mode = prepared.delivery;
     const startedMs = performance.now();
     let resampler: Awaited<ReturnType<typeof createStreamingResampler>> | undefined;

@@ -2,6 +2,7 @@
  * The speech core's vocabulary, protocol-neutral: what a front end asks for (SpeechSpec, SpeechDelivery) and
  * what it gets back (StartedSpeech: the prepared job, the audio, and how it ended).
  */
+import type { UtterancePart } from "./paused-stream.ts";
 import type { TextNormalizationMode } from "../api/speech.ts";
 import type { EncodingOptions, ResponseFormat } from "../audio/encoders.ts";
 import type { DeliveryMode } from "../metrics.ts";
@@ -62,7 +63,9 @@ export interface SpeechDelivery {
 export type SamplesDelivery = SpeechDelivery & { audio: "samples" };
 
 export interface PreparedSpeech {
+  /** The whole utterance's job; where SSML breaks cut it, `parts` are what the engine runs. */
   job: Omit<SynthesisJob, "signal">;
+  parts?: UtterancePart[];
   responseFormat: ResponseFormat;
   outputSampleRateHz: number;
   /** What the route asks of the codec beyond the format (a bitrate). */
