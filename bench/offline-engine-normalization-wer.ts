@@ -2,7 +2,10 @@
  * Does the offline engine (Flite) read written forms better with our text normalization or with its own?
  * Decides what apply_text_normalization "auto" means for it (src/speech/text-normalization.ts).
  *
- *   ./node_modules/.bin/bun bench/offline-engine-normalization-wer.ts [--voice rms] [--verbose]
+ *   ./node_modules/.bin/bun bench/offline-engine-normalization-wer.ts [--voice rms] [--verbose] [--corpus written-forms|llm]
+ *
+ * `--corpus llm`: answers as an LLM writes them (markdown, versions, titles, years, units), read before this
+ * server read markdown (normalizeText alone) and now (markdown read, then normalized: test/text/normalize/read-aloud.ts).
  *
  * Speaks WRITTEN_FORM_SENTENCES through the classic model twice, as written and normalized (normalizeText),
  * transcribes each with pocketsphinx (test/support/asr.ts, as bench/offline-engine-wer.ts does) and scores the
@@ -12,6 +15,7 @@
  */
 import { createClassicModel } from "../src/models/classic/model.ts";
 import { normalizeText } from "../src/text/normalize/index.ts";
+import { readAloud } from "../test/text/normalize/read-aloud.ts";
 import { transcribe } from "../test/support/asr.ts";
 import { normalizeWords, wordEditDistance } from "../test/support/wer.ts";
 
@@ -35,6 +39,27 @@ const WRITTEN_FORM_SENTENCES: ReadonlyArray<{ written: string; spoken: string }>
   { written: "Lunch at 12:30 pm was $12.75 per person.", spoken: "lunch at twelve thirty p m was twelve dollars seventy five cents per person" },
 ];
 
+/** An LLM's answers, markdown and all, with how a person reads them aloud. */
+const LLM_SENTENCES: ReadonlyArray<{ written: string; spoken: string }> = [
+  { written: "**Important:** back up your files first.", spoken: "important back up your files first" },
+  { written: "## Step 2: Install the package", spoken: "step two install the package" },
+  { written: "- Preheat the oven to 350°F\n- Mix 2 tbsp of sugar", spoken: "preheat the oven to three hundred fifty degrees fahrenheit mix two tablespoons of sugar" },
+  { written: "1. Open **Settings**\n2. Tap *Network*", spoken: "open settings tap network" },
+  { written: "Run `npm install` and see [the docs](https://example.com/docs/start).", spoken: "run npm install and see the docs" },
+  { written: "> Note: this needs Python 3.10.12 or later.", spoken: "note this needs python three point ten point twelve or later" },
+  { written: "Update to v2.3.1 before you start.", spoken: "update to version two point three point one before you start" },
+  { written: "The Normans arrived in 1066 and won.", spoken: "the normans arrived in ten sixty six and won" },
+  { written: "Rev. Smith has a Ph.D. in history.", spoken: "reverend smith has a p h d in history" },
+  { written: "The office is in Pittsburgh, PA near the river.", spoken: "the office is in pittsburgh pennsylvania near the river" },
+  { written: "Here is the code:\n```js\nconst x = 1;\n```\nThat is all.", spoken: "here is the code code omitted that is all" },
+  { written: "| Plan | Price |\n|---|---|\n| Basic | $5 |", spoken: "plan price basic five dollars" },
+  { written: "Great job! 🎉 The meeting is at 16:00.", spoken: "great job the meeting is at sixteen hundred" },
+  { written: "~~Old~~ *new* price: **$12.50**", spoken: "old new price twelve dollars fifty cents" },
+];
+
+const corpusArgument = process.argv.indexOf("--corpus");
+const corpus = corpusArgument >= 0 ? process.argv[corpusArgument + 1]! : "written-forms";
+const SENTENCES = corpus === "llm" ? LLM_SENTENCES : WRITTEN_FORM_SENTENCES;
 const voiceArgument = process.argv.indexOf("--voice");
 const voice = voiceArgument >= 0 ? process.argv[voiceArgument + 1]! : "rms";
 const verbose = process.argv.includes("--verbose");
@@ -59,15 +84,21 @@ async function speak(text: string): Promise<{ samples: Float32Array; sampleRateH
 
 const scoredWords = (text: string) => normalizeWords(text).filter((word) => word !== "and");
 
-const conditions = [
-  { name: "as written (Flite's own reading)", prepare: (text: string) => text },
-  { name: "normalized (normalizeText)", prepare: (text: string) => normalizeText(text, { language: "en" }) },
-];
+const conditions =
+  corpus === "llm"
+    ? [
+        { name: "before: normalized, markdown as written", prepare: (text: string) => normalizeText(text, { language: "en" }) },
+        { name: "after: markdown read, then normalized", prepare: readAloud },
+      ]
+    : [
+        { name: "as written (Flite's own reading)", prepare: (text: string) => text },
+        { name: "normalized (normalizeText)", prepare: (text: string) => normalizeText(text, { language: "en" }) },
+      ];
 const rows: string[] = [];
 for (const condition of conditions) {
   let edits = 0;
   let words = 0;
-  for (const { written, spoken } of WRITTEN_FORM_SENTENCES) {
+  for (const { written, spoken } of SENTENCES) {
     const audio = await speak(condition.prepare(written));
     const heard = await transcribe(audio.samples, audio.sampleRateHz);
     const reference = scoredWords(spoken);
@@ -76,8 +107,8 @@ for (const condition of conditions) {
     words += reference.length;
     if (verbose) console.error(`[${condition.name}] ${(sentenceEdits / reference.length).toFixed(2)} | ${heard}`);
   }
-  rows.push(`${condition.name.padEnd(34)}  corpus WER ${((edits / words) * 100).toFixed(1)}%  (${edits} edits / ${words} words)`);
+  rows.push(`${condition.name.padEnd(42)}  corpus WER ${((edits / words) * 100).toFixed(1)}%  (${edits} edits / ${words} words)`);
 }
 await model.close();
-console.log(`\n${WRITTEN_FORM_SENTENCES.length} sentences of written forms, Flite voice ${voice}, recognizer: pocketsphinx_continuous (en-us default model)\n`);
+console.log(`\n${SENTENCES.length} sentences (${corpus}), Flite voice ${voice}, recognizer: pocketsphinx_continuous (en-us default model)\n`);
 for (const row of rows) console.log(row);

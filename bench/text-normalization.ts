@@ -33,13 +33,15 @@ console.log(`normalization: ${median.toFixed(3)} ms per 1,000 characters (median
 
 // The worst inputs found: long runs of digits and separators, which some rules retry at every position. Read in
 // pieces (MAX_PIECE_CHARS), their time grows with their length; the longest speech input is 100,000 characters.
-const WORST_UNITS = ["1/", "1-", "1,", "1:", "1 ", "$1.5k-", "(1) ", "www.a"];
+// Markdown-heavy runs go through the whole reading (markdown, then normalization), as a request's text does.
+const WORST_UNITS = ["1/", "1-", "1,", "1:", "1 ", "$1.5k-", "(1) ", "www.a", "**a** ", "- [x](y)\n", "| 1 | 2 |\n", "`a` _b_ ", "```\nx\n", "<break/>"];
 const worst = WORST_UNITS.map((unit) => {
+  const read = /[*_`|[<\n]/.test(unit) ? readAloud : normalizeText;
   const times = [4_000, 100_000].map((length) => {
     const text = unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
-    normalizeText(text);
+    read(text);
     const start = performance.now();
-    normalizeText(text);
+    read(text);
     return (performance.now() - start).toFixed(1);
   });
   return { run: JSON.stringify(unit), "ms at 4,000 chars": times[0], "ms at 100,000 chars": times[1] };

@@ -65,7 +65,10 @@ export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readable
   });
   const readParts = written.map((part) => {
     const markdownRead = request.markdown ? readMarkdown(part.text, request.markdown).trim() : part.text;
-    const read = request.lexicon ? request.lexicon.apply(markdownRead) : markdownRead;
+    const lexiconRead = request.lexicon ? request.lexicon.apply(markdownRead) : markdownRead;
+    // Nothing left to say once read (only emoji, only marks): the text as sent goes on, so the model's own
+    // check says what it cannot read rather than speaking nothing.
+    const read = SPEAKABLE.test(lexiconRead) ? lexiconRead : part.text;
     return { read, written: part.text, pauseAfterMs: part.pauseAfterMs };
   });
   if (readParts.length === 1 && readParts[0]!.pauseAfterMs === 0 && speed === undefined) {

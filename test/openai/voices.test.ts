@@ -280,7 +280,8 @@ describe("uploaded voices in speech requests", () => {
     expect(JSON.stringify(body).length).toBeLessThan(2048);
     expect(body.error.message).toContain("default, low, high, 0000v");
     expect(body.error.message).toContain("and 993 more");
-  });
+    // A thousand saves, each fsynced: seconds on a busy disk.
+  }, 60_000);
 
   test("unknown voices list built-in and uploaded names", async () => {
     const { app } = await testApp(new ToneModel({ cloning: true }));
