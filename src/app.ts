@@ -1,4 +1,5 @@
 /** Builds the Hono app from its services. Tests call app.request() or serve it on a real port. */
+import { PronunciationDictionaries } from "./elevenlabs/pronunciation.ts";
 import { Hono } from "hono";
 import { getPath } from "hono/utils/url";
 import { cors } from "hono/cors";
@@ -101,7 +102,8 @@ export function createApp(inputs: AppServices) {
   const body = { maxBytes: config.maxBodyBytes, timeoutMs: bodyTimeoutMs };
   registerSpeechRoute(app, { openai, logger, body, stallTimeoutMs });
   registerBatchRoute(app, { service, openai, logger, body, stallTimeoutMs, maxItems: config.batchMaxItems, maxAudioSeconds: config.batchMaxAudioSeconds });
-  app.route(ELEVENLABS_PREFIX, elevenLabsApp({ service, catalog, openai, voices, logger, body, stallTimeoutMs }));
-  registerElevenLabsSocketRoutes(app, { service, openai, catalog, voices, logger, config, runtime, lifecycle, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
+  const dictionaries = new PronunciationDictionaries();
+  app.route(ELEVENLABS_PREFIX, elevenLabsApp({ service, catalog, openai, voices, logger, body, stallTimeoutMs, dictionaries }));
+  registerElevenLabsSocketRoutes(app, { service, openai, catalog, voices, logger, config, runtime, lifecycle, dictionaries, keyInFirstMessage: (c) => (awaitsSocketKey(c) ? (key) => apiKeys.holds(key) : undefined) });
   return { app, ...services };
 }

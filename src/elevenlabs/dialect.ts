@@ -7,6 +7,7 @@ import type { TextNormalizationMode } from "../api/speech.ts";
 import type { SpeechDelivery, SpeechSpec } from "../speech/service.ts";
 import type { ResolvedVoice } from "../voices/catalog.ts";
 import type { ElevenLabsOutputFormat } from "./schema.ts";
+import type { Lexicon } from "../text/lexicon.ts";
 
 /** What an ElevenLabs request asks of the speech, whether a REST body or a socket's URL and text. */
 export interface ElevenLabsSpeech {
@@ -16,6 +17,8 @@ export interface ElevenLabsSpeech {
   seed?: number;
   languageCode?: string;
   normalization?: TextNormalizationMode;
+  /** The rules of its pronunciation_dictionary_locators. */
+  lexicon?: Lexicon;
 }
 
 export const FILE: SpeechDelivery = { mode: "file", streamed: false, admit: "now", whenFull: "reject" };
@@ -33,6 +36,7 @@ export function elevenLabsSpec(request: ElevenLabsSpeech, voice: ResolvedVoice, 
     speed: request.speed,
     sampling: { seed: request.seed === undefined ? undefined : BigInt(request.seed), params: {} },
     normalization: request.normalization,
+    ...(request.lexicon ? { lexicon: request.lexicon } : {}),
     language: languageCode,
     nameIgnored: (unused) => [
       ...(unused.text ? ["input"] : []),

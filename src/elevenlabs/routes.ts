@@ -22,6 +22,9 @@ import {
   MAX_VOICES_PAGE_SIZE,
   outputFormatOf,
   parseElevenLabs,
+  addDictionaryFromRulesSchema,
+  dictionaryRulesChangeSchema,
+  dictionaryRulesRemovalSchema,
   textToSpeechBodySchema,
   textToSpeechQuerySchema,
   voicesPageQuerySchema,
@@ -36,6 +39,10 @@ import { CONTENT_TYPES } from "../audio/encoders.ts";
 import type { Logger } from "../log/logger.ts";
 import { type SpeechService, type SpeechSpec, wholeAudio } from "../speech/service.ts";
 import { elevenLabsSpec, FILE, STREAM } from "./dialect.ts";
+import type { PronunciationDictionaries } from "./pronunciation.ts";
+
+/** A PLS file of alias rules: 5,000 rules of a few dozen bytes each, with room to spare. */
+const MAX_DICTIONARY_FILE_BYTES = 2 * 1024 * 1024;
 import type { ResolvedVoice, VoiceCatalog } from "../voices/catalog.ts";
 import type { OpenAiSpeech } from "../openai/dialect.ts";
 import { TimedSpeech, type CharacterAlignment } from "./timed-speech.ts";
@@ -56,6 +63,7 @@ export interface ElevenLabsRouteDeps {
   logger: Logger;
   body: BodyLimits;
   stallTimeoutMs: number;
+  dictionaries: PronunciationDictionaries;
 }
 
 /** What no model here knows: every voice speaks the language of its model, which for all of them is English. */
@@ -216,13 +224,35 @@ export function describeElevenLabsRoutes(registry: OpenAPIRegistry): void {
     security: elevenLabsSecurity,
     responses: { 200: { description: "models", ...json(z.array(elevenLabsModelSchema)) }, ...elevenLabsErrorResponses(401, 503) },
   });
+  const dictionaryPath = `${ELEVENLABS_PREFIX}/v1/pronunciation-dictionaries`;
+  const dictionaryId = z.object({ id: z.string() });
+  const added = z.object({ id: z.string(), name: z.string(), created_by: z.string(), creation_time_unix: z.number().int(), version_id: z.string(), version_rules_num: z.number().int(), description: z.string().optional(), permission_on_resource: z.string() });
+  const metadata = z.object({ id: z.string(), latest_version_id: z.string(), latest_version_rules_num: z.number().int(), name: z.string(), permission_on_resource: z.string(), created_by: z.string(), creation_time_unix: z.number().int(), description: z.string().optional() });
+  const version = z.object({ id: z.string(), version_id: z.string(), version_rules_num: z.number().int() });
+  const dictionaryErrors = elevenLabsErrorResponses(400, 401, 404, 422);
+  const dictionaryRoutes: RouteConfig[] = [
+    { method: "post", path: `${dictionaryPath}/add-from-rules`, summary: "ElevenLabs: a pronunciation dictionary from alias rules (phoneme rules are a 400: the model reads text); kept in this process's memory", request: { body: { required: true, ...json(addDictionaryFromRulesSchema) } }, responses: { 200: { description: "the dictionary and its first version", ...json(added) }, ...dictionaryErrors } },
+    {
+      method: "post",
+      path: `${dictionaryPath}/add-from-file`,
+      summary: "ElevenLabs: a pronunciation dictionary from a PLS file of alias rules",
+      request: { body: { required: true, content: { "multipart/form-data": { schema: { type: "object", required: ["name", "file"], properties: { name: { type: "string" }, file: binary, description: { type: "string" } } } } } } },
+      responses: { 200: { description: "the dictionary and its first version", ...json(added) }, ...dictionaryErrors },
+    },
+    { method: "get", path: dictionaryPath, summary: "ElevenLabs: the pronunciation dictionaries, newest first", responses: { 200: { description: "a page", ...json(z.object({ pronunciation_dictionaries: z.array(metadata), next_cursor: z.string().nullable(), has_more: z.boolean() })) }, ...dictionaryErrors } },
+    { method: "get", path: `${dictionaryPath}/{id}`, summary: "ElevenLabs: a pronunciation dictionary and its latest rules", request: { params: dictionaryId }, responses: { 200: { description: "the dictionary", ...json(metadata.extend({ rules: z.array(z.object({ type: z.literal("alias"), string_to_replace: z.string(), alias: z.string() })) })) }, ...dictionaryErrors } },
+    { method: "get", path: `${dictionaryPath}/{id}/{version}/download`, summary: "ElevenLabs: a version's rules as a PLS file", request: { params: dictionaryId.extend({ version: z.string() }) }, responses: { 200: { description: "the PLS file", content: { "application/pls+xml": { schema: { type: "string" } } } }, ...dictionaryErrors } },
+    { method: "post", path: `${dictionaryPath}/{id}/add-rules`, summary: "ElevenLabs: a new version with these alias rules added (a rule for a word already there replaces it)", request: { params: dictionaryId, body: { required: true, ...json(dictionaryRulesChangeSchema) } }, responses: { 200: { description: "the new version", ...json(version) }, ...dictionaryErrors } },
+    { method: "post", path: `${dictionaryPath}/{id}/remove-rules`, summary: "ElevenLabs: a new version without the rules for these words", request: { params: dictionaryId, body: { required: true, ...json(dictionaryRulesRemovalSchema) } }, responses: { 200: { description: "the new version", ...json(version) }, ...dictionaryErrors } },
+  ];
+  for (const route of dictionaryRoutes) registry.registerPath({ ...route, security: elevenLabsSecurity });
 }
 
 /** ElevenLabs' REST API as an app of its own, mounted at /elevenlabs: its routes answer errors in its shape. */
 export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
   const app = new Hono();
   app.onError(errorHandler(elevenLabsErrorBody, deps.logger));
-  const { service, catalog, openai, voices, logger } = deps;
+  const { service, catalog, openai, voices, logger, dictionaries } = deps;
 
   /** The request as the speech core reads it, and the body fields no model here uses. */
   const textToSpeech = async (c: Context, signal: AbortSignal) => {
@@ -233,7 +263,8 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     const name = await voiceNamed(catalog, c.req.param("voice_id") ?? "");
     const routeIgnored = [...IGNORED_BODY_FIELDS.filter((field) => body[field] !== undefined), ...ignoredVoiceSettings(body.voice_settings)];
     const voice = await catalog.resolve({ name }, { uploads: true }, signal);
-    const request = { text: body.text, format, speed: body.voice_settings?.speed, seed: body.seed, languageCode: body.language_code, normalization: body.apply_text_normalization };
+    const lexicon = dictionaries.lexiconFor(body.pronunciation_dictionary_locators);
+    const request = { text: body.text, format, speed: body.voice_settings?.speed, seed: body.seed, languageCode: body.language_code, normalization: body.apply_text_normalization, lexicon };
     return elevenLabsSpec(request, voice, routeIgnored);
   };
   /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
@@ -331,6 +362,39 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     if (source.kind !== "audio") throw new ElevenLabsError(422, "validation_error", "files must hold an audio sample", "files");
     const voice = await saveAudioUpload({ voices, logger }, { name, consent, speakerDescription, file: source.file, mimeType: source.mimeType });
     return c.json({ voice_id: voice.name, requires_verification: false });
+  });
+
+  app.post("/v1/pronunciation-dictionaries/add-from-rules", async (c) => {
+    const body = parseElevenLabs(addDictionaryFromRulesSchema, await readJsonBody(c, deps.body));
+    return c.json(dictionaries.addFromRules(body.name, body.rules, body.description));
+  });
+  app.post("/v1/pronunciation-dictionaries/add-from-file", async (c) => {
+    const form = await readCappedForm(c, { maxBytes: MAX_DICTIONARY_FILE_BYTES + FORM_OVERHEAD_BYTES, timeoutMs: deps.body.timeoutMs });
+    const name = form.fields.get("name");
+    if (!name) throw new ElevenLabsError(422, "validation_error", "name is required", "name");
+    const file = form.files.get("file");
+    if (!file) throw new ElevenLabsError(422, "validation_error", "file is required: a PLS lexicon of alias rules", "file");
+    return c.json(dictionaries.addFromFile(name, new TextDecoder().decode(file.bytes), form.fields.get("description")));
+  });
+  app.get("/v1/pronunciation-dictionaries", (c) => {
+    const all = dictionaries.list();
+    const pageSize = Math.min(100, Math.max(1, Number(c.req.query("page_size") ?? 30) || 30));
+    const start = Number(c.req.query("cursor") ?? 0) || 0;
+    const page = all.slice(start, start + pageSize);
+    const more = start + pageSize < all.length;
+    return c.json({ pronunciation_dictionaries: page, next_cursor: more ? String(start + pageSize) : null, has_more: more });
+  });
+  app.get("/v1/pronunciation-dictionaries/:id", (c) => c.json(dictionaries.get(c.req.param("id"))));
+  app.get("/v1/pronunciation-dictionaries/:id/:version/download", (c) =>
+    c.body(dictionaries.download(c.req.param("id"), c.req.param("version")), 200, { "Content-Type": "application/pls+xml", "Content-Disposition": `attachment; filename="${c.req.param("id")}.pls"` }),
+  );
+  app.post("/v1/pronunciation-dictionaries/:id/add-rules", async (c) => {
+    const body = parseElevenLabs(dictionaryRulesChangeSchema, await readJsonBody(c, deps.body));
+    return c.json(dictionaries.addRules(c.req.param("id"), body.rules));
+  });
+  app.post("/v1/pronunciation-dictionaries/:id/remove-rules", async (c) => {
+    const body = parseElevenLabs(dictionaryRulesRemovalSchema, await readJsonBody(c, deps.body));
+    return c.json(dictionaries.removeRules(c.req.param("id"), body.rule_strings));
   });
 
   app.get("/v1/models", (c) => {

@@ -117,13 +117,39 @@ export const voiceSettingsSchema = z.object({
   speed: optional(z.number({ error: "speed must be a number" }).min(0.7, "speed must be from 0.7 to 1.2").max(1.2, "speed must be from 0.7 to 1.2")),
 });
 
+/** A pronunciation dictionary by id, at a version (its latest when absent). */
+export const dictionaryLocatorSchema = z.object({
+  pronunciation_dictionary_id: z.string({ error: "pronunciation_dictionary_id must be a string" }).min(1),
+  version_id: optional(z.string({ error: "version_id must be a string" })),
+});
+export const dictionaryLocatorsSchema = z.array(dictionaryLocatorSchema, { error: "pronunciation_dictionary_locators must be a list of {pronunciation_dictionary_id, version_id}" });
+
+/** A pronunciation rule: an alias replaces the written form; a phoneme rule is refused where it is applied. */
+export const dictionaryRuleSchema = z.object({
+  string_to_replace: z.string({ error: "string_to_replace must be a string" }).min(1, "string_to_replace must not be empty"),
+  type: z.enum(["alias", "phoneme"], { error: "type must be alias or phoneme" }),
+  alias: optional(z.string()),
+  phoneme: optional(z.string()),
+  alphabet: optional(z.string()),
+  case_sensitive: optional(z.boolean()),
+  word_boundaries: optional(z.boolean()),
+});
+export const addDictionaryFromRulesSchema = z.object({
+  name: z.string({ error: "name must be a string" }).min(1, "name is required").max(200),
+  rules: z.array(dictionaryRuleSchema, { error: "rules must be a list of rules" }).max(5_000),
+  description: optional(z.string().max(1_000)),
+  workspace_access: optional(z.string()),
+});
+export const dictionaryRulesChangeSchema = z.object({ rules: z.array(dictionaryRuleSchema).max(5_000) });
+export const dictionaryRulesRemovalSchema = z.object({ rule_strings: z.array(z.string()).max(5_000) });
+
 /** The body of POST /v1/text-to-speech/{voice_id} and its /stream and /with-timestamps variants. */
 export const textToSpeechBodySchema = z.object({
   text: z.string({ error: "text must be a string" }).refine((text) => text.trim().length > 0, "text must not be empty"),
   model_id: optional(z.string({ error: "model_id must be a string" })),
   language_code: optional(z.string({ error: "language_code must be a string" })),
   voice_settings: optional(voiceSettingsSchema),
-  pronunciation_dictionary_locators: optional(z.array(z.unknown())),
+  pronunciation_dictionary_locators: optional(dictionaryLocatorsSchema),
   seed: optional(z.number({ error: "seed must be an integer from 0 to 4294967295" }).int("seed must be an integer from 0 to 4294967295").min(0, "seed must be from 0 to 4294967295").max(4294967295, "seed must be from 0 to 4294967295")),
   previous_text: optional(z.string({ error: "previous_text must be a string" })),
   next_text: optional(z.string({ error: "next_text must be a string" })),
@@ -138,7 +164,6 @@ export type TextToSpeechBody = z.infer<typeof textToSpeechBodySchema>;
 
 /** Body fields that shape ElevenLabs' own models only; a request that sets them hears them named as ignored. */
 export const IGNORED_BODY_FIELDS = [
-  "pronunciation_dictionary_locators",
   "previous_text",
   "next_text",
   "previous_request_ids",

@@ -16,10 +16,12 @@
  * last audio message, its times (ms) counted from the start of that sentence's audio; `{"isFinal": true}` when
  * a stream ends.
  */
+import type { Lexicon } from "../text/lexicon.ts";
+import type { PronunciationDictionaries } from "./pronunciation.ts";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { ApiError } from "../api/errors.ts";
-import { outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "./schema.ts";
+import { dictionaryLocatorsSchema, ElevenLabsError, outputFormatOf, parseElevenLabs, type ElevenLabsOutputFormat } from "./schema.ts";
 import { TEXT_NORMALIZATION_MODES, type TextNormalizationMode } from "../api/speech.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 import { TextStream, type SpokenSentence, type TextStreamEvents } from "../speech/text-stream.ts";
@@ -37,6 +39,7 @@ import type { VoiceStore } from "../voices/store.ts";
 export interface ElevenLabsSocketDeps extends StreamRouteDeps {
   voices: VoiceStore;
   catalog: VoiceCatalog;
+  dictionaries: PronunciationDictionaries;
   /** For an upgrade that came without a key (auth.ts), the check its first message's key must pass. */
   keyInFirstMessage: (c: Context) => ((key: string) => boolean) | undefined;
 }
@@ -75,6 +78,7 @@ const clientMessageSchema = z.looseObject({
   xi_api_key: z.string().nullish(),
   "xi-api-key": z.string().nullish(),
   authorization: z.string().nullish(),
+  pronunciation_dictionary_locators: dictionaryLocatorsSchema.nullish(),
 });
 type ClientMessage = z.infer<typeof clientMessageSchema>;
 
@@ -91,6 +95,8 @@ interface SocketSettings {
   language?: string;
   seed?: number;
   textNormalization?: TextNormalizationMode;
+  /** The rules of the pronunciation_dictionary_locators the stream (or context) was opened with. */
+  lexicon?: Lexicon;
 }
 
 export function registerElevenLabsSocketRoutes(app: Hono, deps: ElevenLabsSocketDeps): void {
@@ -169,12 +175,12 @@ class ContextStream {
   ) {
     const { service, catalog } = deps;
     this.#stream = new TextStream<SocketSettings>(this.#events(), {
-      speak: async (text, { voice: name, format, language, seed, textNormalization }, signal) => {
+      speak: async (text, { voice: name, format, language, seed, textNormalization, lexicon }, signal) => {
         let spec: SpeechSpec;
         try {
           // Each sentence reads the voice as the folder holds it now (replicas share it).
           const voice = await catalog.resolve({ name }, { uploads: true }, signal);
-          spec = elevenLabsSpec({ text, format, seed, languageCode: language, normalization: textNormalization }, voice);
+          spec = elevenLabsSpec({ text, format, seed, languageCode: language, normalization: textNormalization, lexicon }, voice);
         } catch (error) {
           throw service.refused(SOCKET_SENTENCE.mode, signal, error);
         }
@@ -363,8 +369,25 @@ class ElevenLabsSocket {
     else this.#receiveMulti(parsed.data);
   }
 
+  /** The rules of a message's pronunciation_dictionary_locators (read when it opens a stream or context); false after a refusal. */
+  #lexiconOf(message: ClientMessage, contextId: string | null): Lexicon | undefined | false {
+    try {
+      return this.deps.dictionaries.lexiconFor(message.pronunciation_dictionary_locators ?? undefined);
+    } catch (error) {
+      if (!(error instanceof ElevenLabsError)) throw error;
+      if (this.mode === "single") this.#fail(error.message);
+      else this.#reject(error.message, contextId);
+      return false;
+    }
+  }
+
   #receiveSingle(message: ClientMessage): void {
-    const stream = this.#streams.get(null) ?? this.#openStream(null);
+    let stream = this.#streams.get(null);
+    if (!stream) {
+      const lexicon = this.#lexiconOf(message, null);
+      if (lexicon === false) return;
+      stream = this.#openStream(null, lexicon);
+    }
     if (message.text === undefined) return this.#fail("text is required");
     // Every message counts as activity, ElevenLabs' keep-alive ({"text": " "}) included.
     stream.keepAlive();
@@ -394,22 +417,27 @@ class ElevenLabsSocket {
     // Any message naming a context is activity on it, ElevenLabs' keep-alive ({"text": "", "context_id"}) included.
     existing?.keepAlive();
     if (message.text === "" && !message.flush) return;
-    const stream = existing ?? this.#openContext(contextId);
+    let stream = existing;
+    if (!stream) {
+      const lexicon = this.#lexiconOf(message, contextId);
+      if (lexicon === false) return;
+      stream = this.#openContext(contextId, lexicon);
+    }
     if (!stream) return;
     if (message.text !== undefined && message.text.trim() !== "") stream.text(message.text);
     if (message.flush) stream.done("flush");
   }
 
-  #openContext(contextId: string | null): ContextStream | undefined {
+  #openContext(contextId: string | null, lexicon?: Lexicon): ContextStream | undefined {
     if (this.#streams.size >= MAX_CONTEXTS) {
       this.#reject(`at most ${MAX_CONTEXTS} contexts may be open on one socket; close one first`, contextId, "max_active_conversations");
       return undefined;
     }
-    return this.#openStream(contextId);
+    return this.#openStream(contextId, lexicon);
   }
 
-  #openStream(contextId: string | null): ContextStream {
-    const stream = new ContextStream(this, contextId, this.settings, this.deps);
+  #openStream(contextId: string | null, lexicon?: Lexicon): ContextStream {
+    const stream = new ContextStream(this, contextId, lexicon ? { ...this.settings, lexicon } : this.settings, this.deps);
     this.#streams.set(contextId, stream);
     return stream;
   }

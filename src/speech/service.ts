@@ -172,7 +172,7 @@ export class SpeechService {
     const { job, textDropped, parts, ssmlSpeed, ignoredSsml } = utteranceJob(model, {
       text,
       markdown: this.markdownReading,
-      lexicon: this.lexicon,
+      lexicon: spec.lexicon ? spec.lexicon.with(this.lexicon) : this.lexicon,
       normalization: spec.normalization,
       builtInVoice: spec.voice.kind === "built-in" ? spec.voice.name : undefined,
       language: spec.language,

@@ -3,6 +3,7 @@
  * what it gets back (StartedSpeech: the prepared job, the audio, and how it ended).
  */
 import type { UtterancePart } from "./paused-stream.ts";
+import type { Lexicon } from "../text/lexicon.ts";
 import type { TextNormalizationMode } from "../api/speech.ts";
 import type { EncodingOptions, ResponseFormat } from "../audio/encoders.ts";
 import type { DeliveryMode } from "../metrics.ts";
@@ -29,6 +30,8 @@ export interface SpeechSpec {
     params: Record<string, unknown>;
   };
   normalization?: TextNormalizationMode;
+  /** The request's own alias rules (ElevenLabs' pronunciation dictionaries), before the server's --lexicon. */
+  lexicon?: Lexicon;
   instructions?: string;
   language?: string;
   /** Names, in the dialect's own words, the parts of its request the model did not use. */
