@@ -300,8 +300,8 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     }
     const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
     try {
-      const { audio, alignment } = await timed.file();
-      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: alignment }, 200, ignoredFieldsHeader(timed.ignoredFields));
+      const { audio, alignment, normalizedAlignment } = await timed.file();
+      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: normalizedAlignment }, 200, ignoredFieldsHeader(timed.ignoredFields));
     } catch (error) {
       abort.abort();
       throw error;
@@ -430,7 +430,7 @@ async function* timestampLines(timed: TimedSpeech): AsyncGenerator<Uint8Array, v
   const encoder = new TextEncoder();
   for await (const piece of timed.encoded()) {
     const alignment: CharacterAlignment | null = piece.alignment;
-    yield encoder.encode(`${JSON.stringify({ audio_base64: base64(piece.audio), alignment, normalized_alignment: alignment })}\n`);
+    yield encoder.encode(`${JSON.stringify({ audio_base64: base64(piece.audio), alignment, normalized_alignment: piece.normalizedAlignment })}\n`);
   }
 }
 

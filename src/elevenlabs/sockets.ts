@@ -158,6 +158,8 @@ interface SocketAlignment {
 
 /** One stream of text: the core's stream, and what its sentence in progress has sent. */
 class ContextStream {
+  /** What the model reads of the sentence being spoken. */
+  #spokenText: string | undefined;
   readonly #stream: TextStream<SocketSettings>;
   /** For each end of an utterance asked for, whether it ends the stream (stream-input's `{"text": ""}`) or only flushes. */
   readonly #pendingDone: ("flush" | "end")[] = [];
@@ -259,14 +261,15 @@ class ContextStream {
 
   #events(): TextStreamEvents {
     return {
-      sentenceStart: () => {
+      sentenceStart: (_sentence, speech) => {
         this.#held = undefined;
+        this.#spokenText = speech.prepared.job.text;
       },
       audio: (bytes) => {
         if (this.#held) this.#sendAudio(this.#held, null);
         this.#held = bytes;
       },
-      sentenceDone: (sentence: SpokenSentence, end) => this.#sendHeld(sentenceAlignment(sentence.text, end.audioSeconds)),
+      sentenceDone: (sentence: SpokenSentence, end) => this.#sendHeld(sentenceAlignment(sentence.text, end.audioSeconds), sentenceAlignment(this.#spokenText ?? sentence.text, end.audioSeconds)),
       sentenceFailed: (_sentence, error) => {
         this.owner.send({ message: error.message, error: error.kind === "at_capacity" ? "too_many_concurrent_requests" : "invalid_request", code: error.kind === "at_capacity" ? 429 : CLOSE_POLICY }, this.contextId);
         this.#sendHeld(null);
@@ -284,13 +287,14 @@ class ContextStream {
   }
 
   /** The sentence's last audio (none when everything was sent), with its alignment when it was spoken whole. */
-  #sendHeld(alignment: SocketAlignment | null): void {
-    if (this.#held || alignment) this.#sendAudio(this.#held ?? new Uint8Array(0), alignment);
+  #sendHeld(alignment: SocketAlignment | null, normalizedAlignment: SocketAlignment | null = alignment): void {
+    if (this.#held || alignment) this.#sendAudio(this.#held ?? new Uint8Array(0), alignment, normalizedAlignment);
     this.#held = undefined;
   }
 
-  #sendAudio(bytes: Uint8Array, alignment: SocketAlignment | null): void {
-    this.owner.send({ audio: base64(bytes), isFinal: false, alignment, normalizedAlignment: alignment }, this.contextId);
+  /** `normalizedAlignment` is over the text as the model read it (markdown read, normalized). */
+  #sendAudio(bytes: Uint8Array, alignment: SocketAlignment | null, normalizedAlignment: SocketAlignment | null = alignment): void {
+    this.owner.send({ audio: base64(bytes), isFinal: false, alignment, normalizedAlignment }, this.contextId);
   }
 }
 

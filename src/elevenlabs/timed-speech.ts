@@ -27,6 +27,8 @@ export interface CharacterAlignment {
 export interface TimedPiece<Audio> {
   audio: Audio;
   alignment: CharacterAlignment | null;
+  /** The same over the text as the model read it (markdown read, normalized): ElevenLabs' normalized_alignment. */
+  normalizedAlignment: CharacterAlignment | null;
   /** The utterance's last piece. */
   last: boolean;
 }
@@ -92,14 +94,14 @@ export class TimedSpeech {
       const startSeconds = this.#elapsedSamples / this.options.sampleRateHz;
       let held: Float32Array | undefined;
       for await (const samples of speech.audio) {
-        if (held) yield { audio: held, alignment: null, last: false };
+        if (held) yield { audio: held, alignment: null, normalizedAlignment: null, last: false };
         held = samples;
         this.#elapsedSamples += held.length;
       }
       if (this.signal.aborted) return;
       const endSeconds = this.#elapsedSamples / this.options.sampleRateHz;
       const last = index === this.spans.length - 1;
-      yield { audio: held ?? new Float32Array(0), alignment: this.#align(span, startSeconds, endSeconds, last), last };
+      yield { audio: held ?? new Float32Array(0), alignment: this.#align(span, startSeconds, endSeconds, last), normalizedAlignment: spokenAlignment(speech.prepared.job.text, index > 0, startSeconds, endSeconds), last };
     }
   }
 
@@ -114,7 +116,7 @@ export class TimedSpeech {
           ended = true;
           audio = concatBytes([audio, await encoder.end()]);
         }
-        if (audio.byteLength > 0 || piece.alignment) yield { audio, alignment: piece.alignment, last: piece.last };
+        if (audio.byteLength > 0 || piece.alignment) yield { audio, alignment: piece.alignment, normalizedAlignment: piece.normalizedAlignment, last: piece.last };
       }
     } finally {
       if (!ended) encoder.close();
@@ -122,15 +124,17 @@ export class TimedSpeech {
   }
 
   /** The whole utterance as one file, and the alignment of all of its text. */
-  async file(): Promise<{ audio: Uint8Array; alignment: CharacterAlignment }> {
+  async file(): Promise<{ audio: Uint8Array; alignment: CharacterAlignment; normalizedAlignment: CharacterAlignment }> {
     const samples: Float32Array[] = [];
     const alignments: CharacterAlignment[] = [];
+    const normalized: CharacterAlignment[] = [];
     for await (const piece of this.pcm()) {
       samples.push(piece.audio);
       if (piece.alignment) alignments.push(piece.alignment);
+      if (piece.normalizedAlignment) normalized.push(piece.normalizedAlignment);
     }
     const { bytes: audio } = await this.service.renderFile(concatFloat32(samples), this.options.sampleRateHz, this.options.responseFormat, this.options.encoding);
-    return { audio, alignment: joinAlignments(alignments) };
+    return { audio, alignment: joinAlignments(alignments), normalizedAlignment: joinAlignments(normalized) };
   }
 
   /**
@@ -153,6 +157,21 @@ export class TimedSpeech {
     this.#alignedUpTo = through;
     return alignment;
   }
+}
+
+/**
+ * The sentence as the model read it, each character an equal share of its audio; a sentence after the first
+ * opens with the space that joins it to the one before, taking no time.
+ */
+function spokenAlignment(spoken: string, joined: boolean, startSeconds: number, endSeconds: number): CharacterAlignment {
+  const characters = Array.from(spoken.replace(/\s+/g, " ").trim());
+  const times = evenCharacterTimes(characters.length, startSeconds, endSeconds);
+  const alignment: CharacterAlignment = {
+    characters: joined ? [" ", ...characters] : characters,
+    character_start_times_seconds: [...(joined ? [roundSeconds(startSeconds)] : []), ...characters.map((_, index) => roundSeconds(times[index]!))],
+    character_end_times_seconds: [...(joined ? [roundSeconds(startSeconds)] : []), ...characters.map((_, index) => roundSeconds(times[index + 1]!))],
+  };
+  return alignment;
 }
 
 /**

@@ -95,6 +95,19 @@ describe("text-to-speech through the SDK", () => {
 
   const TWO_SENTENCES = "Hello there. How are you today?";
 
+  test("convertWithTimestamps: normalized_alignment is over the text as spoken, on the same sentence times", async () => {
+    const text = "**It** costs $5. See [the docs](https://example.com).";
+    const result = await client.textToSpeech.convertWithTimestamps("low", { text, outputFormat: "pcm_24000", seed: 1 });
+    const alignment = result.alignment!;
+    const normalized = result.normalizedAlignment!;
+    expect(alignment.characters.join("")).toBe(text);
+    expect(normalized.characters.join("")).toBe("It costs five dollars. See the docs.");
+    // Each sentence spans the same stretch of audio in both.
+    expect(normalized.characterEndTimesSeconds.at(-1)).toBe(alignment.characterEndTimesSeconds.at(-1)!);
+    const firstSentenceEnd = (characters: string[], ends: number[]) => ends[characters.indexOf(".")]!;
+    expect(firstSentenceEnd(normalized.characters, normalized.characterEndTimesSeconds)).toBeCloseTo(firstSentenceEnd(alignment.characters, alignment.characterEndTimesSeconds), 5);
+  });
+
   test("convertWithTimestamps: every character aligned, sentence boundaries where each sentence's audio ends", async () => {
     const result = await client.textToSpeech.convertWithTimestamps("low", { text: TWO_SENTENCES, outputFormat: "pcm_24000", seed: 1 });
     const audio = Buffer.from(result.audioBase64, "base64");
