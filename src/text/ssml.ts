@@ -59,17 +59,26 @@ export function isSsmlDocument(text: string): boolean {
   return /^\s*(?:<\?xml[^>]*\?>\s*)?<speak[\s>]/i.test(text);
 }
 
-/** Plain text cut at its break tags; a text without one is one part. */
+/** SSML elements in plain text (a streamed document is cut into sentences): their tags go, their words stay. */
+const SSML_TAG = /<\/?(?:speak|p|s|say-as|prosody|emphasis|phoneme|voice|lang|mark|audio|w|paragraph|sentence|amazon:[\w-]+)(?:\s[^<>]*)?\/?>/gi;
+const SUB = /<sub\s[^<>]*?alias\s*=\s*(?:"([^"]*)"|'([^']*)')[^<>]*>[^<]*<\/sub>/gi;
+
+function withoutSsmlTags(text: string): string {
+  if (!text.includes("<")) return text;
+  return text.replace(SUB, (_, double: string | undefined, single: string | undefined) => double ?? single ?? "").replace(SSML_TAG, "");
+}
+
+/** Plain text cut at its break tags (any other SSML tag dropped, its words kept); a text without one is one part. */
 export function splitAtBreaks(text: string): SpokenPart[] {
-  if (!/<break\b/i.test(text)) return [{ text, pauseAfterMs: 0 }];
+  if (!/<break\b/i.test(text)) return [{ text: withoutSsmlTags(text), pauseAfterMs: 0 }];
   const parts: SpokenPart[] = [];
   let cursor = 0;
   for (const match of text.matchAll(BREAK_TAG)) {
     const ms = breakMs(attributesOf(match[1]!), `break at character ${match.index! + 1}`);
-    parts.push({ text: text.slice(cursor, match.index), pauseAfterMs: ms });
+    parts.push({ text: withoutSsmlTags(text.slice(cursor, match.index)), pauseAfterMs: ms });
     cursor = match.index! + match[0].length;
   }
-  parts.push({ text: text.slice(cursor), pauseAfterMs: 0 });
+  parts.push({ text: withoutSsmlTags(text.slice(cursor)), pauseAfterMs: 0 });
   return mergeParts(parts);
 }
 

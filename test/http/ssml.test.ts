@@ -98,6 +98,13 @@ describe("SSML", () => {
     });
   }
 
+  test("SSML tags in plain text (a document streamed in sentences): dropped, their words kept, a sub's alias read", async () => {
+    const response = await speech('Call <emphasis>now</emphasis>, <sub alias="World Wide Web Consortium">W3C</sub> said.');
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(model.jobs.at(-1)!.text).toBe("Call now, World Wide Web Consortium said.");
+  });
+
   test("the WebSocket route: a break inside a streamed sentence is silence in that sentence's audio", async () => {
     const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`);
     await socket.opened;
