@@ -47,3 +47,41 @@ const worst = WORST_UNITS.map((unit) => {
   return { run: JSON.stringify(unit), "ms at 4,000 chars": times[0], "ms at 100,000 chars": times[1] };
 });
 console.table(worst);
+
+// The event loop while a 100,000-character answer is read for a request: read at once (utteranceJob) and in
+// slices (utteranceJobInSlices, what the speech service does): the longest gap between zero-delay timer ticks.
+{
+  const { utteranceJob, utteranceJobInSlices } = await import("../src/speech/job.ts");
+  const { DEFAULT_MARKDOWN_READING } = await import("../src/text/markdown.ts");
+  const { ToneModel } = await import("../test/support/tone-model.ts");
+  const model = new ToneModel();
+  const unit = "## Costs\n- It costs **$19.99** on 03/04/2026 at 10:30 pm, see [docs](https://x.y).\n| a | 1,234 |\n";
+  const text = unit.repeat(Math.ceil(100_000 / unit.length)).slice(0, 100_000);
+  const request = { text, markdown: DEFAULT_MARKDOWN_READING, extraParams: {} };
+  const longestStall = async (read: () => unknown): Promise<{ stallMs: number; totalMs: number }> => {
+    let last = performance.now();
+    let longest = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 0);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const start = performance.now();
+    last = start;
+    await read();
+    const end = performance.now();
+    longest = Math.max(longest, end - last);
+    clearInterval(timer);
+    return { stallMs: longest, totalMs: end - start };
+  };
+  const rows = [];
+  for (const [name, read] of [["at once (utteranceJob)", () => utteranceJob(model, request)], ["in slices (utteranceJobInSlices)", () => utteranceJobInSlices(model, request)]] as const) {
+    const runs = [];
+    for (let run = 0; run < 5; run++) runs.push(await longestStall(read));
+    runs.sort((a, b) => a.stallMs - b.stallMs);
+    const median = runs[2]!;
+    rows.push({ reading: name, "longest event-loop stall, ms (median of 5)": median.stallMs.toFixed(1), "total, ms": median.totalMs.toFixed(1) });
+  }
+  console.table(rows);
+}

@@ -7,8 +7,8 @@ import type { TextNormalizationMode } from "../api/speech.ts";
 import { badRequest } from "../api/errors.ts";
 import { maxFramesForInput } from "../engine/request.ts";
 import type { SpeechModel, SynthesisJob } from "../models/contract.ts";
-import { spokenText } from "./text-normalization.ts";
-import { readMarkdown, type MarkdownReadingOptions } from "../text/markdown.ts";
+import { spokenText, spokenTextInSlices } from "./text-normalization.ts";
+import { MarkdownReader, mayBeMarkdown, readMarkdown, type MarkdownReadingOptions } from "../text/markdown.ts";
 import type { Lexicon } from "../text/lexicon.ts";
 import { isSsmlDocument, readSsml, splitAtBreaks, SsmlError, type SpokenPart } from "../text/ssml.ts";
 import type { UtterancePart } from "./paused-stream.ts";
@@ -48,7 +48,7 @@ export interface UtteranceJob {
 const SPEAKABLE = /[\p{L}\p{N}]/u;
 
 /** The job for `request` on `model`; a 400 when the model could read none of the text's letters and digits. */
-export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): UtteranceJob {
+export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest, said?: ReadonlyMap<string, string>): UtteranceJob {
   const capabilities = model.capabilities;
   const { parts: written, speed, ignored } = spokenParts(request.text);
   const instructions = request.instructions?.trim() || undefined;
@@ -63,28 +63,60 @@ export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readable
     instructions: capabilities.supportsInstructions ? instructions : undefined,
     extraParams: request.extraParams,
   });
-  const readParts = written.map((part) => {
-    const markdownRead = request.markdown ? readMarkdown(part.text, request.markdown).trim() : part.text;
-    const lexiconRead = request.lexicon ? request.lexicon.apply(markdownRead) : markdownRead;
-    // Nothing left to say once read (only emoji, only marks): the text as sent goes on, so the model's own
-    // check says what it cannot read rather than speaking nothing.
-    const read = SPEAKABLE.test(lexiconRead) ? lexiconRead : part.text;
-    return { read, written: part.text, pauseAfterMs: part.pauseAfterMs };
-  });
-  if (readParts.length === 1 && readParts[0]!.pauseAfterMs === 0 && speed === undefined) {
-    const readable = readableText(model, spokenText(readParts[0]!.read, request.normalization, capabilities));
+  const say = (text: string) => said?.get(text) ?? spokenText(readPart(request, text), request.normalization, capabilities);
+  if (written.length === 1 && written[0]!.pauseAfterMs === 0 && speed === undefined) {
+    const readable = readableText(model, say(written[0]!.text));
     return { job: jobOf(readable.text, request.text.length), textDropped: readable.dropped, ignoredSsml: ignored };
   }
   let dropped = false;
-  const parts: UtterancePart[] = readParts.map((part) => {
-    if (!SPEAKABLE.test(part.read)) return { job: undefined, pauseAfterMs: part.pauseAfterMs };
-    const readable = readableText(model, spokenText(part.read, request.normalization, capabilities));
+  const parts: UtterancePart[] = written.map((part) => {
+    const spoken = say(part.text);
+    if (!SPEAKABLE.test(spoken)) return { job: undefined, pauseAfterMs: part.pauseAfterMs };
+    const readable = readableText(model, spoken);
     dropped ||= readable.dropped;
-    return { job: jobOf(readable.text, part.written.length), pauseAfterMs: part.pauseAfterMs };
+    return { job: jobOf(readable.text, part.text.length), pauseAfterMs: part.pauseAfterMs };
   });
   const spoken = parts.flatMap((part) => (part.job ? [part.job.text] : []));
   if (spoken.length === 0) throw badRequest("input has nothing to say outside its SSML tags", "input");
   return { job: jobOf(spoken.join(" "), request.text.length), textDropped: dropped, parts, ssmlSpeed: speed, ignoredSsml: ignored };
+}
+
+/** A part's text with its markdown read and the lexicon applied: what normalization gets. */
+function readPart(request: UtteranceRequest, text: string, markdownRead = request.markdown ? readMarkdown(text, request.markdown).trim() : text): string {
+  const lexiconRead = request.lexicon ? request.lexicon.apply(markdownRead) : markdownRead;
+  // Nothing left to say once read (only emoji, only marks): the text as sent goes on, so the model's own
+  // check says what it cannot read rather than speaking nothing.
+  return SPEAKABLE.test(lexiconRead) ? lexiconRead : text;
+}
+
+/** Past this many characters a text is read in slices, the event loop turning between them. */
+const SLICED_READING_CHARS = 4_000;
+/** Markdown is pushed through its reader in pieces of this size. */
+const MARKDOWN_SLICE_CHARS = 4_000;
+const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/**
+ * utteranceJob for any length of text without holding the event loop: a long text's reading (markdown, the
+ * lexicon, normalization: up to ~100 ms at 100,000 characters) is done in slices of a few milliseconds.
+ */
+export async function utteranceJobInSlices(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): Promise<UtteranceJob> {
+  if (request.text.length <= SLICED_READING_CHARS) return utteranceJob(model, request);
+  const said = new Map<string, string>();
+  for (const part of spokenParts(request.text).parts) {
+    if (said.has(part.text)) continue;
+    let markdownRead = part.text;
+    if (request.markdown && mayBeMarkdown(part.text)) {
+      const reader = new MarkdownReader(request.markdown);
+      markdownRead = "";
+      for (let at = 0; at < part.text.length; at += MARKDOWN_SLICE_CHARS) {
+        markdownRead += reader.push(part.text.slice(at, at + MARKDOWN_SLICE_CHARS));
+        await nextTurn();
+      }
+      markdownRead = (markdownRead + reader.flush()).trim();
+    }
+    said.set(part.text, await spokenTextInSlices(readPart(request, part.text, markdownRead), request.normalization, model.capabilities, nextTurn));
+  }
+  return utteranceJob(model, request, said);
 }
 
 /** The text cut at its breaks: a `<speak>` document read as SSML, plain text at its break tags. SSML errors are 400s. */

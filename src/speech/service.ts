@@ -24,7 +24,7 @@ import { concatFloat32 } from "../lib/concat.ts";
 import type { VoiceStore } from "../voices/store.ts";
 import { VoicePrompts } from "./voice-prompts.ts";
 import type { PreparedSpeech, SamplesDelivery, SpeechDelivery, SpeechEnd, SpeechSpec, SpeechUsage, StartedSpeech, UnusedParts } from "./spec.ts";
-import { utteranceJob } from "./job.ts";
+import { utteranceJobInSlices } from "./job.ts";
 import { PausedStream, type SpeechAudio } from "./paused-stream.ts";
 import { markdownReadingOf } from "./markdown-reading.ts";
 import { loadLexicon } from "./lexicon-file.ts";
@@ -169,7 +169,7 @@ export class SpeechService {
     const extraParams = this.parseExtraParams(spec.sampling.params);
     // Limits above are on the text as sent; the model reads, and usage counts, its normalized form, less
     // what the model cannot read.
-    const { job, textDropped, parts, ssmlSpeed, ignoredSsml } = utteranceJob(model, {
+    const { job, textDropped, parts, ssmlSpeed, ignoredSsml } = await utteranceJobInSlices(model, {
       text,
       markdown: this.markdownReading,
       lexicon: spec.lexicon ? spec.lexicon.with(this.lexicon) : this.lexicon,

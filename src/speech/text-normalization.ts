@@ -4,7 +4,7 @@
  */
 import type { TextNormalizationMode } from "../api/speech.ts";
 import type { ModelCapabilities } from "../models/contract.ts";
-import { normalizeText } from "../text/normalize/index.ts";
+import { normalizeText, normalizeTextInSlices } from "../text/normalize/index.ts";
 
 /** The language normalization assumes for a model that does not say which it speaks. */
 const DEFAULT_LANGUAGE = "en";
@@ -29,3 +29,9 @@ export function normalizesText(mode: TextNormalizationMode | undefined, capabili
 export function spokenText(text: string, mode: TextNormalizationMode | undefined, capabilities: ModelCapabilities): string {
   return normalizesText(mode, capabilities) ? normalizeText(text, { language: capabilities.languages[0] ?? DEFAULT_LANGUAGE }) : text;
 }
+
+/** spokenText for long text, letting the event loop turn between slices of the work (`turn`). */
+export function spokenTextInSlices(text: string, mode: TextNormalizationMode | undefined, capabilities: ModelCapabilities, turn: () => Promise<void>): Promise<string> {
+  return normalizesText(mode, capabilities) ? normalizeTextInSlices(text, { language: capabilities.languages[0] ?? DEFAULT_LANGUAGE }, turn) : Promise.resolve(text);
+}
+

@@ -289,7 +289,13 @@ function safeCut(text: string): number {
 /** `text` read as a whole: what a reader makes of it after the last piece. */
 export function readMarkdown(text: string, options: MarkdownReadingOptions = DEFAULT_MARKDOWN_READING): string {
   // Most text has no mark at all: it is read as it is, byte for byte.
-  if (!MAYBE_MARKDOWN.test(text)) return text;
+  if (!mayBeMarkdown(text)) return text;
   const reader = new MarkdownReader(options);
   return reader.push(text) + reader.flush();
 }
+
+/** Whether `text` has any character a mark, an entity or an emoji needs; without one it is read as it is. */
+export function mayBeMarkdown(text: string): boolean {
+  return MAYBE_MARKDOWN.test(text);
+}
+

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { utteranceJob } from "../../src/speech/job.ts";
+import { utteranceJob, utteranceJobInSlices } from "../../src/speech/job.ts";
+import { DEFAULT_MARKDOWN_READING } from "../../src/text/markdown.ts";
 import { maxFramesForInput } from "../../src/engine/request.ts";
 import { ApiError } from "../../src/api/errors.ts";
 import { ToneModel } from "../support/tone-model.ts";
@@ -54,3 +55,30 @@ describe("utteranceJob", () => {
     expect(utteranceJob(latinOnly, { text: "Hello 你好", extraParams: {} })).toMatchObject({ job: { text: "Hello " }, textDropped: true });
   });
 });
+
+describe("utteranceJobInSlices", () => {
+  const compact = (text: string) => text.replace(/\s+/g, " ").trim();
+  const answer = (length: number) => {
+    const unit = "## Costs\n- It costs **$19.99** on 03/04/2026 at 10:30 pm, see [docs](https://x.y).\n| a | 1,234 |\n";
+    return unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+  };
+
+  test("a long text reads as utteranceJob reads it", async () => {
+    for (const text of ["Short, $5.", "It costs $19.99 on 03/04/2026. ".repeat(400), answer(20_000)]) {
+      const request = { text, markdown: DEFAULT_MARKDOWN_READING, extraParams: {} };
+      expect(compact((await utteranceJobInSlices(model, request)).job.text)).toBe(compact(utteranceJob(model, request).job.text));
+    }
+  });
+
+  test("the event loop turns while 100,000 characters are read: a zero-delay timer fires many times before the job is ready", async () => {
+    let turns = 0;
+    const timer = setInterval(() => turns++, 0);
+    try {
+      await utteranceJobInSlices(model, { text: answer(100_000), markdown: DEFAULT_MARKDOWN_READING, extraParams: {} });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(turns).toBeGreaterThanOrEqual(10);
+  });
+});
+

@@ -130,3 +130,23 @@ export function normalizeText(text: string, options: NormalizeOptions = {}): str
     .map((piece) => applySpans(piece, tag(piece, rules)))
     .join("");
 }
+
+/**
+ * normalizeText for long text without holding the event loop: the same pieces, the same result, with `turn`
+ * awaited whenever about `sliceMs` of work has been done since the last one.
+ */
+export async function normalizeTextInSlices(text: string, options: NormalizeOptions, turn: () => Promise<void>, sliceMs = 8): Promise<string> {
+  const rules = rulesFor(options.language);
+  if (rules.length === 0 || text.length <= MAX_PIECE_CHARS) return normalizeText(text, options);
+  let out = "";
+  let sliceStart = performance.now();
+  for (const piece of pieces(text)) {
+    out += applySpans(piece, tag(piece, rules));
+    if (performance.now() - sliceStart >= sliceMs) {
+      await turn();
+      sliceStart = performance.now();
+    }
+  }
+  return out;
+}
+
