@@ -4,7 +4,7 @@
  * byte for byte, so text without written forms comes out unchanged.
  */
 import { applySpans, tag, type Rule } from "./tagger.ts";
-import { contextYearRule, dateRules, decadeRule, numericDateRules, quarterRule, timeRules, yearRule } from "./english/datetime.ts";
+import { contextYearRule, eraYearRule, dateRules, decadeRule, numericDateRules, quarterRule, timeRules, yearRule } from "./english/datetime.ts";
 import { moneyRules } from "./english/money.ts";
 import { measureRules } from "./english/measures.ts";
 import { electronicRules } from "./english/electronic.ts";
@@ -57,6 +57,7 @@ const ENGLISH_RULES: readonly Rule[] = [
   cityStateRule,
   zipCodeRule,
   ...dateRules,
+  eraYearRule,
   quarterRule,
   mathRule,
   rangeRule(rangeEndWords),

@@ -199,6 +199,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["by 2150 the seas will rise", "by twenty one fifty the seas will rise"],
     ["c. 1850", "circa eighteen fifty"],
     ["ca. 1900", "circa nineteen hundred"],
+    ["in 340 A.D.", "in three forty AD"],
+    ["Caesar died in 44 BC", "Caesar died in forty four BC"],
     ["2024", "twenty twenty four"],
     ["In 1969, men walked on the moon.", "In nineteen sixty nine, men walked on the moon."],
     ["the class of 2010", "the class of twenty ten"],
@@ -430,6 +432,8 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["≈ 40 people", "approximately forty people"],
     ["Input → Output", "Input to Output"],
     ["x² + y²", "x squared plus y squared"],
+    ["a 401(k) plan", "a four oh one k plan"],
+    ["the card ending in 8876", "the card ending in eight eight seven six"],
   ],
   version: [
     ["Python 3.10.12", "Python three point ten point twelve"],

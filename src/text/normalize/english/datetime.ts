@@ -181,6 +181,18 @@ export const decadeRule: Rule = {
 };
 
 /** A bare four-digit number from 1100 to 2099 reads as a year, as the standard datasets do. */
+/** A year with its era: "340 A.D." → "three forty AD", "44 BC" → "forty four BC". */
+export const eraYearRule: Rule = {
+  class: "date",
+  pattern: /(?<![\w.,])(\d{1,4})\s?(A\.?D\.?|B\.?C\.?E?\.?|C\.?E\.?)(?![\p{L}])/gu,
+  verbalize: (m) => {
+    const digits = m[1]!;
+    const year = Number(digits);
+    const words = digits.length === 3 ? `${cardinalWords(digits[0]!)} ${year % 100 === 0 ? "hundred" : year % 100 < 10 ? `oh ${cardinalWords(String(year % 100))}` : underHundred(year % 100)}` : yearWords(year);
+    return `${words} ${m[2]!.replace(/\./g, "").toUpperCase()}`;
+  },
+};
+
 /** Where a number of four digits outside 1100–2099 is still a year: "in 1066", "by 2100", "c. 1050". */
 export const contextYearRule: Rule = {
   class: "date",

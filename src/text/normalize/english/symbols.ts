@@ -1,6 +1,6 @@
 /** Symbols said as words in context: "&", "#1", "@", "+", "*", "=", "a/b". */
 import type { Rule } from "../tagger.ts";
-import { numberWords } from "./numbers.ts";
+import { digitWords, numberWords } from "./numbers.ts";
 import { NUMBER } from "./patterns.ts";
 
 const OPERATORS: Record<string, string> = { "+": "plus", "-": "minus", "−": "minus", "*": "times", "×": "times", "/": "divided by", "÷": "divided by", "=": "equals" };
@@ -23,6 +23,7 @@ const GREEK: Record<string, string> = {
   Α: "alpha", Β: "beta", Γ: "gamma", Δ: "delta", Ε: "epsilon", Ζ: "zeta", Η: "eta", Θ: "theta", Ι: "iota", Κ: "kappa", Λ: "lambda", Μ: "mu",
   Ν: "nu", Ξ: "xi", Ο: "omicron", Π: "pi", Ρ: "rho", Σ: "sigma", Τ: "tau", Υ: "upsilon", Φ: "phi", Χ: "chi", Ψ: "psi", Ω: "omega",
 };
+const TAX_PLANS: Record<string, string> = { "401": "four oh one", "403": "four oh three", "457": "four fifty seven" };
 /** Signs said the same wherever they stand. */
 const SIGNS: Record<string, string> = {
   "±": "plus or minus", "≈": "approximately", "≤": "less than or equal to", "≥": "greater than or equal to", "≠": "not equal to",
@@ -40,7 +41,11 @@ export const symbolRules: Rule[] = [
   { class: "symbol", pattern: /[±≈≤≥≠→⇒←∞√‰§¶©®™✓✔✗•]/gu, verbalize: (m) => SIGNS[m[0]] ?? null },
   { class: "symbol", pattern: /(?<=[\p{L}\d)])²/gu, verbalize: () => " squared" },
   { class: "symbol", pattern: /(?<=[\p{L}\d)])³/gu, verbalize: () => " cubed" },
-  { class: "symbol", pattern: /(?<=\s)@(?=\s)/g, verbalize: () => "at" },
+  { class: "symbol", pattern: /(?<=\s)@(?=\s)|(?<=\d)@(?![\w])/g, verbalize: () => "at" },
+  // Retirement plans are named by their section of the tax code: "four oh one k".
+  { class: "symbol", pattern: /\b(401|403|457)\s?\(([kb])\)/g, verbalize: (m) => `${TAX_PLANS[m[1]!]} ${m[2]}` },
+  // The last digits of a card or an account are said one by one.
+  { class: "symbol", pattern: /(?<=\bending (?:in|with)\s)\d{4}\b/g, verbalize: (m) => digitWords(m[0]) },
   // Left by the rules before: an operator between spaces whose operands are not numbers or single letters.
   { class: "symbol", pattern: /(?<=\s)=(?=\s)/g, verbalize: () => "equals" },
   { class: "symbol", pattern: /(?<=\s)\+(?=\s)/g, verbalize: () => "plus" },

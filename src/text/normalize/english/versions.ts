@@ -30,10 +30,11 @@ export const versionRules: Rule[] = [
     verbalize: (m) => `version ${versionWords(m[1]!)}`,
   },
   {
-    // Three parts, none a year: "3.10.12", "1.2.0". A date has a year of four digits at one end.
+    // Three parts, none a year: "3.10.12", "1.2.0". A date has a year of four digits at one end; four parts
+    // without a "v" are an address or a number written with dots.
     class: "version",
-    pattern: /(?<![\w.,/:-])(\d{1,3})\.(\d{1,3})\.(\d{1,4})(?:\.(\d{1,5}))?(?![\w]|\.\d|[/-]\d)/g,
-    verbalize: (m) => (m[3]!.length === 4 || (m[4] !== undefined && m.slice(1, 5).every((part) => Number(part) <= 255)) ? null : versionWords(m.slice(1).filter(Boolean).join("."))),
+    pattern: /(?<![\w.,/:-])(\d{1,3})\.(\d{1,3})\.(\d{1,4})(?![\w]|\.\d|[/-]\d)/g,
+    verbalize: (m) => (m[3]!.length === 4 ? null : versionWords(m.slice(1, 4).join("."))),
   },
   {
     // Two parts after a software name: "Python 3.10", "Node 18.17".
