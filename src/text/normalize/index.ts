@@ -12,7 +12,7 @@ import { telephoneRules } from "./english/telephone.ts";
 import { cardinalRules, fractionRules, ordinalRule, percentRule } from "./english/cardinal.ts";
 import { romanRules } from "./english/roman.ts";
 import { abbreviationRules } from "./english/abbreviations.ts";
-import { mathRule, symbolRules } from "./english/symbols.ts";
+import { mathRule, powerRule, symbolRules } from "./english/symbols.ts";
 import { rangeRule } from "./english/ranges.ts";
 import { addressRule, cityStateRule, zipCodeRule } from "./english/address.ts";
 import { versionRules } from "./english/versions.ts";
@@ -51,6 +51,7 @@ function rangeEndWords(written: string): string | null {
 const ENGLISH_RULES: readonly Rule[] = [
   ...electronicRules,
   ...versionRules,
+  powerRule,
   ...telephoneRules,
   ...numericDateRules,
   addressRule,

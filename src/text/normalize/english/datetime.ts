@@ -202,6 +202,7 @@ export const contextYearRule: Rule = {
 
 export const yearRule: Rule = {
   class: "date",
-  pattern: /(?<![\w$.,:\/-])(1\d\d\d|20\d\d)(?![\w%°]|[.,]\d)/g,
+  // Not after "#": "bug #1234" is a number.
+  pattern: /(?<![\w$.,:\/#-])(1\d\d\d|20\d\d)(?![\w%°]|[.,]\d)/g,
   verbalize: (m) => yearWords(Number(m[1])),
 };

@@ -62,7 +62,9 @@ function unitWords(quantity: string, scale: string | undefined, symbol: string, 
   if (!words) return null;
   const { one, many } = UNITS[symbol]!;
   // "a 7.2-mm bullet": before a noun the unit stays singular.
-  const single = hyphenated || (!scale && /^[-−]?1$/.test(quantity));
+  // "1/2 tsp" is one half teaspoon: a proper fraction alone takes the singular too.
+  const properFraction = /^(\d+)\/(\d+)$/.exec(quantity);
+  const single = hyphenated || (!scale && (/^[-−]?1$/.test(quantity) || (properFraction !== null && Number(properFraction[1]) < Number(properFraction[2]))));
   return `${words}${scale ? ` ${scale}` : ""} ${single ? one : many}`;
 }
 

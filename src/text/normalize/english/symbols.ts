@@ -23,12 +23,20 @@ const GREEK: Record<string, string> = {
   Α: "alpha", Β: "beta", Γ: "gamma", Δ: "delta", Ε: "epsilon", Ζ: "zeta", Η: "eta", Θ: "theta", Ι: "iota", Κ: "kappa", Λ: "lambda", Μ: "mu",
   Ν: "nu", Ξ: "xi", Ο: "omicron", Π: "pi", Ρ: "rho", Σ: "sigma", Τ: "tau", Υ: "upsilon", Φ: "phi", Χ: "chi", Ψ: "psi", Ω: "omega",
 };
+const KEYS: Record<string, string> = { Ctrl: "control", Cmd: "command", Alt: "alt", Shift: "shift", Option: "option", Opt: "option", Win: "windows", Super: "super", Fn: "function", Esc: "escape" };
 const TAX_PLANS: Record<string, string> = { "401": "four oh one", "403": "four oh three", "457": "four fifty seven" };
 /** Signs said the same wherever they stand. */
 const SIGNS: Record<string, string> = {
   "±": "plus or minus", "≈": "approximately", "≤": "less than or equal to", "≥": "greater than or equal to", "≠": "not equal to",
   "→": "to", "⇒": "implies", "←": "from", "∞": "infinity", "√": "square root of", "‰": "per mille", "§": "section", "¶": "paragraph",
   "©": "copyright", "®": "registered", "™": "trademark", "✓": "check", "✔": "check", "✗": "cross", "•": ",", "…": "...",
+};
+
+/** Powers, before dimensions would read the "x" of "3×10^8" as "by": "three times ten to the power of eight". */
+export const powerRule: Rule = {
+  class: "symbol",
+  pattern: new RegExp(String.raw`(?<![\w.])(?:(${NUMBER})\s?[×x*]\s?)?(${NUMBER})\^(-?\d+)(?![\w.])`, "g"),
+  verbalize: (m) => `${m[1] ? `${numberWords(m[1])} times ` : ""}${numberWords(m[2]!)} to the power of ${m[3]!.startsWith("-") ? "minus " : ""}${numberWords(m[3]!.replace("-", ""))}`,
 };
 
 export const symbolRules: Rule[] = [
@@ -42,6 +50,16 @@ export const symbolRules: Rule[] = [
   { class: "symbol", pattern: /(?<=[\p{L}\d)])²/gu, verbalize: () => " squared" },
   { class: "symbol", pattern: /(?<=[\p{L}\d)])³/gu, verbalize: () => " cubed" },
   { class: "symbol", pattern: /(?<=\s)@(?=\s)|(?<=\d)@(?![\w])/g, verbalize: () => "at" },
+  // Keyboard shortcuts: "Ctrl+C" → "control plus C".
+  {
+    class: "symbol",
+    pattern: /\b(Ctrl|Cmd|Alt|Shift|Option|Opt|Win|Super|Fn|Esc)\+(?=\w)/g,
+    verbalize: (m) => `${KEYS[m[1]!]} plus`,
+  },
+  // "Node 18+", "ages 21+": at least.
+  { class: "symbol", pattern: /(?<=\d)\+(?![\w+])/g, verbalize: () => "plus" },
+  // "3x faster", "2.5x more": times, before a comparison; elsewhere ("a 10x engineer") the "x" is said.
+  { class: "symbol", pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?[x×](?=\s(?:faster|slower|more|less|fewer|bigger|smaller|larger|higher|lower|cheaper|better|worse|as|the)\b)`, "g"), verbalize: (m) => `${numberWords(m[1]!)} times` },
   // Retirement plans are named by their section of the tax code: "four oh one k".
   { class: "symbol", pattern: /\b(401|403|457)\s?\(([kb])\)/g, verbalize: (m) => `${TAX_PLANS[m[1]!]} ${m[2]}` },
   // The last digits of a card or an account are said one by one.
