@@ -219,12 +219,15 @@ export async function openGpuContext(): Promise<GpuContext> {
  * bun-webgpu 0.1.7 now and then hands Dawn a DeviceDescriptor whose chain pointer was never cleared, and Dawn
  * refuses it ("Unexpected chained struct of type SType::SurfaceSourceWaylandSurface found on DeviceDescriptor
  * chain"; seen about once in six runs of test/onnx/webgpu.test.ts). It has also resolved to null instead of a
- * device (once, with a second process on the same software adapter). Either way the same request made again
- * is built afresh and goes through; any other error is the adapter's answer.
+ * device (with a second process on the same software adapter; three times running once, on a busy machine).
+ * Either way the same request made again, after a pause that grows, is built afresh and goes through; any
+ * other error is the adapter's answer.
  */
 async function requestDeviceRetryingStrayChain(adapter: GPUAdapter): Promise<GPUDevice> {
-  const ATTEMPTS = 3;
+  const ATTEMPTS = 6;
   for (let attempt = 1; ; attempt++) {
+    // 0, 50, 100, 200, 400, 800 ms: about 1.5 s in all before giving up.
+    if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** (attempt - 1)));
     let device: GPUDevice | null;
     try {
       device = await adapter.requestDevice({ label: "voxedge", requiredLimits: adapterLimits(adapter) });
