@@ -41,6 +41,10 @@ const UNDECIDED_START = /^(?:[ \t]*|[ \t]*[-*+_=][ \t*_=-]*|[ \t]*[-*+][ \t]+\[[
 const SENTENCE_END = /[.!?…:;][)\]"'’”»]*$/;
 /** Emphasis marks a cut left unmatched, against a word; a single "~" is no mark ("~5", "~/notes"). */
 const STRAY_MARKS = /(?<![\p{L}\p{N}])(?:[*_]{1,3}|~~)(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}\p{P}])(?:[*_]{1,3}|~~)(?![\p{L}\p{N}])|`+/gu;
+/** SSML elements, kept through markdown for the SSML reading; "sub" too, which HTML shares. */
+const SSML_ELEMENT = /^<\/?(?:break|speak|say-as|sub|p|s|prosody|emphasis|phoneme|voice|lang|mark|audio|paragraph|sentence|w)\b/i;
+/** HTML tags that end a line or a block: they part the words around them. */
+const HTML_BREAKING = /^<(?:br\s*\/?|hr\s*\/?|\/(?:div|summary|details|li|td|th|tr|h[1-6]|blockquote|pre|table|section|article|header|footer))>$/i;
 /** A character any mark, entity or emoji needs; text without one is no markdown. */
 const MAYBE_MARKDOWN = /[*_`~#>|[\]&=+\-]|^\s*\d{1,3}[.)]\s|\p{Extended_Pictographic}|[\u{1F1E6}-\u{1F1FF}]/mu;
 /** Marks meant as text are moved to the private use area while stray marks are removed, then moved back. */
@@ -231,7 +235,8 @@ function readTokens(tokens: readonly Token[]): string {
         out += " ";
         break;
       case "html":
-        out += token.raw;
+        // SSML stays for the reading after this one; an HTML tag (<br>, <kbd>, <details>) goes, its text stays.
+        out += SSML_ELEMENT.test(token.raw) ? token.raw : HTML_BREAKING.test(token.raw) ? " " : "";
         break;
       case "text":
         out += "tokens" in token && token.tokens ? readTokens(token.tokens) : token.text;

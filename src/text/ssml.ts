@@ -65,7 +65,10 @@ const SUB = /<sub\s[^<>]*?alias\s*=\s*(?:"([^"]*)"|'([^']*)')[^<>]*>[^<]*<\/sub>
 
 function withoutSsmlTags(text: string): string {
   if (!text.includes("<")) return text;
-  return text.replace(SUB, (_, double: string | undefined, single: string | undefined) => double ?? single ?? "").replace(SSML_TAG, "");
+  return text
+    .replace(SUB, (_, double: string | undefined, single: string | undefined) => double ?? single ?? "")
+    .replace(SSML_TAG, "")
+    .replace(/<\/?sub\b[^<>]*>/gi, "");
 }
 
 /** Plain text cut at its break tags (any other SSML tag dropped, its words kept); a text without one is one part. */

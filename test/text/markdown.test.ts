@@ -31,6 +31,9 @@ const CASES: [string, string][] = [
   ["~~~\ncode\n~~~\nAfter.", "Code omitted. After."],
   ["Tom &amp; Jerry \\*not bold\\*", "Tom & Jerry *not bold*"],
   ["Great job! 🎉 You did it 👍🏽.", "Great job! You did it."],
+  ["Press <kbd>Ctrl</kbd>+<kbd>C</kbd>.<br>Then **go**.", "Press Ctrl+C. Then go."],
+  ["<details><summary>More</summary>Hidden text.</details>", "More Hidden text."],
+  ['Wait <break time="1s"/> here.', 'Wait <break time="1s"/> here.'],
   // Not markdown: left as written.
   ["5 * 3 * 2 = 30", "5 * 3 * 2 = 30"],
   ["snake_case_name stays", "snake_case_name stays"],

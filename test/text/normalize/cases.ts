@@ -198,6 +198,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["in 2100", "in twenty one hundred"],
     ["by 2150 the seas will rise", "by twenty one fifty the seas will rise"],
     ["c. 1850", "circa eighteen fifty"],
+    ["the 1980 s", "the nineteen eighties"],
     ["ca. 1900", "circa nineteen hundred"],
     ["in 340 A.D.", "in three forty AD"],
     ["Caesar died in 44 BC", "Caesar died in forty four BC"],
@@ -440,6 +441,7 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["2.5x faster than before", "two point five times faster than before"],
     ["about 3×10^8 of them", "about three times ten to the power of eight of them"],
     ["fixes bug #1234", "fixes bug number one thousand two hundred thirty four"],
+    ["written by J.R.R. Tolkien", "written by J R R Tolkien"],
   ],
   version: [
     ["Python 3.10.12", "Python three point ten point twelve"],

@@ -32,6 +32,12 @@ function keepingSentenceEnd(words: string, text: string, match: RegExpExecArray)
 
 export const abbreviationRules: Rule[] = [
   {
+    // Initials before a name, written without spaces: "J.R.R. Tolkien" → "J R R Tolkien".
+    class: "abbreviation",
+    pattern: /(?<![\p{L}.])((?:\p{Lu}\.){2,3})(?=\s\p{Lu}\p{Ll})/gu,
+    verbalize: (m) => (FIXED[m[1]!] ? null : m[1]!.replace(/\./g, " ").trim()),
+  },
+  {
     // "c. 1850": circa, before a year only (a lone "c." is too many other things).
     class: "abbreviation",
     pattern: /(?<![\p{L}.])c\.(?=\s?\d{3,4}\b)/gu,

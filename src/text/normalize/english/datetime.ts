@@ -171,9 +171,11 @@ export const quarterRule: Rule = {
 /** Decades ("the 1980s", "'90s"); they come after ranges, so "1960s-80s" is one range. */
 export const decadeRule: Rule = {
   class: "date",
-  pattern: /(?<![\w$])(?:['’](\d0)|(\d{2}|\d{3}0)|(1\d{2}0|20\d0))['’]?s(?![\w])/g,
+  pattern: /(?<![\w$])(?:['’](\d0)|(\d{2}|\d{3}0)|(1\d{2}0|20\d0))(?:['’]?| (?=s\b))s(?![\w])/g,
   verbalize: (m) => {
     const digits = m[1] ?? m[2] ?? m[3]!;
+    // "1980 s" is a decade written loosely; "80 s" is eighty seconds.
+    if (m[0].includes(" ") && digits.length !== 4) return null;
     if (digits.length === 2) return digits === "00" ? null : pluralOfWords(underHundred(Number(digits)));
     if (digits.length !== 4) return null;
     return pluralOfWords(yearWords(Number(digits)));
