@@ -442,6 +442,10 @@ const TABLE: Record<CaseClass, Row[]> = {
     ["about 3×10^8 of them", "about three times ten to the power of eight of them"],
     ["fixes bug #1234", "fixes bug number one thousand two hundred thirty four"],
     ["written by J.R.R. Tolkien", "written by J R R Tolkien"],
+    ["Call 911 now", "Call nine one one now"],
+    ["a 50/50 chance", "a fifty fifty chance"],
+    ["live at 42 Elm Ave., Apt. 3B", "live at forty two Elm Avenue, Apt. three B"],
+    ["take exit 12B", "take exit twelve B"],
   ],
   version: [
     ["Python 3.10.12", "Python three point ten point twelve"],

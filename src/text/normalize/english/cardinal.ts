@@ -59,6 +59,8 @@ function ordinalSuffixFits(digits: string, suffix: string): boolean {
 }
 
 export const fractionRules: Rule[] = [
+  // Even odds.
+  { class: "fraction", pattern: /(?<![\w/.,-])50\/50(?![\w/]|[.,]\d)/g, verbalize: () => "fifty fifty" },
   {
     // A score or rating: "4.5/5", "100/100".
     class: "fraction",
@@ -113,6 +115,7 @@ function codeRunWords(digits: string): string {
   return digitWords(digits);
 }
 
+const PLACE_BEFORE = /\b(?:Apt|Apartment|Suite|Ste|Unit|Room|Rm|Gate|Exit|exit|gate|Platform|Seat|Row|Floor|Flat|Building|Bldg|Terminal|Pier|Dock|Bay|Level|Box)\.?\s$/;
 const SCALE_LETTERS: Record<string, string> = { K: "thousand", M: "million", B: "billion", bn: "billion", T: "trillion" };
 
 export const cardinalRules: Rule[] = [
@@ -120,9 +123,11 @@ export const cardinalRules: Rule[] = [
     // A scale letter glued to the number ("1.2M cases", "70B parameters"); "0.1 M" with a space stays a letter.
     class: "cardinal",
     pattern: new RegExp(String.raw`(?<![\p{L}\d.,])(${NUMBER})(K|M|B|bn|T)(?![\p{L}\d])`, "gu"),
-    verbalize: (m) => {
+    verbalize: (m, text) => {
       // "4K" and "8K" are screen resolutions, said as letters.
       if (m[2] === "K" && (m[1] === "4" || m[1] === "8")) return null;
+      // "Apt. 3B", "exit 12B", "Gate 4T": a number and a letter that name a place.
+      if (PLACE_BEFORE.test(text.slice(Math.max(0, m.index - 16), m.index))) return null;
       const words = numberWords(m[1]!);
       return words && `${words} ${SCALE_LETTERS[m[2]!]}`;
     },

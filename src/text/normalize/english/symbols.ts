@@ -62,6 +62,8 @@ export const symbolRules: Rule[] = [
   { class: "symbol", pattern: new RegExp(String.raw`(?<![\w.])(${NUMBER})\s?[x×](?=\s(?:faster|slower|more|less|fewer|bigger|smaller|larger|higher|lower|cheaper|better|worse|as|the)\b)`, "g"), verbalize: (m) => `${numberWords(m[1]!)} times` },
   // Retirement plans are named by their section of the tax code: "four oh one k".
   { class: "symbol", pattern: /\b(401|403|457)\s?\(([kb])\)/g, verbalize: (m) => `${TAX_PLANS[m[1]!]} ${m[2]}` },
+  // The emergency number is said digit by digit ("Porsche 911" is not called).
+  { class: "symbol", pattern: /(?<=\b(?:[Cc]all|[Cc]alled|[Cc]alling|[Dd]ial|[Dd]ialed|[Tt]ext)\s)911\b/g, verbalize: () => "nine one one" },
   // The last digits of a card or an account are said one by one.
   { class: "symbol", pattern: /(?<=\bending (?:in|with)\s)\d{4}\b/g, verbalize: (m) => digitWords(m[0]) },
   // Left by the rules before: an operator between spaces whose operands are not numbers or single letters.
