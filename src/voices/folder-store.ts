@@ -24,7 +24,7 @@
 import { badRequest } from "../api/errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
-import type { SaveAudioInput, SaveEmbeddingInput, VoiceStore } from "./store.ts";
+import { audioVoice, checkedAudioSave, checkedEmbeddingSave, loadedAudio, loadedEmbedding, type SaveAudioInput, type SaveEmbeddingInput, type VoiceStore } from "./store.ts";
 import type { FloatTensor } from "../formats/safetensors.ts";
 import { describeFolderProblem, errorCode, sameStamp, SpeakerFolder, type VoiceEntry } from "./speaker-folder.ts";
 import {
@@ -34,8 +34,6 @@ import {
   encodeAudioVoiceFile,
   encodeEmbeddingVoiceFile,
   encodeVoiceBody,
-  monoSamples,
-  validateVoiceName,
   voiceFileName,
   voiceKey,
   type StoredVoice,
@@ -130,33 +128,20 @@ export class FolderVoiceStore implements VoiceStore {
   }
 
   async saveAudio(input: SaveAudioInput): Promise<StoredVoice> {
-    const name = validateVoiceName(input.name);
-    if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
-    if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
+    const name = checkedAudioSave(input);
     return this.mutations.run(() => this.folder.underWriteLock(async () => {
       await this.rescanFolder().catch((error) => {
         throw this.folder.failure(error, "the voice was not saved");
       });
       this.checkCap(name);
-      const voice: StoredVoice = {
-        name,
-        consent: input.consent,
-        created_at: this.nextCreatedAt(),
-        mime_type: input.mimeType,
-        file_size: input.fileSizeBytes,
-        sample_rate: input.sampleRateHz,
-        ...(input.refText === undefined ? {} : { ref_text: input.refText }),
-        ...(input.speakerDescription === undefined ? {} : { speaker_description: input.speakerDescription }),
-        embedding_source: "audio",
-      };
+      const voice = audioVoice(input, name, this.nextCreatedAt());
       await this.commit(voice, encodeAudioVoiceFile(voice, input.samples));
       return voice;
     }));
   }
 
   async saveEmbedding(input: SaveEmbeddingInput): Promise<StoredVoice> {
-    const name = validateVoiceName(input.name);
-    if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
+    const name = checkedEmbeddingSave(input);
     return this.mutations.run(() => this.folder.underWriteLock(async () => {
       await this.rescanFolder().catch((error) => {
         throw this.folder.failure(error, "the voice was not saved");
@@ -206,15 +191,12 @@ export class FolderVoiceStore implements VoiceStore {
     });
   }
 
-  /** Mono samples at the voice's own `sample_rate`: a multi-channel upload restored from vLLM-Omni is down-mixed. */
   async loadAudio(name: string): Promise<{ voice: StoredVoice; samples: Float32Array; sampleRateHz: number } | undefined> {
-    const loaded = await this.loadTensor(name, "audio", AUDIO_TENSOR);
-    return loaded && { voice: loaded.voice, samples: monoSamples(loaded.tensor), sampleRateHz: loaded.voice.sample_rate! };
+    return loadedAudio(await this.loadTensor(name, "audio", AUDIO_TENSOR));
   }
 
   async loadEmbedding(name: string): Promise<{ voice: StoredVoice; embedding: Float32Array } | undefined> {
-    const loaded = await this.loadTensor(name, "direct", EMBEDDING_TENSOR);
-    return loaded && { voice: loaded.voice, embedding: loaded.tensor.data };
+    return loadedEmbedding(await this.loadTensor(name, "direct", EMBEDDING_TENSOR));
   }
 
   /**

@@ -28,14 +28,14 @@ import { ApiError, badRequest } from "../api/errors.ts";
 import { SerialQueue } from "../async/serial-queue.ts";
 import type { Logger } from "../log/logger.ts";
 import { S3Error, type S3Bucket } from "../storage/s3.ts";
-import type { SaveAudioInput, SaveEmbeddingInput, VoiceStore } from "./store.ts";
+import { audioVoice, checkedAudioSave, checkedEmbeddingSave, loadedAudio, loadedEmbedding, type SaveAudioInput, type SaveEmbeddingInput, type VoiceStore } from "./store.ts";
 import {
   AUDIO_TENSOR,
   decodeVoiceFile,
   EMBEDDING_TENSOR,
+  encodeAudioVoiceFile,
+  encodeEmbeddingVoiceFile,
   encodeVoiceBody,
-  monoSamples,
-  validateVoiceName,
   voiceKey,
   VOICE_FILE_SUFFIX,
   type StoredVoice,
@@ -182,28 +182,16 @@ export class S3VoiceStore implements VoiceStore {
   }
 
   saveAudio(input: SaveAudioInput): Promise<StoredVoice> {
-    const name = validateVoiceName(input.name);
-    if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
-    if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
-    const voiceAt = (createdAt: number): StoredVoice => ({
-      name,
-      consent: input.consent,
-      created_at: createdAt,
-      mime_type: input.mimeType,
-      file_size: input.fileSizeBytes,
-      sample_rate: input.sampleRateHz,
-      ...(input.refText === undefined ? {} : { ref_text: input.refText }),
-      ...(input.speakerDescription === undefined ? {} : { speaker_description: input.speakerDescription }),
-      embedding_source: "audio",
+    const name = checkedAudioSave(input);
+    return this.save(name, (createdAt) => {
+      const voice = audioVoice(input, name, createdAt);
+      return { voice, fileBytes: encodeAudioVoiceFile(voice, input.samples) };
     });
-    return this.save(name, (createdAt) => encodeVoiceBody(voiceAt(createdAt), { kind: "audio", samples: input.samples }));
   }
 
   saveEmbedding(input: SaveEmbeddingInput): Promise<StoredVoice> {
-    const name = validateVoiceName(input.name);
-    if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
-    const voiceAt = (createdAt: number): StoredVoice => ({ name, consent: input.consent, created_at: createdAt, mime_type: "", file_size: 0, embedding_source: "direct" });
-    return this.save(name, (createdAt) => encodeVoiceBody(voiceAt(createdAt), { kind: "embedding", embedding: input.embedding }));
+    const name = checkedEmbeddingSave(input);
+    return this.save(name, (createdAt) => encodeEmbeddingVoiceFile(name, input.consent, createdAt, input.embedding));
   }
 
   importVoice(voice: StoredVoice, body: VoiceBody): Promise<"imported" | "kept"> {
@@ -239,13 +227,11 @@ export class S3VoiceStore implements VoiceStore {
   }
 
   async loadAudio(name: string): Promise<{ voice: StoredVoice; samples: Float32Array; sampleRateHz: number } | undefined> {
-    const loaded = await this.loadTensor(name, "audio", AUDIO_TENSOR);
-    return loaded && { voice: loaded.voice, samples: monoSamples(loaded.tensor), sampleRateHz: loaded.voice.sample_rate! };
+    return loadedAudio(await this.loadTensor(name, "audio", AUDIO_TENSOR));
   }
 
   async loadEmbedding(name: string): Promise<{ voice: StoredVoice; embedding: Float32Array } | undefined> {
-    const loaded = await this.loadTensor(name, "direct", EMBEDDING_TENSOR);
-    return loaded && { voice: loaded.voice, embedding: loaded.tensor.data };
+    return loadedEmbedding(await this.loadTensor(name, "direct", EMBEDDING_TENSOR));
   }
 
   /**

@@ -5,7 +5,8 @@
  * names are case-insensitive, at most `maxVoices` are kept, `created_at` strictly increases, a re-upload
  * replaces, and a voice another replica saved or deleted is seen on the next request that names it.
  */
-import type { StoredVoice, VoiceBody } from "./voice-file.ts";
+import type { FloatTensor } from "../formats/safetensors.ts";
+import { monoSamples, validateVoiceName, type StoredVoice, type VoiceBody } from "./voice-file.ts";
 
 export type { StoredVoice, VoiceBody } from "./voice-file.ts";
 
@@ -57,3 +58,46 @@ export async function loadVoiceBody(store: VoiceStore, voice: StoredVoice): Prom
   const loaded = await store.loadAudio(voice.name);
   return loaded && { kind: "audio", samples: loaded.samples };
 }
+
+/** An audio save's name, checked, with its samples and rate (a RangeError for what no route should pass on). */
+export function checkedAudioSave(input: SaveAudioInput): string {
+  const name = validateVoiceName(input.name);
+  if (input.samples.length === 0) throw new RangeError("Cannot store a voice with no samples");
+  if (!Number.isInteger(input.sampleRateHz) || input.sampleRateHz <= 0) throw new RangeError(`Invalid sample rate ${input.sampleRateHz}`);
+  return name;
+}
+
+/** An embedding save's name, checked, with its embedding. */
+export function checkedEmbeddingSave(input: SaveEmbeddingInput): string {
+  const name = validateVoiceName(input.name);
+  if (input.embedding.length === 0) throw new RangeError("Cannot store an empty speaker embedding");
+  return name;
+}
+
+/** The voice an audio save stores under `name` at `createdAt`. */
+export function audioVoice(input: SaveAudioInput, name: string, createdAt: number): StoredVoice {
+  return {
+    name,
+    consent: input.consent,
+    created_at: createdAt,
+    mime_type: input.mimeType,
+    file_size: input.fileSizeBytes,
+    sample_rate: input.sampleRateHz,
+    ...(input.refText === undefined ? {} : { ref_text: input.refText }),
+    ...(input.speakerDescription === undefined ? {} : { speaker_description: input.speakerDescription }),
+    embedding_source: "audio",
+  };
+}
+
+type LoadedTensor = { voice: StoredVoice; tensor: FloatTensor } | undefined;
+
+/** loadAudio's answer from a store's audio tensor: mono samples at the voice's own rate (a multi-channel vLLM-Omni upload is down-mixed). */
+export function loadedAudio(loaded: LoadedTensor): { voice: StoredVoice; samples: Float32Array; sampleRateHz: number } | undefined {
+  return loaded && { voice: loaded.voice, samples: monoSamples(loaded.tensor), sampleRateHz: loaded.voice.sample_rate! };
+}
+
+/** loadEmbedding's answer from a store's embedding tensor. */
+export function loadedEmbedding(loaded: LoadedTensor): { voice: StoredVoice; embedding: Float32Array } | undefined {
+  return loaded && { voice: loaded.voice, embedding: loaded.tensor.data };
+}
+
