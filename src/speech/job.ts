@@ -48,9 +48,14 @@ export interface UtteranceJob {
 const SPEAKABLE = /[\p{L}\p{N}]/u;
 
 /** The job for `request` on `model`; a 400 when the model could read none of the text's letters and digits. */
-export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest, said?: ReadonlyMap<string, string>): UtteranceJob {
+export function utteranceJob(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): UtteranceJob {
+  return jobOfParts(model, request, spokenParts(request.text));
+}
+
+/** The job of a text already cut into parts, each part said as `said` has it (else read and normalized now). */
+function jobOfParts(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest, reading: SpokenReading, said?: ReadonlyMap<string, string>): UtteranceJob {
   const capabilities = model.capabilities;
-  const { parts: written, speed, ignored } = spokenParts(request.text);
+  const { parts: written, speed, ignored } = reading;
   const instructions = request.instructions?.trim() || undefined;
   const jobOf = (text: string, writtenLength: number) => ({
     text,
@@ -101,8 +106,9 @@ const nextTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
  */
 export async function utteranceJobInSlices(model: Pick<SpeechModel, "capabilities" | "readableText">, request: UtteranceRequest): Promise<UtteranceJob> {
   if (request.text.length <= SLICED_READING_CHARS) return utteranceJob(model, request);
+  const reading = spokenParts(request.text);
   const said = new Map<string, string>();
-  for (const part of spokenParts(request.text).parts) {
+  for (const part of reading.parts) {
     if (said.has(part.text)) continue;
     let markdownRead = part.text;
     if (request.markdown && mayBeMarkdown(part.text)) {
@@ -116,11 +122,13 @@ export async function utteranceJobInSlices(model: Pick<SpeechModel, "capabilitie
     }
     said.set(part.text, await spokenTextInSlices(readPart(request, part.text, markdownRead), request.normalization, model.capabilities, nextTurn));
   }
-  return utteranceJob(model, request, said);
+  return jobOfParts(model, request, reading, said);
 }
 
 /** The text cut at its breaks: a `<speak>` document read as SSML, plain text at its break tags. SSML errors are 400s. */
-function spokenParts(text: string): { parts: SpokenPart[]; speed?: number; ignored: string[] } {
+type SpokenReading = { parts: SpokenPart[]; speed?: number; ignored: string[] };
+
+function spokenParts(text: string): SpokenReading {
   try {
     if (isSsmlDocument(text)) return readSsml(text);
     return { parts: splitAtBreaks(text), ignored: [] };

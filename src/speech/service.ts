@@ -62,7 +62,11 @@ export class SpeechService {
   ) {
     this.#prompts = new VoicePrompts(voices);
     this.lexicon = config.lexicon ? loadLexicon(config.lexicon) : undefined;
+    this.markdownReading = markdownReadingOf(config);
   }
+
+  /** How markdown is read (--read-markdown, --code-block-placeholder, --emoji), or undefined when it is spoken as sent. */
+  readonly markdownReading: MarkdownReadingOptions | undefined;
 
   /** --lexicon: the server's alias rules, applied to every request's text. */
   readonly lexicon: Lexicon | undefined;
@@ -74,11 +78,6 @@ export class SpeechService {
   /** Bytes of the cached voice prompts (one byte for each still being encoded). */
   get cachedVoicePromptBytes(): number {
     return this.#prompts.bytes;
-  }
-
-  /** How markdown is read (--read-markdown, --code-block-placeholder, --emoji), or undefined when it is spoken as sent. */
-  get markdownReading(): MarkdownReadingOptions | undefined {
-    return markdownReadingOf(this.config);
   }
 
   /** --max-input-chars: the longest text one request, batch item or streamed segment may speak. */
