@@ -4,7 +4,8 @@
  * text-to-speech and on the stream-input socket; phoneme rules and unknown locators refused in ElevenLabs' shape.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
+import { ElevenLabsClient } from "@elevenlabs/elevenlabs-js";
+import { refusal } from "../support/elevenlabs-sdk.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneModel } from "../support/tone-model.ts";
 import { RecordingSocket } from "../support/ws-client.ts";
@@ -14,16 +15,6 @@ const PLS = `<?xml version="1.0" encoding="UTF-8"?>
 <lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
   <lexeme><grapheme>Nginx</grapheme><alias>engine x</alias></lexeme>
 </lexicon>`;
-
-async function refusal(call: () => Promise<unknown>): Promise<{ statusCode: number | undefined; body: any }> {
-  try {
-    await call();
-  } catch (error) {
-    if (error instanceof ElevenLabsError) return { statusCode: error.statusCode, body: error.body };
-    throw error;
-  }
-  throw new Error("the call succeeded");
-}
 
 describe("pronunciation dictionaries", () => {
   let server: TestServer;

@@ -4,7 +4,8 @@
  * output formats decoded by ffmpeg, voices, cloning, models, errors in ElevenLabs' shape, and xi-api-key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
+import { ElevenLabsClient } from "@elevenlabs/elevenlabs-js";
+import { refusal } from "../support/elevenlabs-sdk.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import { ToneModel } from "../support/tone-model.ts";
 import { decodeWithFfmpeg } from "../support/ffmpeg.ts";
@@ -26,17 +27,6 @@ async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> 
 
 function clientFor(server: TestServer, apiKey = API_KEY): ElevenLabsClient {
   return new ElevenLabsClient({ apiKey, baseUrl: `${server.url}/elevenlabs`, maxRetries: 0 });
-}
-
-/** The SDK's error for a call expected to fail. */
-async function refusal(call: () => Promise<unknown>): Promise<{ statusCode: number | undefined; body: any }> {
-  try {
-    await call();
-  } catch (error) {
-    if (error instanceof ElevenLabsError) return { statusCode: error.statusCode, body: error.body };
-    throw error;
-  }
-  throw new Error("the call succeeded");
 }
 
 describe("text-to-speech through the SDK", () => {
