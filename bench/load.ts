@@ -110,7 +110,7 @@ try {
   console.log(`engine: ${data[0]!.description}; ${BENCH_SENTENCE.split(/\s+/).length}-word sentence at ${SAMPLE_RATE_HZ} Hz${modelDir ? `, max_new_tokens ${values["max-new-tokens"]}, a ${BENCH_VOICE_SECONDS} s uploaded voice` : ""}; ${rounds} round(s) per row after 1 warm-up stream per mode; jitter buffer ${JITTER_BUFFER_MS} ms`);
   const labelled = values.label !== undefined;
   const printRow = tablePrinter(
-    [...(labelled ? ["label"] : []), "concurrency", "mode", "first audio ms p50 / p95", "per-stream RTF median", "aggregate audio s / wall s", "starving streams", "rejected", "peak RSS MiB", "state MiB / running stream"],
+    [...(labelled ? ["label"] : []), "concurrency", "mode", "first audio ms p50 / p95", "per-stream RTF median", "aggregate audio s / wall s", "starving streams", "rejected", "refusal ms p50 / p95", "Retry-After s", "peak RSS MiB", "state MiB / running stream"],
     values.markdown!,
     labelled ? [values.label!.length] : [],
   );
@@ -157,14 +157,14 @@ try {
       const rss = server.watchRss();
       const state = watchStatePerStream();
       const results: StreamResult[] = [];
-      let rejected = 0;
+      const refusals: { atMs: number; retryAfterSeconds: number | undefined }[] = [];
       let wallSeconds = 0;
       for (let round = 0; round < rounds; round++) {
         const roundStartMs = performance.now();
         const outcomes = await Promise.all(Array.from({ length: concurrency }, () => streamOf(mode)));
         wallSeconds += (performance.now() - roundStartMs) / 1000;
         for (const outcome of outcomes) {
-          if (outcome.kind === "rejected") rejected++;
+          if (outcome.kind === "rejected") refusals.push(outcome);
           else results.push(resultOf(outcome.trace));
         }
       }
@@ -174,6 +174,12 @@ try {
       const audioSeconds = results.reduce((sum, result) => sum + result.audioSeconds, 0);
       const starving = results.filter((result) => result.starved).length;
       const served = results.length > 0;
+      const rejected = refusals.length;
+      const refusalMs = refusals.map((refusal) => refusal.atMs);
+      const retryAfters = refusals.map((refusal) => refusal.retryAfterSeconds);
+      // The range of Retry-After the refusals said, and how many said none.
+      const said = retryAfters.filter((seconds): seconds is number => seconds !== undefined);
+      const retryAfterCell = rejected === 0 ? "-" : `${said.length > 0 ? `${Math.min(...said)}–${Math.max(...said)}` : ""}${said.length < rejected ? `${said.length > 0 ? ", " : ""}${rejected - said.length} without` : ""}`;
       printRow([
         ...(labelled ? [values.label!] : []),
         concurrency,
@@ -183,6 +189,8 @@ try {
         (audioSeconds / wallSeconds).toFixed(2),
         `${starving} / ${results.length}`,
         `${rejected} / ${concurrency * rounds}`,
+        rejected > 0 ? `${percentile(refusalMs, 0.5).toFixed(0)} / ${percentile(refusalMs, 0.95).toFixed(0)}` : "-",
+        retryAfterCell,
         peakRssMiB.toFixed(0),
         stateMiB > 0 ? stateMiB.toFixed(1) : "-",
       ]);

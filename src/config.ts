@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
 import { containerMemoryLimitBytes } from "./system/memory-limit.ts";
+import { DEFAULT_FIRST_AUDIO_BUDGET_SECONDS, DEFAULT_MAX_QUEUE_WAIT_SECONDS } from "./engine/queue-wait.ts";
 import { join, sep } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
@@ -319,6 +320,18 @@ const OPTIONS = {
     env: "VOXEDGE_MAX_QUEUE",
     schema: z.coerce.number().int().min(0).max(100_000).default(DEFAULT_MAX_QUEUE),
     description: "requests that may wait for a running place; past it requests are refused with 429 and Retry-After (batch items wait instead)",
+  },
+  maxQueueWait: {
+    flag: "max-queue-wait",
+    env: "VOXEDGE_MAX_QUEUE_WAIT",
+    schema: z.coerce.number().min(0).max(3600).default(DEFAULT_MAX_QUEUE_WAIT_SECONDS),
+    description: "seconds a request may wait for a running place: one that would wait longer (by the places the engine runs in real time and how long its requests run) is refused at once with 429 and Retry-After, and one still waiting after it is refused then; 0 never queues. Batch items wait however long",
+  },
+  firstAudioBudget: {
+    flag: "first-audio-budget",
+    env: "VOXEDGE_FIRST_AUDIO_BUDGET",
+    schema: z.coerce.number().positive().max(3600).default(DEFAULT_FIRST_AUDIO_BUDGET_SECONDS),
+    description: "seconds a stream starting beside others may take to its first audio, by the engine's measured starts (Pocket): one that would take longer is refused at once with 429 and Retry-After; a request with none other starting always starts",
   },
   logLevel: { flag: "log-level", env: "VOXEDGE_LOG_LEVEL", schema: z.enum(["debug", "info", "warn", "error"]).default("info"), description: "log verbosity" },
   cors: { flag: "cors", env: "VOXEDGE_CORS", schema: booleanText.default(true), description: "allow cross-origin browser requests", switch: true },

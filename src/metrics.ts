@@ -20,17 +20,19 @@ export interface EngineGaugeSource {
   readonly capacity?: { readonly streams: number } | undefined;
   /** Requests the engine runs at once now (its admission's own figure). */
   readonly places: number;
+  /** Seconds until a running place is expected to be free for one more request (0: one is free now). */
+  expectedWaitSeconds(): number;
 }
 
 /**
- * The engine's load: requests running and waiting over the places it runs at once. 1 is full; past 1,
- * requests queue. One number a replica exports for an autoscaler to average (KEDA's prometheus trigger, HPA
+ * The engine's load: requests running (paused ones hold their places) and waiting over the places it runs at
+ * once, its real-time capacity. 1 is full; past 1, requests queue. One number a replica exports for an autoscaler to average (KEDA's prometheus trigger, HPA
  * v2 Pods metrics), as serving stacks scale on their queue (vLLM's num_requests_waiting) or running requests
  * (KServe).
  */
 export function engineLoad(source: EngineGaugeSource): number {
-  const { running, waiting } = source.counts;
-  return (running + waiting) / source.places;
+  const { running, waiting, paused } = source.counts;
+  return (running + paused + waiting) / source.places;
 }
 
 export class ServiceMetrics {
@@ -94,9 +96,26 @@ export class ServiceMetrics {
       this.engineRealTimeStreams.set(this.#engine()?.capacity?.streams ?? 0);
     },
   });
+  readonly engineCapacity: Gauge = new Gauge({
+    name: "voxedge_engine_capacity_streams",
+    help: "Requests the engine runs at once now: the smaller of --max-streams and voxedge_engine_realtime_streams (its measured real-time capacity); the denominator of voxedge_engine_load",
+    registers: [this.registry],
+    collect: () => {
+      this.engineCapacity.set(this.#engine()?.places ?? 0);
+    },
+  });
+  readonly engineExpectedWait: Gauge = new Gauge({
+    name: "voxedge_engine_expected_wait_seconds",
+    help: "Seconds until a running place is expected to be free for one more request (0: one is free now); a request that would wait longer than --max-queue-wait is refused with 429",
+    registers: [this.registry],
+    collect: () => {
+      const wait = this.#engine()?.expectedWaitSeconds() ?? 0;
+      this.engineExpectedWait.set(Number.isFinite(wait) ? wait : -1);
+    },
+  });
   readonly engineLoad: Gauge = new Gauge({
     name: "voxedge_engine_load",
-    help: "Requests running and waiting over the places the engine runs at once (the smaller of --max-streams and voxedge_engine_realtime_streams): 1 is full, more is a queue; the autoscaling signal",
+    help: "Requests running (paused included) and waiting over voxedge_engine_capacity_streams, the places the engine runs at once in real time: 1 is full, more is a queue; the autoscaling signal",
     registers: [this.registry],
     collect: () => {
       const engine = this.#engine();
@@ -105,7 +124,7 @@ export class ServiceMetrics {
   });
   readonly engineRejections = new Counter({
     name: "voxedge_engine_rejections_total",
-    help: "Requests refused with 429 because every running and waiting place was taken",
+    help: "Requests refused with 429: no running place free and none expected within --max-queue-wait, every waiting place taken, or the memory budget",
     registers: [this.registry],
   });
   readonly engineFinished = new Counter({

@@ -25,15 +25,18 @@ test("the engine's ticks count model calls per stage beside the rows of each cal
   expect(text).toContain('voxedge_engine_batch_size_sum{stage="flow_lm"} 6');
 });
 
-test("the engine's load is running plus waiting over the places it runs at once: --max-streams, or fewer where the capacity estimate says so", async () => {
-  const engine = (running: number, waiting: number, maxStreams: number, realtimeStreams?: number): EngineGaugeSource => ({
-    counts: { running, waiting, paused: 3 },
+test("the engine's load is running (paused included) plus waiting over the places it runs at once: --max-streams, or fewer where the capacity estimate says so", async () => {
+  const engine = (running: number, waiting: number, maxStreams: number, realtimeStreams?: number, paused = 0): EngineGaugeSource => ({
+    counts: { running, waiting, paused },
     stateBytes: 0,
     capacity: realtimeStreams === undefined ? undefined : { streams: realtimeStreams },
     places: runningPlaces(maxStreams, realtimeStreams),
+    expectedWaitSeconds: () => (running + paused >= runningPlaces(maxStreams, realtimeStreams) ? 4.5 : 0),
   });
   expect(engineLoad(engine(0, 0, 8))).toBe(0);
   expect(engineLoad(engine(4, 0, 8))).toBe(0.5);
+  // A paused stream (its listener behind) still holds its place.
+  expect(engineLoad(engine(2, 0, 8, undefined, 2))).toBe(0.5);
   // Queued requests count: a load past 1 is a queue, the signal to add a replica.
   expect(engineLoad(engine(8, 4, 8))).toBe(1.5);
   // The capacity estimate, where it is below --max-streams, is the divisor; above it, --max-streams is.
@@ -45,5 +48,8 @@ test("the engine's load is running plus waiting over the places it runs at once:
   const metrics = new ServiceMetrics();
   expect(await metrics.render()).toContain("voxedge_engine_load 0");
   metrics.watchEngine(() => engine(6, 3, 6));
-  expect(await metrics.render()).toContain("voxedge_engine_load 1.5");
+  const exposition = await metrics.render();
+  expect(exposition).toContain("voxedge_engine_load 1.5");
+  expect(exposition).toContain("voxedge_engine_capacity_streams 6");
+  expect(exposition).toContain("voxedge_engine_expected_wait_seconds 4.5");
 });

@@ -16,8 +16,18 @@ export interface StreamTrace {
   endMs: number;
 }
 
-/** `disconnected`: the client left on purpose (see `disconnectAfterBytes`); `rejected`: the server refused to admit it (429). */
-export type StreamOutcome = { kind: "completed" | "disconnected"; trace: StreamTrace } | { kind: "rejected"; message: string };
+/**
+ * `disconnected`: the client left on purpose (see `disconnectAfterBytes`); `rejected`: the server refused to
+ * admit it (429), `atMs` after the request was sent, with the seconds it said to wait (Retry-After, or the
+ * WebSocket error's retry_after) when it said any.
+ */
+export type StreamOutcome = { kind: "completed" | "disconnected"; trace: StreamTrace } | { kind: "rejected"; message: string; atMs: number; retryAfterSeconds: number | undefined };
+
+/** A Retry-After header's seconds (delay-seconds form); undefined when absent or not a number. */
+function retryAfterOf(value: string | null | undefined): number | undefined {
+  const seconds = value == null ? NaN : Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+}
 
 export interface StreamOptions {
   /** Leave (abort the fetch, close the socket) once this many audio bytes have arrived; 0 leaves as soon as the request is sent. */
@@ -46,7 +56,7 @@ export async function rawPcmStream(base: string, text: string, fields: Record<st
     body: JSON.stringify({ input: text, stream_format: "audio", response_format: "pcm", sample_rate: SAMPLE_RATE_HZ, ...fields }),
     signal: controller.signal,
   });
-  if (response.status === 429) return { kind: "rejected", message: await response.text() };
+  if (response.status === 429) return { kind: "rejected", message: await response.text(), atMs: performance.now() - startMs, retryAfterSeconds: retryAfterOf(response.headers.get("retry-after")) };
   if (response.status !== 200) throw new Error(`raw stream: HTTP ${response.status} ${await response.text()}`);
   const arrivals: StreamTrace["arrivals"] = [];
   const trace = (): StreamTrace => ({ arrivals, endMs: performance.now() - startMs });
@@ -82,6 +92,7 @@ const isRejection = (message: { code?: unknown; status?: unknown; message?: unkn
 /** One utterance on /v1/audio/speech/stream with stream_audio: session.config, input.text, input.done, until session.done. */
 export async function webSocketStream(base: string, text: string, fields: Record<string, unknown>, options: StreamOptions = {}): Promise<StreamOutcome> {
   const leaveAfter = options.disconnectAfterBytes;
+  const connectMs = performance.now();
   const socket = new WebSocket(`${base.replace("http", "ws")}/v1/audio/speech/stream`);
   socket.binaryType = "arraybuffer";
   const openFailure = await new Promise<string | undefined>((resolve) => {
@@ -89,7 +100,7 @@ export async function webSocketStream(base: string, text: string, fields: Record
     socket.addEventListener("error", (event) => resolve((event as ErrorEvent).message ?? "error"), { once: true });
   });
   if (openFailure !== undefined) {
-    if (isRejection({ message: openFailure })) return { kind: "rejected", message: openFailure };
+    if (isRejection({ message: openFailure })) return { kind: "rejected", message: openFailure, atMs: performance.now() - connectMs, retryAfterSeconds: undefined };
     throw new Error(`WebSocket: could not connect (${openFailure})`);
   }
   socket.send(JSON.stringify({ type: "session.config", stream_audio: true, response_format: "pcm", sample_rate: SAMPLE_RATE_HZ, ...fields }));
@@ -105,9 +116,9 @@ export async function webSocketStream(base: string, text: string, fields: Record
         if (leaveAfter !== undefined && receivedBytes >= leaveAfter) resolve({ kind: "disconnected", trace: trace() });
         return;
       }
-      const message = JSON.parse(event.data) as { type: string; message?: string; code?: unknown; status?: unknown; sample_rate?: number };
+      const message = JSON.parse(event.data) as { type: string; message?: string; code?: unknown; status?: unknown; sample_rate?: number; retry_after?: unknown };
       if (message.type === "error") {
-        if (isRejection(message)) resolve({ kind: "rejected", message: String(message.message) });
+        if (isRejection(message)) resolve({ kind: "rejected", message: String(message.message), atMs: performance.now() - startMs, retryAfterSeconds: retryAfterOf(message.retry_after === undefined ? undefined : String(message.retry_after)) });
         else reject(new Error(`WebSocket: ${message.message}`));
       }
       if (message.type === "audio.start" && message.sample_rate !== SAMPLE_RATE_HZ) reject(new Error(`WebSocket: audio at ${message.sample_rate} Hz`));
@@ -116,7 +127,7 @@ export async function webSocketStream(base: string, text: string, fields: Record
     socket.addEventListener(
       "close",
       (event) => {
-        if (event.code === CLOSE_TRY_AGAIN_LATER) resolve({ kind: "rejected", message: event.reason });
+        if (event.code === CLOSE_TRY_AGAIN_LATER) resolve({ kind: "rejected", message: event.reason, atMs: performance.now() - startMs, retryAfterSeconds: undefined });
         else reject(new Error(`WebSocket: closed (${event.code} ${event.reason}) before session.done`));
       },
       { once: true },

@@ -267,6 +267,18 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
     const request = { text: body.text, format, speed: body.voice_settings?.speed, seed: body.seed, languageCode: body.language_code, normalization: body.apply_text_normalization, lexicon };
     return elevenLabsSpec(request, voice, routeIgnored);
   };
+  /**
+   * Every text-to-speech route takes a running place first: a full server refuses (429 in ElevenLabs' shape)
+   * before the body is read; the place goes to the request's speech, or back when the route ends without it.
+   */
+  const withPlace = async (abort: AbortController, respond: () => Promise<Response>): Promise<Response> => {
+    const place = service.holdPlace(abort.signal);
+    try {
+      return await respond();
+    } finally {
+      place.release();
+    }
+  };
   /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
   const fileResponse = async (c: Context, spec: SpeechSpec, abort: AbortController) => {
     const speech = await service.start(spec, FILE, abort.signal, (seconds) => noteAudio(c, seconds));
@@ -276,44 +288,50 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
 
   app.post("/v1/text-to-speech/:voice_id", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
-    return fileResponse(c, await textToSpeech(c, abort.signal), abort);
+    return withPlace(abort, async () => fileResponse(c, await textToSpeech(c, abort.signal), abort));
   });
 
   app.post("/v1/text-to-speech/:voice_id/stream", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
-    const spec = await textToSpeech(c, abort.signal);
-    // A time-stretch needs the whole utterance (OpenAI's route refuses speed with streaming); ElevenLabs'
-    // clients stream by default and send a speed with it, so they get the changed audio once it is all made.
-    if (spec.speed !== undefined && spec.speed !== 1) return fileResponse(c, spec, abort);
-    const speech = await service.start(spec, STREAM, abort.signal, (seconds) => noteAudio(c, seconds));
-    return streamedResponse(c, abort, () => ({ headers: audioStreamHeaders(speech.prepared), bytes: speech.audio }), deps.stallTimeoutMs, (error) =>
-      logger.error("elevenlabs stream failed", { error: String(error) }),
-    );
+    return withPlace(abort, async () => {
+      const spec = await textToSpeech(c, abort.signal);
+      // A time-stretch needs the whole utterance (OpenAI's route refuses speed with streaming); ElevenLabs'
+      // clients stream by default and send a speed with it, so they get the changed audio once it is all made.
+      if (spec.speed !== undefined && spec.speed !== 1) return fileResponse(c, spec, abort);
+      const speech = await service.start(spec, STREAM, abort.signal, (seconds) => noteAudio(c, seconds));
+      return streamedResponse(c, abort, () => ({ headers: audioStreamHeaders(speech.prepared), bytes: speech.audio }), deps.stallTimeoutMs, (error) =>
+        logger.error("elevenlabs stream failed", { error: String(error) }),
+      );
+    });
   });
 
   app.post("/v1/text-to-speech/:voice_id/with-timestamps", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
-    const spec = await textToSpeech(c, abort.signal);
-    // As a file on the speech route: the whole utterance is held until it is encoded.
-    if (spec.text.length > DEFAULT_MAX_INPUT_CHARS) {
-      throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
-    }
-    const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
-    try {
-      const { audio, alignment, normalizedAlignment } = await timed.file();
-      return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: normalizedAlignment }, 200, ignoredFieldsHeader(timed.ignoredFields));
-    } catch (error) {
-      abort.abort();
-      throw error;
-    }
+    return withPlace(abort, async () => {
+      const spec = await textToSpeech(c, abort.signal);
+      // As a file on the speech route: the whole utterance is held until it is encoded.
+      if (spec.text.length > DEFAULT_MAX_INPUT_CHARS) {
+        throw badRequest(`text longer than ${DEFAULT_MAX_INPUT_CHARS} characters must be streamed (…/stream/with-timestamps): this response holds the whole utterance in memory`, "text");
+      }
+      const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
+      try {
+        const { audio, alignment, normalizedAlignment } = await timed.file();
+        return c.json({ audio_base64: base64(audio), alignment, normalized_alignment: normalizedAlignment }, 200, ignoredFieldsHeader(timed.ignoredFields));
+      } catch (error) {
+        abort.abort();
+        throw error;
+      }
+    });
   });
 
   app.post("/v1/text-to-speech/:voice_id/stream/with-timestamps", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
-    const spec = await textToSpeech(c, abort.signal);
-    const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
-    const open = () => ({ headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(timed.ignoredFields) }, bytes: timestampLines(timed) });
-    return streamedResponse(c, abort, open, deps.stallTimeoutMs, (error) => logger.error("elevenlabs timestamped stream failed", { error: String(error) }));
+    return withPlace(abort, async () => {
+      const spec = await textToSpeech(c, abort.signal);
+      const timed = await TimedSpeech.start(service, spec, abort.signal, (seconds) => noteAudio(c, seconds));
+      const open = () => ({ headers: { "Content-Type": "application/x-ndjson", "Cache-Control": "no-store", ...ignoredFieldsHeader(timed.ignoredFields) }, bytes: timestampLines(timed) });
+      return streamedResponse(c, abort, open, deps.stallTimeoutMs, (error) => logger.error("elevenlabs timestamped stream failed", { error: String(error) }));
+    });
   });
 
   app.get("/v1/voices", async (c) => c.json({ voices: await listVoices(catalog) }));

@@ -197,6 +197,7 @@ class ContextStream {
       maxInputChars: service.maxInputChars,
       maxInboxBytes: MAX_INBOX_BYTES,
       stallTimeoutMs: deps.config.streamStallTimeoutSeconds * 1000,
+      endWhenFull: true,
     });
     this.#stream.handleInOrder(0, async () => {
       try {

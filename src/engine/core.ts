@@ -7,8 +7,10 @@
  * Aborts are queued when a request's signal fires (or its consumer stops reading) and applied at the start
  * of the next tick, so they never race a plan: the runner frees the request's state in the plan after.
  * Admission: at most `maxStreams` run at once (fewer where the measured capacity says so, capacity.ts) and
- * `maxQueue` wait; past both a submission is refused (EngineFullError, which a front end answers as its "retry later": a 429)
- * (`EngineFullError`), or, for callers that asked to wait (batch items), waits for room.
+ * `maxQueue` wait. A submission that finds no running place waits for one only when one is expected within
+ * `maxQueueWaitSeconds` (queue-wait.ts) and is refused if none came by then; otherwise, or past `maxQueue`,
+ * it is refused at once (EngineFullError, which a front end answers as its "retry later": a 429, with the
+ * expected time to a free place). Callers that asked to wait (batch items) wait for room however long.
  */
 import { EngineFullError, EngineUnavailableError } from "./errors.ts";
 
@@ -17,6 +19,7 @@ import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, Step
 import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
 import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
 import { RealTimeCapacity } from "./capacity.ts";
+import { DEFAULT_FIRST_AUDIO_BUDGET_SECONDS, DEFAULT_MAX_QUEUE_WAIT_SECONDS, expectedWaitSeconds, RequestLengths, StartLatency } from "./queue-wait.ts";
 
 export type { FinishReason } from "../models/contract.ts";
 
@@ -25,6 +28,17 @@ export interface EngineOptions {
   maxStreams: number;
   /** Requests waiting for a running place; past it submissions are refused (EngineFullError). */
   maxQueue: number;
+  /**
+   * Seconds a submission that asked to be refused when full may wait for a running place: refused at once
+   * when none is expected sooner, and when none came by then. Default DEFAULT_MAX_QUEUE_WAIT_SECONDS.
+   */
+  maxQueueWaitSeconds?: number;
+  /**
+   * With real-time admission: seconds a request starting beside others may take to its first audio, by the
+   * engine's measured starts (queue-wait.ts StartLatency), its wait for a place included; one that would take
+   * longer is refused like one that would wait too long. A request with no other starting always may start.
+   */
+  firstAudioBudgetSeconds?: number;
   /** Positions of prefill work one tick may hold. */
   prefillPositionsPerTick?: number;
   /** Seconds of audio made and not taken above which a request pauses. */
@@ -69,8 +83,19 @@ export interface EngineObserver {
   rejected(): void;
 }
 
+/** A place promised by `reservePlace` to a request still being read; `submit` takes it, `release` gives it back. */
+export interface PlaceReservation {
+  release(): void;
+}
+
 export interface SubmitOptions {
-  /** "reject" (default): refused (EngineFullError) when full. "wait": wait for room (until the job's signal aborts). */
+  /** The place `reservePlace` promised this request: it is not checked again. */
+  reservation?: PlaceReservation;
+  /**
+   * "reject" (default): refused (EngineFullError) when no running place is free and none is expected within
+   * `maxQueueWaitSeconds`; otherwise the submission settles once the request has its place. "wait": waits for
+   * room (until the job's signal aborts) and settles once the request is queued.
+   */
   whenFull?: "reject" | "wait";
 }
 
@@ -112,6 +137,16 @@ export class Engine {
   readonly #runner: ModelRunner;
   readonly #scheduler: Scheduler;
   readonly #limits: { maxStreams: number; maxQueue: number };
+  readonly #maxQueueWaitSeconds: number;
+  readonly #firstAudioBudgetSeconds: number;
+  /** How long starts have taken against how many started together (real-time admission only). */
+  readonly #starts: StartLatency | undefined;
+  /** What the requests that ended say of how long the next ones run, for the expected wait. */
+  readonly #lengths: RequestLengths;
+  /** Places promised to requests still being read (reservePlace), not yet submitted. */
+  #reserved = 0;
+  /** Submissions waiting for their request's running place: each checks whether it has one, or has ended. */
+  readonly #placeWaiters = new Set<() => void>();
   readonly #maxInFlightDecodes: number;
   readonly #memory: EngineOptions["memory"];
   readonly #onIdle: (() => void) | undefined;
@@ -133,8 +168,6 @@ export class Engine {
   readonly #tasks: Array<() => Promise<void>> = [];
   /** When a request was last admitted or ended: while the engine is full, nothing has turned over since. */
   #lastTurnoverMs = performance.now();
-  /** Running seconds of recent requests (exponential average), for Retry-After. */
-  #meanRequestSeconds = 1;
   #closed = false;
   /** Why the engine can run nothing more: its own loop broke, or its runner reported a failure. */
   #failure: Error | undefined;
@@ -147,11 +180,15 @@ export class Engine {
     this.#runner = runner;
     const maxStreams = Math.min(options.maxStreams, runner.maxRequests ?? Infinity);
     this.#limits = { maxStreams, maxQueue: options.maxQueue };
+    this.#maxQueueWaitSeconds = options.maxQueueWaitSeconds ?? DEFAULT_MAX_QUEUE_WAIT_SECONDS;
+    this.#firstAudioBudgetSeconds = options.firstAudioBudgetSeconds ?? DEFAULT_FIRST_AUDIO_BUDGET_SECONDS;
+    this.#lengths = new RequestLengths(model.framesPerSecond);
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
     this.#memory = options.memory;
     this.#onIdle = options.onIdle;
     if ((options.realTimeAdmission ?? true) && runner.framesPerStep === 1) this.capacity = new RealTimeCapacity({ framePeriodSeconds: 1 / model.framesPerSecond });
     const capacity = this.capacity;
+    if (capacity) this.#starts = new StartLatency();
     this.#scheduler = new Scheduler(
       {
         maxRunning: maxStreams,
@@ -206,18 +243,26 @@ export class Engine {
   }
 
   /**
-   * Admits a job: its audio, as made, through the returned stream. Refused at once (EngineFullError)
-   * when every running and waiting place is taken, unless `whenFull` is "wait".
+   * Admits a job: its audio, as made, through the returned stream. Unless `whenFull` is "wait", refused at
+   * once (EngineFullError) when every waiting place is taken or no running place is expected within
+   * `maxQueueWaitSeconds`, and settles once the request has its running place (so a front end answers a
+   * refusal before anything of the response); a request that waited that long without one is refused then.
    */
   async submit(job: SynthesisJob, options: SubmitOptions = {}): Promise<EngineStream> {
     if (this.#closed) throw new EngineUnavailableError("closed");
     const failure = this.failure;
     if (failure) throw new EngineUnavailableError("failed", failure);
     job.signal.throwIfAborted();
-    while (!this.#hasRoom) {
-      if (options.whenFull !== "wait") throw this.fullError();
-      await this.#roomFor(job.signal);
-    }
+    const waits = options.whenFull === "wait";
+    if (options.reservation) options.reservation.release();
+    else if (waits) while (!this.#hasRoom) await this.#roomFor(job.signal);
+    else this.refuseUnlessPlaceSoon();
+    const request = this.#add(job);
+    if (!waits) await this.#placeFor(request);
+    return new EngineStream(this, request);
+  }
+
+  #add(job: SynthesisJob): EngineRequest {
     const request = new EngineRequest(this.#nextId++, job, performance.now());
     this.#scheduler.add(request);
     this.#lastTurnoverMs = performance.now();
@@ -226,7 +271,74 @@ export class Engine {
     job.signal.addEventListener("abort", onAbort, { once: true });
     request.detach = () => job.signal.removeEventListener("abort", onAbort);
     this.#kick();
-    return new EngineStream(this, request);
+    return request;
+  }
+
+  /** A running place would be free for one more request now: fewer are running and waiting than may run. */
+  get #placeFreeNow(): boolean {
+    return this.#scheduler.counts.waiting + this.#reserved < this.#scheduler.admittable;
+  }
+
+  /**
+   * Seconds until a running place is free for one more request (0 when one is now): the running requests'
+   * expected remaining frames and the waiting ones' expected lengths, at the pace requests run here now.
+   */
+  expectedWaitSeconds(): number {
+    if (this.#placeFreeNow) return 0;
+    const nowMs = performance.now();
+    const secondsPerFrame = Math.max(this.#lengths.secondsPerFrame, this.capacity?.predictTickSeconds(this.places) ?? 0);
+    const running: number[] = [];
+    const waiting: number[] = [];
+    for (const request of this.#scheduler.liveRequests()) {
+      if (request.status === RequestStatus.WAITING) {
+        waiting.push(this.#lengths.expectedFrames(request) * secondsPerFrame);
+        continue;
+      }
+      // A request that has run a while has shown its own pace (its listener's, when that is slower).
+      const ownPace = request.framesMade >= OWN_PACE_AFTER_FRAMES && request.admittedAtMs !== undefined ? (nowMs - request.admittedAtMs) / 1000 / request.framesMade : secondsPerFrame;
+      running.push(this.#lengths.remainingFrames(request) * ownPace);
+    }
+    // A request still being read will take a place before this one: as long as the others, on average (a
+    // second of audio when there are none).
+    const known = [...running, ...waiting];
+    const typical = known.length > 0 ? known.reduce((sum, seconds) => sum + seconds, 0) / known.length : this.#lengths.framesPerSecond * secondsPerFrame;
+    for (let index = 0; index < this.#reserved; index++) waiting.push(typical);
+    return expectedWaitSeconds(this.places, running, waiting);
+  }
+
+  /**
+   * Settles once `request` has a running place; rejects with its signal's reason if it was aborted first, and
+   * with EngineFullError (its place in the queue given up) if it has none after `maxQueueWaitSeconds`.
+   */
+  #placeFor(request: EngineRequest): Promise<void> {
+    if (request.status !== RequestStatus.WAITING) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        clearTimeout(timer);
+        this.#placeWaiters.delete(check);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const check = () => {
+        if (request.status === RequestStatus.WAITING) return;
+        if (!isFinished(request.status)) return settle();
+        settle(request.job.signal.aborted ? request.job.signal.reason : this.#closed ? new EngineUnavailableError("closed") : (request.error ?? new EngineUnavailableError("closed")));
+      };
+      const timer = setTimeout(() => {
+        if (request.status !== RequestStatus.WAITING) return check();
+        request.detach();
+        this.#scheduler.finish(request.id, "abort");
+        // Its waiting place is free: a batch item waiting for room may take it.
+        this.#roomWaiters.shift()?.();
+        settle(this.fullError());
+      }, this.#maxQueueWaitSeconds * 1000);
+      this.#placeWaiters.add(check);
+    });
+  }
+
+  /** Tells the submissions waiting for a place whether theirs came (or their request ended). */
+  #checkPlaceWaiters(): void {
+    for (const check of [...this.#placeWaiters]) check();
   }
 
   /** Refused (EngineFullError) now, counted as a refusal, when no running or waiting place is free. */
@@ -234,10 +346,63 @@ export class Engine {
     if (!this.#hasRoom) throw this.fullError();
   }
 
-  /** The refusal a full engine answers with, counted as one. */
-  fullError(): EngineFullError {
+  /**
+   * Refused (EngineFullError) now, counted as a refusal, unless a running place is free or expected within
+   * `maxQueueWaitSeconds` (and a waiting place is free): what `submit` checks first, and what a front end
+   * may check before it reads a request, so that a full server answers at once, having done nothing.
+   */
+  refuseUnlessPlaceSoon(): void {
+    if (!this.#hasRoom) throw this.fullError();
+    const waitSeconds = this.expectedWaitSeconds();
+    if (waitSeconds > this.#maxQueueWaitSeconds) throw this.fullError(waitSeconds);
+    const starts = this.#starts;
+    if (!starts) return;
+    // Starting with others: the ones starting now, and the waiting ones, which start before it.
+    const starters = this.#scheduler.startingCount + this.#scheduler.counts.waiting + this.#reserved;
+    if (starters === 0) return;
+    const firstAudioSeconds = waitSeconds + starts.predict(starters + 1);
+    if (firstAudioSeconds <= this.#firstAudioBudgetSeconds) return;
+    // Its place frees as the others' starts end: about when the last of them is expected to have its first audio.
+    throw this.fullError(undefined, { firstAudioSeconds, retryAfterSeconds: starts.predict(starters) });
+  }
+
+  /**
+   * `refuseUnlessPlaceSoon`, and the place it found promised until `submit` takes it (or `release`): a front
+   * end checks before it reads a request, so a full server refuses at once, and the requests being read
+   * meanwhile count as taking their places.
+   */
+  reservePlace(): PlaceReservation {
+    this.refuseUnlessPlaceSoon();
+    this.#reserved++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.#reserved--;
+      },
+    };
+  }
+
+  /** The start-latency fit admission predicts first audio by (real-time admission only). */
+  get startLatency(): StartLatency | undefined {
+    return this.#starts;
+  }
+
+  /**
+   * The refusal a full engine answers with, counted as one; `waitSeconds`: the expected wait for a place,
+   * where that (beyond `maxQueueWaitSeconds`) is the reason.
+   */
+  fullError(waitSeconds?: number, start?: { firstAudioSeconds: number; retryAfterSeconds: number }): EngineFullError {
     this.observer?.rejected();
-    return new EngineFullError(this.#retryAfterSeconds(), this.#limits, this.#scheduler.hasRoom ? this.#memory?.budgetBytes : undefined);
+    const wait = start?.retryAfterSeconds ?? waitSeconds ?? this.expectedWaitSeconds();
+    const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(wait)));
+    const reason = start
+      ? { firstAudioSeconds: start.firstAudioSeconds, firstAudioBudgetSeconds: this.#firstAudioBudgetSeconds }
+      : waitSeconds !== undefined
+        ? { expectedWaitSeconds: waitSeconds, maxQueueWaitSeconds: this.#maxQueueWaitSeconds }
+        : undefined;
+    return new EngineFullError(retryAfterSeconds, this.#limits, this.#scheduler.hasRoom ? this.#memory?.budgetBytes : undefined, reason);
   }
 
   /** A place is free, and (with a memory budget) one more request is planned to fit in it. */
@@ -275,8 +440,10 @@ export class Engine {
     try {
       for (;;) {
         const wasPaused = request.status === RequestStatus.PAUSED;
+        const firstTake = request.firstTakenAtMs === undefined;
         const chunk = this.#scheduler.take(request, performance.now());
         if (chunk) {
+          if (firstTake && request.admittedAtMs !== undefined) this.#starts?.observe(request.startersAtAdmission, (request.firstTakenAtMs! - request.admittedAtMs) / 1000);
           if (wasPaused && request.status !== RequestStatus.PAUSED) this.#kick();
           yield chunk;
           continue;
@@ -350,6 +517,7 @@ export class Engine {
         }
         const tickStartMs = performance.now();
         const plan = this.#scheduler.schedule(tickStartMs, this.#workOf);
+        if (plan.newRequests.length > 0) this.#checkPlaceWaiters();
         this.#measureTick(plan, tickStartMs);
         if (hasWork(plan)) {
           worked = true;
@@ -439,6 +607,7 @@ export class Engine {
     this.#scheduler.finish(id, reason, error);
     this.#ended(reason, request);
     this.#notify(id);
+    this.#checkPlaceWaiters();
   }
 
   /**
@@ -500,9 +669,8 @@ export class Engine {
 
   #ended(reason: FinishReason, request?: EngineRequest): void {
     this.#lastTurnoverMs = performance.now();
-    if (request?.admittedAtMs !== undefined && reason !== "abort") {
-      const seconds = (performance.now() - request.admittedAtMs) / 1000;
-      this.#meanRequestSeconds = 0.8 * this.#meanRequestSeconds + 0.2 * seconds;
+    if (request?.admittedAtMs !== undefined && (reason === "stop" || reason === "length")) {
+      this.#lengths.observe(request, request.framesMade, (performance.now() - request.admittedAtMs) / 1000);
     }
     this.observer?.finished(reason);
     // A place is free: the oldest submission waiting for room may take it.
@@ -531,17 +699,12 @@ export class Engine {
       signal.addEventListener("abort", onAbort, { once: true });
     });
   }
-
-  /**
-   * How long a refused client should wait: the running places turn over about every mean request time, and
-   * as many run at once as stay real time (the capacity estimate), up to `maxStreams`.
-   */
-  #retryAfterSeconds(): number {
-    const { waiting } = this.#scheduler.counts;
-    const seconds = Math.ceil((this.#meanRequestSeconds * (waiting + 1)) / this.places);
-    return Math.min(60, Math.max(1, seconds));
-  }
 }
+
+/** The longest Retry-After told: past a minute, the estimate says more about the load than the clock. */
+const MAX_RETRY_AFTER_SECONDS = 60;
+/** Frames after which a running request's own pace is taken for its remaining ones (a second of audio). */
+const OWN_PACE_AFTER_FRAMES = 12;
 
 function hasWork(plan: StepPlan): boolean {
   return plan.newRequests.length > 0 || plan.prefills.length > 0 || plan.steps.length > 0 || plan.decodes.length > 0 || plan.finishedRequestIds.length > 0;

@@ -3,14 +3,25 @@
  * a WebSocket error message, a Wyoming error event); the engine knows no protocol.
  */
 
-/** Every running and waiting place is taken (or the memory budget is): retry after `retryAfterSeconds`. */
+/**
+ * No running place is free and none is expected soon enough to wait for (or every waiting place, or the
+ * memory budget, is taken): retry after `retryAfterSeconds`, the expected time to a free place.
+ */
 export class EngineFullError extends Error {
   constructor(
     readonly retryAfterSeconds: number,
     limits: { maxStreams: number; maxQueue: number },
     memoryBudgetBytes?: number,
+    reason?: { expectedWaitSeconds: number; maxQueueWaitSeconds: number } | { firstAudioSeconds: number; firstAudioBudgetSeconds: number },
   ) {
-    const what = memoryBudgetBytes === undefined ? `${limits.maxStreams} streams running, ${limits.maxQueue} waiting` : `its memory budget of ${Math.round(memoryBudgetBytes / 1024 ** 2)} MiB (--memory-budget) is taken`;
+    const what =
+      memoryBudgetBytes !== undefined
+        ? `its memory budget of ${Math.round(memoryBudgetBytes / 1024 ** 2)} MiB (--memory-budget) is taken`
+        : reason && "expectedWaitSeconds" in reason
+          ? `every place it runs in real time is taken and the next is expected in ${reason.expectedWaitSeconds.toFixed(1)} s, longer than a request may wait (--max-queue-wait ${reason.maxQueueWaitSeconds} s)`
+          : reason
+            ? `so many streams are starting that this one's first audio is expected in ${reason.firstAudioSeconds.toFixed(1)} s, past its budget (--first-audio-budget ${reason.firstAudioBudgetSeconds} s)`
+            : `${limits.maxStreams} streams running, ${limits.maxQueue} waiting`;
     super(`The server is at capacity (${what}); retry after ${retryAfterSeconds} s`);
     this.name = "EngineFullError";
   }

@@ -47,12 +47,14 @@ export function idleMemoryRelease(delayMs = IDLE_RELEASE_DELAY_MS, release: () =
   };
 }
 
-/** The engine options a configuration sets (--max-streams, --max-queue, --memory-budget). */
-export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue"> & Partial<Pick<Config, "memoryBudget">>): EngineOptions {
+/** The engine options a configuration sets (--max-streams, --max-queue, --max-queue-wait, --first-audio-budget, --memory-budget). */
+export function engineOptionsOf(config: Pick<Config, "maxStreams" | "maxQueue"> & Partial<Pick<Config, "memoryBudget" | "maxQueueWait" | "firstAudioBudget">>): EngineOptions {
   const budget = config.memoryBudget ?? null;
   return {
     maxStreams: config.maxStreams,
     maxQueue: config.maxQueue,
+    ...(config.maxQueueWait === undefined ? {} : { maxQueueWaitSeconds: config.maxQueueWait }),
+    ...(config.firstAudioBudget === undefined ? {} : { firstAudioBudgetSeconds: config.firstAudioBudget }),
     onIdle: idleMemoryRelease(),
     ...(budget === null ? {} : { memory: { budgetBytes: budget * MEMORY_BUDGET_USE, plannedBytesPerRequest: PLANNED_BYTES_PER_REQUEST, residentBytes } }),
   };

@@ -92,6 +92,8 @@ export class EngineRequest {
   admittedAtMs: number | undefined;
   /** Seconds of audio queued before the consumer may take the first (set at admission, by load). */
   firstAudioHoldSeconds = 0;
+  /** Requests starting (running, no audio taken yet) when it got its place, itself included. */
+  startersAtAdmission = 1;
 
   /** Removes the request's listener from its job's signal. */
   detach: () => void = () => {};

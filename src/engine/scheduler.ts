@@ -78,6 +78,13 @@ export class Scheduler {
     return streams <= 1 || (this.limits.admits?.(streams) ?? true);
   }
 
+  /** Running requests whose consumer has taken no audio yet: the ones starting. */
+  get startingCount(): number {
+    let starting = 0;
+    for (const request of this.#running) if (request.firstTakenAtMs === undefined) starting++;
+    return starting;
+  }
+
   get(id: RequestId): EngineRequest | undefined {
     return this.#requests.get(id);
   }
@@ -240,6 +247,7 @@ export class Scheduler {
       request.admittedAtMs = nowMs;
       this.#running.push(request);
       request.firstAudioHoldSeconds = this.limits.firstAudioHoldSeconds?.(this.#running.length) ?? 0;
+      request.startersAtAdmission = this.startingCount;
     }
   }
 

@@ -8,6 +8,7 @@ import { ApiError, badRequest, echoed } from "../api/errors.ts";
 import { OTHER_MODELS_FIELDS, VLLM_SAMPLING_FIELDS, type SpeechRequest } from "../api/speech.ts";
 import type { DeliveryMode } from "../metrics.ts";
 import type { SpeechDelivery, SpeechService, SpeechSpec, StartedSpeech, UnusedParts } from "../speech/service.ts";
+import type { PlaceReservation } from "../engine/core.ts";
 import type { CatalogScope, VoiceCatalog } from "../voices/catalog.ts";
 
 /** The rate of OpenAI's `pcm` response format (16-bit little-endian mono at 24 kHz). */
@@ -55,6 +56,11 @@ export class OpenAiSpeech {
     if (!this.servedModelIds().includes(model) && !OPENAI_DATED_SPEECH_MODEL.test(model)) {
       throw new ApiError(404, `The model '${echoed(model)}' does not exist. Served: ${this.servedModelIds().join(", ")}`, "model");
     }
+  }
+
+  /** A place held for the request `start` will bring `signal` for, or a 429 now (SpeechService.holdPlace). */
+  holdPlace(signal: AbortSignal): PlaceReservation {
+    return this.deps.service.holdPlace(signal);
   }
 
   /** One request through the core: read here, spoken there. */

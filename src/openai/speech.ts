@@ -1,6 +1,6 @@
 /** POST /v1/audio/speech: one file, a raw audio stream, or SSE deltas. */
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { speechRequestSchema } from "../api/speech.ts";
 import { CONTENT_TYPES } from "../audio/encoders.ts";
 import { wholeAudio } from "../speech/service.ts";
@@ -41,26 +41,37 @@ export function describeSpeechRoute(registry: OpenAPIRegistry): void {
 
 export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
   app.post("/v1/audio/speech", async (c) => {
-    const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.body));
     const abort = clientAbort(c.req.raw.signal);
-    const speech = await deps.openai.start(request, "speech", abort.signal, (seconds) => noteAudio(c, seconds));
-    const { prepared } = speech;
-
-    if (prepared.delivery === "file") {
-      const file = await wholeAudio(speech.audio);
-      return new Response(file as Uint8Array<ArrayBuffer>, { headers: fileHeaders(prepared, file.byteLength, await speech.done) });
+    // Every delivery of this route takes a running place now: a full server refuses before the body is read.
+    const place = deps.openai.holdPlace(abort.signal);
+    try {
+      return await speechResponse(c, deps, abort);
+    } finally {
+      place.release();
     }
-
-    const sse = prepared.delivery === "sse";
-    return streamedResponse(
-      c,
-      abort,
-      () => {
-        const headers = new Headers(sse ? sseHeaders(prepared.ignoredFields) : audioStreamHeaders(prepared));
-        return { headers, bytes: sse ? speechAudioEvents(speech, abort.signal, deps.logger) : speech.audio };
-      },
-      deps.stallTimeoutMs,
-      (error) => deps.logger.error("speech stream failed", { mode: prepared.delivery, error: String(error) }),
-    );
   });
+}
+
+/** The route's answer once its place is held: the request read, its audio as a file, a raw stream or SSE. */
+async function speechResponse(c: Context, deps: SpeechRouteDeps, abort: AbortController): Promise<Response> {
+  const request = parseWith(speechRequestSchema, await readJsonBody(c, deps.body));
+  const speech = await deps.openai.start(request, "speech", abort.signal, (seconds) => noteAudio(c, seconds));
+  const { prepared } = speech;
+
+  if (prepared.delivery === "file") {
+    const file = await wholeAudio(speech.audio);
+    return new Response(file as Uint8Array<ArrayBuffer>, { headers: fileHeaders(prepared, file.byteLength, await speech.done) });
+  }
+
+  const sse = prepared.delivery === "sse";
+  return streamedResponse(
+    c,
+    abort,
+    () => {
+      const headers = new Headers(sse ? sseHeaders(prepared.ignoredFields) : audioStreamHeaders(prepared));
+      return { headers, bytes: sse ? speechAudioEvents(speech, abort.signal, deps.logger) : speech.audio };
+    },
+    deps.stallTimeoutMs,
+    (error) => deps.logger.error("speech stream failed", { mode: prepared.delivery, error: String(error) }),
+  );
 }

@@ -92,7 +92,8 @@ export class SpeechStreamSession {
           sink.sendJson({ type: "audio.done", utterance_index: sentence.utteranceIndex, sentence_index: sentence.sentenceIndex, total_bytes: end.totalBytes, audio_seconds: end.audioSeconds, error: false, finish_reason: end.finishReason, ...ignored });
         },
         sentenceFailed: (sentence, error, sentBytes) => {
-          // A full engine refuses the sentence, not the session: the client may send it again after retry_after.
+          // A full engine refuses the sentence, and then the session closes (1013): the client reconnects after
+          // retry_after, to this replica or another, and sends the sentence again.
           const refusal = error.kind === "at_capacity" ? { code: 429, retry_after: error.retryAfterSeconds } : {};
           sink.sendJson({ type: "error", message: error.message, ...refusal, ...(sentBytes > 0 ? { partial_audio: true, action: "discard" } : {}) });
           sink.sendJson({ type: "audio.done", utterance_index: sentence.utteranceIndex, sentence_index: sentence.sentenceIndex, total_bytes: sentBytes, error: error.message, finish_reason: "error" });
@@ -116,6 +117,7 @@ export class SpeechStreamSession {
         maxInputChars: options.service.maxInputChars,
         maxInboxBytes: MAX_INBOX_BYTES,
         stallTimeoutMs: options.stallTimeoutMs,
+        endWhenFull: true,
       },
     );
   }

@@ -9,7 +9,7 @@
 import type { Config } from "../config.ts";
 import type { FinishReason, SpeechModel } from "../models/contract.ts";
 import type { ModelHost } from "../engine/host.ts";
-import type { Engine } from "../engine/core.ts";
+import type { Engine, PlaceReservation } from "../engine/core.ts";
 import { STREAM_OUTCOMES } from "../engine/request.ts";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { ApiError, badRequest, echoed } from "../api/errors.ts";
@@ -52,6 +52,8 @@ export class SpeechService {
    * long files waits in clients' retries, not in memory; a batch item waits for the engine, a few at a time.
    */
   #filesEncoding = 0;
+  /** Places held for requests still being read, by the signal their `start` will bring (holdPlace). */
+  readonly #held = new WeakMap<AbortSignal, PlaceReservation>();
 
   constructor(
     private readonly host: ModelHost,
@@ -63,6 +65,24 @@ export class SpeechService {
     this.#prompts = new VoicePrompts(voices);
     this.lexicon = config.lexicon ? loadLexicon(config.lexicon) : undefined;
     this.markdownReading = markdownReadingOf(config);
+  }
+
+  /**
+   * A running place (or one expected within --max-queue-wait) held for the request whose `start` will bring
+   * `signal`, or an EngineFullError now: an HTTP route calls it first, so that a full server answers before
+   * it reads the body, and the requests being read meanwhile count as taking their places. `start` takes the
+   * place; `release` gives it back when the route ends without one (idempotent, so a route releases in a
+   * `finally`).
+   */
+  holdPlace(signal: AbortSignal): PlaceReservation {
+    const reservation = this.engine().reservePlace();
+    this.#held.set(signal, reservation);
+    return {
+      release: () => {
+        if (this.#held.get(signal) === reservation) this.#held.delete(signal);
+        reservation.release();
+      },
+    };
   }
 
   /** How markdown is read (--read-markdown, --code-block-placeholder, --emoji), or undefined when it is spoken as sent. */
@@ -218,15 +238,22 @@ export class SpeechService {
   start(spec: SpeechSpec, delivery: SamplesDelivery, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech<Float32Array>>;
   start(spec: SpeechSpec, delivery: SpeechDelivery, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech<Uint8Array>>;
   async start(spec: SpeechSpec, delivery: SpeechDelivery | SamplesDelivery, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech<Uint8Array> | StartedSpeech<Float32Array>> {
+    // A full server says so before it reads anything (a text's normalization, a voice's encoding): refusing is
+    // what a client past capacity is owed, at once. The place found is held while the request is read.
+    let reservation: PlaceReservation | undefined;
     try {
+      if (delivery.admit === "now" && delivery.whenFull === "reject") reservation = this.#held.get(signal) ?? this.engine().reservePlace();
+      this.#held.delete(signal);
       const prepared = await this.prepare(spec, delivery, signal);
-      const admitted = delivery.admit === "now" ? await this.#admit(prepared, delivery, signal) : undefined;
+      const admitted = delivery.admit === "now" ? await this.#admit(prepared, delivery, signal, reservation) : undefined;
       let settle!: (end: SpeechEnd) => void;
       const done = new Promise<SpeechEnd>((resolve) => (settle = resolve));
       const audio = this.#deliver(prepared, delivery, admitted, signal, settle, onAudio);
       return { prepared, audio, done } as StartedSpeech<Uint8Array> | StartedSpeech<Float32Array>;
     } catch (error) {
       throw this.refused(delivery.mode, signal, error);
+    } finally {
+      reservation?.release();
     }
   }
 
@@ -240,12 +267,13 @@ export class SpeechService {
     };
   }
 
-  async #admit(prepared: PreparedSpeech, delivery: SpeechDelivery, signal: AbortSignal): Promise<SpeechAudio> {
+  async #admit(prepared: PreparedSpeech, delivery: SpeechDelivery, signal: AbortSignal, reservation?: PlaceReservation): Promise<SpeechAudio> {
     const engine = this.engine();
     if (prepared.delivery === "file" && this.#filesEncoding >= engine.limits.maxStreams) throw engine.fullError();
-    if (!prepared.parts) return engine.submit({ ...prepared.job, signal }, { whenFull: delivery.whenFull });
+    const options = { whenFull: delivery.whenFull, ...(reservation ? { reservation } : {}) };
+    if (!prepared.parts) return engine.submit({ ...prepared.job, signal }, options);
     const firstJob = prepared.parts.find((part) => part.job)?.job;
-    const first = firstJob ? await engine.submit({ ...firstJob, signal }, { whenFull: delivery.whenFull }) : undefined;
+    const first = firstJob ? await engine.submit({ ...firstJob, signal }, options) : undefined;
     return new PausedStream(prepared.parts, first, (job) => engine.submit({ ...job, signal }, { whenFull: "wait" }), this.model().capabilities.nativeSampleRateHz);
   }
 

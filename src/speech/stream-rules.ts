@@ -11,6 +11,8 @@ export const CLOSE_NORMAL = 1000;
 /** The server is shutting down (RFC 6455 §7.4.1: "going away"): a client reconnects, to another replica. */
 export const CLOSE_GOING_AWAY = 1001;
 export const CLOSE_POLICY = 1008;
+/** The server is at capacity (1013, "Try Again Later", IANA's registry of RFC 6455 codes): reconnect later, or elsewhere. */
+export const CLOSE_TRY_AGAIN_LATER = 1013;
 export const CLOSE_TOO_BIG = 1009;
 
 /**
@@ -75,6 +77,9 @@ export function closeOf(ending: TextStreamEnding): { message?: string; code: num
       return { code: CLOSE_GOING_AWAY, reason: "server shutting down" };
     case "stalled":
       return { code: CLOSE_POLICY, reason: "client stopped reading audio" };
+    case "at_capacity":
+      // The refusal itself went out as the sentence's error, in the protocol's shape.
+      return { code: CLOSE_TRY_AGAIN_LATER, reason: `server at capacity; retry after ${ending.retryAfterSeconds} s` };
     case "idle":
       return { message: `idle timeout: no message for ${ending.idleSeconds} s and nothing left to send; the session is closed`, code: CLOSE_NORMAL, reason: "idle timeout" };
     case "unconfigured":

@@ -52,6 +52,7 @@ export interface TextStreamError {
  */
 export type TextStreamEnding =
   | { kind: "finished" | "going_away" | "stalled" | "unconfigured" }
+  | { kind: "at_capacity"; retryAfterSeconds: number }
   | { kind: "idle"; idleSeconds: number }
   | { kind: "broken"; error: TextStreamError };
 
@@ -93,6 +94,12 @@ export interface TextStreamOptions<Settings> {
   maxInboxBytes: number;
   /** How long a client may read nothing while audio waits for it before the stream is dropped. */
   stallTimeoutMs: number;
+  /**
+   * A sentence the engine has no place for ends the stream (`at_capacity`) once its refusal is told: a
+   * socket's client then reconnects, which a load balancer can send to another replica. Otherwise (a
+   * Wyoming connection, which outlives its runs) the stream goes on.
+   */
+  endWhenFull?: boolean;
 }
 
 type WorkItem<Settings> = { kind: "segment"; sentence: SpokenSentence; settings: Settings } | { kind: "utterance-end"; utteranceIndex: number; totalSentences: number };
@@ -364,7 +371,9 @@ export class TextStream<Settings> {
     } catch (error) {
       if (this.#closed || signal.aborted) return;
       if (!asApiError(error)) this.options.logger.error("text stream synthesis failed", { error: String(error) });
-      this.events.sentenceFailed(sentence, sentenceError(error), sentBytes);
+      const failure = sentenceError(error);
+      this.events.sentenceFailed(sentence, failure, sentBytes);
+      if (failure.kind === "at_capacity" && this.options.endWhenFull) this.#end({ kind: "at_capacity", retryAfterSeconds: failure.retryAfterSeconds ?? 1 });
     }
   }
 

@@ -247,12 +247,13 @@ describe("aborts", () => {
     const engine = engineWith(runner, { maxStreams: 1 });
     const running = await engine.submit(job(20));
     const controller = new AbortController();
-    const queued = await engine.submit(job(20, controller.signal));
+    const queued = engine.submit(job(20, controller.signal));
     expect(engine.counts.waiting).toBe(1);
-    controller.abort();
+    controller.abort(new Error("left"));
+    let refused: unknown;
+    await queued.catch((error) => (refused = error));
+    expect((refused as Error).message).toBe("left");
     expect(await collect(running)).toBe(20);
-    expect(await collect(queued)).toBe(0);
-    expect(queued.finishReason).toBe("abort");
     expect(runner.seen).toEqual([running.requestId]);
   });
 
@@ -272,7 +273,8 @@ describe("admission", () => {
     const runner = new FakeRunner(false, 2);
     const engine = engineWith(runner, { maxStreams: 1, maxQueue: 1 });
     const first = await engine.submit(job(30));
-    const second = await engine.submit(job(3));
+    // Queued: the place is expected within --max-queue-wait, and its submission settles once it has it.
+    const second = engine.submit(job(3));
     let refused: unknown;
     await engine.submit(job(3)).catch((error) => (refused = error));
     expect(refused).toBeInstanceOf(EngineFullError);
@@ -280,7 +282,115 @@ describe("admission", () => {
     expect(full.retryAfterSeconds).toBeGreaterThanOrEqual(1);
 
     const waiting = engine.submit(job(2), { whenFull: "wait" });
-    expect(await Promise.all([collect(first), collect(second), waiting.then(collect)])).toEqual([30, 3, 2]);
+    expect(await Promise.all([collect(first), second.then(collect), waiting.then(collect)])).toEqual([30, 3, 2]);
+  });
+
+  test("a submission settles only once its request has a running place", async () => {
+    const engine = engineWith(new FakeRunner(false, 2), { maxStreams: 1 });
+    const first = await engine.submit(job(10));
+    let placed = false;
+    const second = engine.submit(job(2)).then((stream) => {
+      placed = true;
+      return stream;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(placed).toBe(false);
+    expect(engine.counts.waiting).toBe(1);
+    expect(await collect(first)).toBe(10);
+    expect(await collect(await second)).toBe(2);
+  });
+
+  test("with no place expected within --max-queue-wait a submission is refused at once, Retry-After the expected wait", async () => {
+    const runner = new FakeRunner(false, 2);
+    const engine = engineWith(runner, { maxStreams: 1, maxQueueWaitSeconds: 2 });
+    // A long text is a long request: about 12.5 frames a second of speech at 15 characters a second.
+    const long = "x".repeat(15 * 10);
+    const running = await engine.submit(job(5, undefined, { text: long }));
+    expect(engine.expectedWaitSeconds()).toBeGreaterThan(2);
+    const startedMs = performance.now();
+    let refused: unknown;
+    await engine.submit(job(2)).catch((error) => (refused = error));
+    expect(performance.now() - startedMs).toBeLessThan(1000);
+    expect(refused).toBeInstanceOf(EngineFullError);
+    expect((refused as EngineFullError).message).toContain("--max-queue-wait 2 s");
+    // About 10.5 s of speech at one frame a frame period (nothing has ended to say the pace is faster).
+    expect((refused as EngineFullError).retryAfterSeconds).toBeGreaterThanOrEqual(10);
+    expect((refused as EngineFullError).retryAfterSeconds).toBeLessThanOrEqual(12);
+    expect(engine.counts.waiting).toBe(0);
+    running.cancel();
+  });
+
+  test("--max-queue-wait 0 never queues: a submission runs now or is refused", async () => {
+    const engine = engineWith(new FakeRunner(false, 2), { maxStreams: 1, maxQueueWaitSeconds: 0 });
+    const running = await engine.submit(job(3));
+    await expect(engine.submit(job(1))).rejects.toBeInstanceOf(EngineFullError);
+    expect(await collect(running)).toBe(3);
+  });
+
+  test("a queued request still without a place after --max-queue-wait is refused then and never runs", async () => {
+    const runner = new FakeRunner(false, 2);
+    const engine = engineWith(runner, { maxStreams: 1, maxQueueWaitSeconds: 0.2 });
+    // Its text says 8 frames; it makes 40 (the estimate is wrong), and is not read, so it never ends.
+    const running = await engine.submit(job(40));
+    await eventually("its first frames made", () => running.request.framesMade >= 8);
+    expect(engine.expectedWaitSeconds()).toBeLessThan(0.2);
+    const startedMs = performance.now();
+    let refused: unknown;
+    await engine.submit(job(1)).catch((error) => (refused = error));
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(190);
+    expect(refused).toBeInstanceOf(EngineFullError);
+    expect(engine.counts.waiting).toBe(0);
+    expect(runner.seen).toEqual([running.requestId]);
+    running.cancel();
+  });
+
+  test("the expected wait learns what requests that ended made against what their text said, and the pace they ran at", async () => {
+    const engine = engineWith(new FakeRunner(false, 1), { maxStreams: 1 });
+    // Text "30" predicts 8 frames; each such request makes 30 (as a model that speaks slowly would).
+    const before = await engine.submit(job(30));
+    const waitBefore = engine.expectedWaitSeconds();
+    expect(await collect(before)).toBe(30);
+    for (let index = 0; index < 6; index++) expect(await collect(await engine.submit(job(30)))).toBe(30);
+    const probe = await engine.submit(job(30));
+    // Now a running one is expected to make about 30 frames, at the pace the others ran (far faster than real time).
+    const waitAfter = engine.expectedWaitSeconds();
+    expect(waitAfter).toBeGreaterThan(0);
+    expect(waitAfter).toBeLessThan(waitBefore);
+    probe.cancel();
+  });
+  test("a place reserved while a request is read counts as taken; the submission that brings the reservation is not checked again", async () => {
+    const engine = engineWith(new FakeRunner(false, 2), { maxStreams: 1, maxQueueWaitSeconds: 0 });
+    const reservation = engine.reservePlace();
+    // The one place is promised: a second request is refused before it is read.
+    expect(() => engine.reservePlace()).toThrow(EngineFullError);
+    await expect(engine.submit(job(1))).rejects.toBeInstanceOf(EngineFullError);
+    const stream = await engine.submit(job(3), { reservation });
+    expect(await collect(stream)).toBe(3);
+    // Given back (a request that failed its checks): the place is free again.
+    engine.reservePlace().release();
+    expect(await collect(await engine.submit(job(2)))).toBe(2);
+  });
+
+  test("with real-time admission, a stream that would start beside too many others is refused by --first-audio-budget", async () => {
+    const runner = Object.assign(new FakeRunner(false, 2), { framesPerStep: 1 });
+    const engine = engineWith(runner, { maxStreams: 8, maxQueueWaitSeconds: 2, firstAudioBudgetSeconds: 0.5 });
+    // Starts measured at 0.2 s a starter: two at once are 0.4 s, three 0.6 s, past the budget.
+    for (let index = 0; index < 200; index++) engine.startLatency!.observe(1 + (index % 4), 0.2 * (1 + (index % 4)));
+    const reservations = [engine.reservePlace(), engine.reservePlace()];
+    let refused: unknown;
+    try {
+      engine.reservePlace();
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(EngineFullError);
+    expect((refused as EngineFullError).message).toContain("--first-audio-budget 0.5 s");
+    // Retry once the others have started: about 0.4 s, told as whole seconds.
+    expect((refused as EngineFullError).retryAfterSeconds).toBe(1);
+    for (const reservation of reservations) reservation.release();
+    // Alone, a request always starts, whatever the budget.
+    const tight = engineWith(Object.assign(new FakeRunner(false, 2), { framesPerStep: 1 }), { firstAudioBudgetSeconds: 0.001 });
+    expect(await collect(await tight.submit(job(2)))).toBe(2);
   });
 
   test("a waiting submission whose signal aborts gives up its turn", async () => {
