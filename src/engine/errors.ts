@@ -12,7 +12,7 @@ export class EngineFullError extends Error {
     readonly retryAfterSeconds: number,
     limits: { maxStreams: number; maxQueue: number },
     memoryBudgetBytes?: number,
-    reason?: { expectedWaitSeconds: number; maxQueueWaitSeconds: number } | { firstAudioSeconds: number; firstAudioBudgetSeconds: number },
+    reason?: { expectedWaitSeconds: number; maxQueueWaitSeconds: number } | { firstAudioSeconds: number; firstAudioLimitSeconds: number; firstAudioBudgetSeconds: number },
   ) {
     const what =
       memoryBudgetBytes !== undefined
@@ -20,7 +20,7 @@ export class EngineFullError extends Error {
         : reason && "expectedWaitSeconds" in reason
           ? `every place it runs in real time is taken and the next is expected in ${reason.expectedWaitSeconds.toFixed(1)} s, longer than a request may wait (--max-queue-wait ${reason.maxQueueWaitSeconds} s)`
           : reason
-            ? `so many streams are starting that this one's first audio is expected in ${reason.firstAudioSeconds.toFixed(1)} s, past its budget (--first-audio-budget ${reason.firstAudioBudgetSeconds} s)`
+            ? `so many streams are starting that this one's first audio is expected in ${reason.firstAudioSeconds.toFixed(2)} s, more than the ${reason.firstAudioLimitSeconds.toFixed(2)} s --first-audio-budget ${reason.firstAudioBudgetSeconds} s leaves a prediction`
             : `${limits.maxStreams} streams running, ${limits.maxQueue} waiting`;
     super(`The server is at capacity (${what}); retry after ${retryAfterSeconds} s`);
     this.name = "EngineFullError";

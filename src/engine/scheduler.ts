@@ -208,7 +208,7 @@ export class Scheduler {
    */
   take(request: EngineRequest, nowMs: number): AudioChunk | undefined {
     // Held: the first audio waits until the request is far enough ahead to keep its lead (or has ended).
-    if (request.firstTakenAtMs === undefined && !isFinished(request.status) && request.queuedSeconds < request.firstAudioHoldSeconds) return undefined;
+    if (request.firstTakenAtMs === undefined && !isFinished(request.status) && request.queuedSeconds < this.#holdOf(request)) return undefined;
     const chunk = request.queue.shift();
     if (!chunk) return undefined;
     const seconds = chunk.samples.length / chunk.sampleRateHz;
@@ -249,6 +249,17 @@ export class Scheduler {
       request.firstAudioHoldSeconds = this.limits.firstAudioHoldSeconds?.(this.#running.length) ?? 0;
       request.startersAtAdmission = this.startingCount;
     }
+  }
+
+  /**
+   * A request's first-audio hold: as set when it was admitted, or as the load is now if that asks more. The
+   * first of a burst is admitted alone, and the others' prefills, admitted a moment later, stall it just after
+   * its first frame: measured with five arriving together, it was the one that ran dry (after 80 ms of audio).
+   */
+  #holdOf(request: EngineRequest): number {
+    const now = this.limits.firstAudioHoldSeconds?.(this.#running.length + this.#waiting.length) ?? 0;
+    if (now > request.firstAudioHoldSeconds) request.firstAudioHoldSeconds = now;
+    return request.firstAudioHoldSeconds;
   }
 
   #updatePause(request: EngineRequest): void {

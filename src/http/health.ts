@@ -5,7 +5,9 @@
  * - GET /health/ready (readiness): 200 only when the model is loaded, its engine can run, and the server is
  *   not draining, and its engine has not been full without any request turning over for longer than
  *   `saturatedAfterMs` (a request's deadline: the stream stall timeout); else 503 saying which, so a load
- *   balancer sends the next request elsewhere.
+ *   balancer sends the next request elsewhere. A replica that is merely full stays ready: it refuses what it
+ *   has no place for in milliseconds (429, Retry-After), and its 200 says how loaded it is (`load`, as
+ *   voxedge_engine_load, and `capacity_streams`), for a balancer that weighs replicas by it.
  */
 import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
@@ -13,6 +15,7 @@ import { z } from "zod";
 import type { ModelHost } from "../engine/host.ts";
 import type { ServerLifecycle } from "../async/server-lifecycle.ts";
 import { json, openByDefault } from "./route-docs.ts";
+import { engineLoad } from "../metrics.ts";
 
 export interface HealthRouteDeps {
   host: ModelHost;
@@ -45,7 +48,10 @@ export function describeHealthRoutes(registry: OpenAPIRegistry): void {
     path: "/health/ready",
     summary: "Readiness: 200 when the model is loaded, its engine can run and the server is not draining",
     security: openByDefault,
-    responses: { 200: { description: "ready", ...json(z.object({ status: z.literal("ready") })) }, 503: { description: "loading, failed or draining", ...json(healthBodySchema) } },
+    responses: {
+      200: { description: "ready, with the engine's load (running and waiting over capacity_streams) and the places it runs at once", ...json(z.object({ status: z.literal("ready"), load: z.number(), capacity_streams: z.number() })) },
+      503: { description: "loading, failed, draining or saturated", ...json(healthBodySchema) },
+    },
   });
 }
 
@@ -63,6 +69,7 @@ export function registerHealthRoutes(app: Hono, { host, lifecycle, saturatedAfte
     if (lifecycle.draining) return c.json({ status: "draining", active: lifecycle.active }, 503);
     const fullForMs = host.engine?.fullForMs() ?? 0;
     if (fullForMs > saturatedAfterMs) return c.json({ status: "saturated", full_for_seconds: Math.round(fullForMs / 1000) }, 503);
-    return c.json({ status: "ready" });
+    const engine = host.engine!;
+    return c.json({ status: "ready", load: Number(engineLoad(engine).toFixed(3)), capacity_streams: engine.places });
   });
 }

@@ -205,12 +205,12 @@ describe("deploy/kubernetes against voxedge", () => {
     expect(container.resources.limits.memory).toBe("1Gi");
   });
 
-  test("the metric both autoscalers read is one the server exports", async () => {
+  test("the metrics both autoscalers read are ones the server exports: the load, and KEDA the refusals too", async () => {
     const exported = await scrapeMetrics(server.url);
-    const query: string = only("ScaledObject").spec.triggers[0].metadata.query;
-    const named = [...query.matchAll(/voxedge_[a-z_]+/g)].map((match) => match[0]);
+    const queries: string[] = only("ScaledObject").spec.triggers.map((trigger: { metadata: { query: string } }) => trigger.metadata.query);
+    const named = queries.flatMap((query) => [...query.matchAll(/voxedge_[a-z_]+/g)].map((match) => match[0]));
     named.push(only("HorizontalPodAutoscaler", withHpa).spec.metrics[0].pods.metric.name);
-    expect(named).toEqual(["voxedge_engine_load", "voxedge_engine_load"]);
+    expect(named).toEqual(["voxedge_engine_load", "voxedge_engine_rejections_total", "voxedge_engine_load"]);
     for (const name of named) expect(exported).toMatch(new RegExp(`^${name} `, "m"));
   });
 });

@@ -45,7 +45,8 @@ test("while the model loads, both are 503 'loading'; once it is ready, both are 
   }
   finishLoading(new ToneModel());
   await host.loaded;
-  expect(await (await app.request("/health/ready")).json()).toEqual({ status: "ready" });
+  // Ready, and idle: no load, the default --max-streams places (the tone model admits by it alone).
+  expect(await (await app.request("/health/ready")).json()).toEqual({ status: "ready", load: 0, capacity_streams: 8 });
   expect(await (await app.request("/health")).json()).toMatchObject({ status: "ok", model: "tone-test" });
 });
 
@@ -110,7 +111,7 @@ describe("readiness of a jammed engine", () => {
     const { Hono } = await import("hono");
     const { registerHealthRoutes } = await import("../../src/http/health.ts");
     let fullForMs = 0;
-    const host = { state: "ready", failure: undefined, model: { capabilities: { modelId: "m", kind: "neural" } }, engine: { failure: undefined, fullForMs: () => fullForMs } };
+    const host = { state: "ready", failure: undefined, model: { capabilities: { modelId: "m", kind: "neural" } }, engine: { failure: undefined, fullForMs: () => fullForMs, counts: { running: 1, waiting: 0, paused: 0 }, places: 1 } };
     const app = new Hono();
     registerHealthRoutes(app, { host: host as never, lifecycle: { draining: false, active: 0 } as never, saturatedAfterMs: 1000 });
     expect((await app.request("/health/ready")).status).toBe(200);

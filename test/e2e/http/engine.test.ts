@@ -91,6 +91,84 @@ describe("admission: --max-streams 1 --max-queue 0", () => {
   });
 });
 
+describe("overload: --max-streams 1 --max-queue-wait 1", () => {
+  // 20 ms a frame, 4 frames a character: a 150-character text runs 12 s; its text predicts ~10 s of speech.
+  const adapter = new ToneModel({ frameDelayMs: 20, framesPerChar: 4 });
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(adapter, { flags: { "max-streams": "1", "max-queue-wait": "1" } });
+  });
+  afterAll(() => server.stop());
+
+  const LONG = "This sentence is long enough to hold the one running place for many seconds, far longer than a second of waiting. ".repeat(2).slice(0, 150);
+
+  test("with no place expected within the queue wait, every protocol refuses at once in its own shape, Retry-After the expected wait; nothing queues", async () => {
+    const controller = new AbortController();
+    const running = await post(server, { input: LONG, stream_format: "audio", response_format: "pcm" }, controller.signal);
+    expect(running.status).toBe(200);
+    const reader = running.body!.getReader();
+    expect((await reader.read()).value!.byteLength).toBeGreaterThan(0);
+    expect(await metric(server, "voxedge_engine_capacity_streams")).toBe(1);
+    expect(await metric(server, "voxedge_engine_load")).toBe(1);
+    expect(await metric(server, "voxedge_engine_expected_wait_seconds")).toBeGreaterThan(1);
+
+    const refused = await post(server, { input: "hello", stream_format: "audio" });
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(1);
+    const body = (await refused.json()) as any;
+    expect(body.error).toMatchObject({ type: "RateLimitError", code: 429 });
+    expect(body.error.message).toContain("--max-queue-wait 1 s");
+    // Refused before the request is read: a body that is not even JSON gets the same answer.
+    const unread = await fetch(`${server.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+    expect(unread.status).toBe(429);
+    await unread.body?.cancel();
+
+    const eleven = await fetch(`${server.url}/elevenlabs/v1/text-to-speech/low/stream?output_format=pcm_24000`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: "hello" }) });
+    expect(eleven.status).toBe(429);
+    expect(Number(eleven.headers.get("retry-after"))).toBeGreaterThan(1);
+    expect(((await eleven.json()) as any).detail).toMatchObject({ status: "too_many_concurrent_requests" });
+
+    // The native socket: the error with code 429 and retry_after, the sentence's audio.done, then close 1013.
+    const socket = new RecordingSocket(`${server.url.replace("http", "ws")}/v1/audio/speech/stream`);
+    await socket.opened;
+    socket.send({ type: "session.config", response_format: "pcm" });
+    socket.send({ type: "input.text", text: "Hello there. And more." });
+    socket.send({ type: "input.done" });
+    expect(await socket.waitForClose()).toBe(1013);
+    expect(socket.closeReason).toMatch(/^server at capacity; retry after \d+ s$/);
+    const error = socket.json().find((message) => message.type === "error");
+    expect(error).toMatchObject({ code: 429 });
+    expect(error.retry_after).toBeGreaterThan(1);
+    expect(socket.json().find((message) => message.type === "audio.done")).toMatchObject({ finish_reason: "error", total_bytes: 0 });
+
+    // ElevenLabs' socket: its error shape, then 1013.
+    const elevenSocket = new RecordingSocket(`${server.url.replace("http", "ws")}/elevenlabs/v1/text-to-speech/low/stream-input?output_format=pcm_24000`);
+    await elevenSocket.opened;
+    elevenSocket.send({ text: " " });
+    elevenSocket.send({ text: "Hello there. " });
+    elevenSocket.send({ text: "" });
+    expect(await elevenSocket.waitForClose()).toBe(1013);
+    expect(elevenSocket.json().find((message) => message.error !== undefined)).toMatchObject({ error: "too_many_concurrent_requests", code: 429 });
+
+    expect(await metric(server, 'voxedge_engine_requests{state="waiting"}')).toBe(0);
+    expect(await metric(server, "voxedge_engine_rejections_total")).toBe(5);
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    expect(await eventually("the engine to empty", async () => ((await engineGauges(server)).every((value) => value === 0) ? true : undefined))).toBe(true);
+  });
+
+  test("a place expected within the queue wait is waited for: the request is answered once it has it", async () => {
+    // Two characters: about 8 frames by its text, 8 in fact (160 ms).
+    const first = await post(server, { input: "hi", stream_format: "audio", response_format: "pcm" });
+    expect(first.status).toBe(200);
+    const second = await post(server, { input: "ok", stream_format: "audio", response_format: "pcm" });
+    expect(second.status).toBe(200);
+    expect((await second.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    expect((await first.arrayBuffer()).byteLength).toBeGreaterThan(0);
+  });
+});
+
 describe("finish reasons", () => {
   const adapter = new ToneModel();
   let server: TestServer;
@@ -165,7 +243,8 @@ describe("backpressure", () => {
 describe("soak", () => {
   test("200 requests on every route, a third of whose clients leave at a random moment, leave no request and no state behind", async () => {
     const adapter = new ToneModel({ frameDelayMs: 1, framesPerChar: 1 });
-    const server = await startTestServer(adapter, { flags: { "max-streams": "6", "max-queue": "400" } });
+    // A deep queue that nobody is refused from: the soak is of requests that wait, run and leave.
+    const server = await startTestServer(adapter, { flags: { "max-streams": "6", "max-queue": "400", "max-queue-wait": "600" } });
     try {
       const random = seededRandom(12345);
       let completed = 0;
