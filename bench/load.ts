@@ -4,8 +4,8 @@
  * time to the first PCM byte, RTF (request → last byte over seconds of audio), and whether a player with a
  * 200 ms jitter buffer would run dry. Per row: p50/p95 first audio, median RTF, audio seconds delivered per
  * wall second across all streams, starving streams, streams the server refused (HTTP 429 or the WebSocket
- * equivalent, when it runs with admission limits; they have no first-audio figure and count in no other
- * column), the server's peak RSS (sampled from /proc every 50 ms) and its model state per running stream (the
+ * equivalent; they have no first-audio figure and count in no other column), how long a refusal took to
+ * come back (p50 / p95, request sent → 429 or the WebSocket's error) and the Retry-After it carried, the server's peak RSS (sampled from /proc every 50 ms) and its model state per running stream (the
  * largest voxedge_engine_state_bytes over running requests seen while 2 or more ran, /metrics polled every 250 ms).
  * Then, per mode, the most streams at once
  * that all stayed real time (every stream's RTF below 1) with no player running dry.

@@ -2,7 +2,8 @@
  * The playground as listeners hear it: N Chromium pages (headless, Debian's chromium) press Speak at once
  * against a real server process and play through the page's AudioWorklet. Per row: time to first audio as
  * the page measures it (p50 / max), underruns of its 60 ms jitter buffer per page (sum, and pages with
- * any), seconds played per page, and the server's peak RSS. Each page listens for --seconds of audio (or
+ * any), seconds played per page, pages that ended in an error, times pages found the server at capacity and
+ * tried again after its retry_after, and the server's peak RSS. Each page listens for --seconds of audio (or
  * to the end) and then presses Stop.
  *   bun bench/playground.ts [--model <bundle>] [--pages 1,4,8] [--seconds 8] [--typed] [--markdown] [-- extra server flags]
  * Without --model it serves the offline classic engine; with one, the pages speak an uploaded voice
@@ -39,6 +40,8 @@ interface PageOutcome {
   underruns: number;
   secondsPlayed: number;
   error: string | null;
+  /** Times the page was told the server was at capacity and tried again after its retry_after. */
+  busyRetries: number;
 }
 
 interface PlaygroundState {
@@ -48,6 +51,7 @@ interface PlaygroundState {
   underruns: number;
   lastError: string | null;
   sampleRate: number | null;
+  busyRetries?: number;
 }
 
 async function listen(page: Page): Promise<PageOutcome> {
@@ -62,7 +66,7 @@ async function listen(page: Page): Promise<PageOutcome> {
   );
   const state = (await page.evaluate(() => ({ ...(window as unknown as { voxedgePlayground: PlaygroundState }).voxedgePlayground }))) as PlaygroundState;
   if (state.state === "playing") await page.getByRole("button", { name: "Stop", exact: true }).click();
-  return { firstAudioMs: state.firstAudioMs ?? NaN, underruns: state.underruns, secondsPlayed: state.samplesPlayed / (state.sampleRate ?? 1), error: state.lastError };
+  return { firstAudioMs: state.firstAudioMs ?? NaN, underruns: state.underruns, secondsPlayed: state.samplesPlayed / (state.sampleRate ?? 1), error: state.lastError, busyRetries: state.busyRetries ?? 0 };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
@@ -77,7 +81,7 @@ try {
     if (warm.status !== 200) throw new Error(`warm-up speech: HTTP ${warm.status} ${await warm.text()}`);
   }
   console.log(`playground, ${modelDir ? `Pocket TTS bundle ${modelDir}` : "offline classic engine"}, ${values.typed ? "text at a language model's pace" : "text sent at once"}, ${listenSeconds} s per page, server ${checkoutRevision(resolve(`${import.meta.dir}/..`))}`);
-  const row = tablePrinter(["pages", "first audio ms p50 / max", "underruns (pages with any)", "s played per page", "errors", "peak RSS MiB"], values.markdown!);
+  const row = tablePrinter(["pages", "first audio ms p50 / max", "underruns (pages with any)", "s played per page", "errors", "busy retries", "peak RSS MiB"], values.markdown!);
   for (const count of pageCounts) {
     const pages = await Promise.all(
       Array.from({ length: count }, async () => {
@@ -99,7 +103,7 @@ try {
     const starving = outcomes.filter((outcome) => outcome.underruns > 0).length;
     const played = outcomes.reduce((sum, outcome) => sum + outcome.secondsPlayed, 0) / outcomes.length;
     const errors = outcomes.filter((outcome) => outcome.error !== null).length;
-    row([count, `${Math.round(percentile(firsts, 0.5))} / ${Math.round(firsts.at(-1)!)}`, `${underruns} (${starving} / ${count})`, played.toFixed(1), errors, Math.round(peakMiB)]);
+    row([count, `${Math.round(percentile(firsts, 0.5))} / ${Math.round(firsts.at(-1)!)}`, `${underruns} (${starving} / ${count})`, played.toFixed(1), errors, outcomes.reduce((sum, outcome) => sum + outcome.busyRetries, 0), Math.round(peakMiB)]);
   }
 } finally {
   await browser.close();

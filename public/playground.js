@@ -43,6 +43,8 @@ const playground = {
   speakStats: null,
   /** What made the last utterance: {engine: "server"} or {engine: "browser", executionProvider, decoder}. */
   ranOn: null,
+  /** Times the last utterance found the server at capacity and tried again after its retry_after. */
+  busyRetries: 0,
 };
 window.voxedgePlayground = playground;
 
@@ -440,7 +442,7 @@ $("speak").onclick = () => {
 
 async function speak(text, output) {
   session?.finish("replaced");
-  Object.assign(playground, { samplesPlayed: 0, firstAudioMs: null, underruns: 0, lastError: null, samplesPlayedAtSessionDone: null, samplesReceived: 0, sampleRate: null, peakLevel: 0, sentences: [], speakStats: null, ranOn: null });
+  Object.assign(playground, { samplesPlayed: 0, firstAudioMs: null, underruns: 0, lastError: null, samplesPlayedAtSessionDone: null, samplesReceived: 0, sampleRate: null, peakLevel: 0, sentences: [], speakStats: null, ranOn: null, busyRetries: 0 });
   $("speak-error").textContent = "";
   $("sentences").replaceChildren();
   for (const id of ["first-audio", "rtf", "buffered", "jitter", "played", "ran-on"]) $(id).textContent = "–";
@@ -648,9 +650,17 @@ class SpeakSession {
   }
 }
 
+/**
+ * Times a speech that finds the server at capacity before any of its audio is tried again, each after the
+ * server's retry_after: a listener who pressed Speak waits a moment rather than reading "at capacity".
+ */
+const MAX_BUSY_RETRIES = 5;
+
 /** The server's voice: the WebSocket route with stream_audio, a sentence at a time as the text comes in. */
 class ServerStream {
   ranOn = { engine: "server" };
+  /** Seconds the server said to wait when it refused the speech for capacity, until the socket closes. */
+  retryAfterSeconds = undefined;
   /** @type {SpeakSession} */
   session;
   socket;
@@ -697,6 +707,12 @@ class ServerStream {
     if (session.ended) return;
     if (typeof data !== "string") return session.audio(new Int16Array(data, 0, data.byteLength >> 1));
     const message = JSON.parse(data);
+    // Refused for capacity, to be tried again once the socket closes (1013): the refusal's own audio.done is no sentence.
+    if (this.retryAfterSeconds !== undefined) return;
+    if (message.type === "error" && message.code === 429 && playground.samplesReceived === 0 && playground.busyRetries < MAX_BUSY_RETRIES) {
+      this.retryAfterSeconds = Number(message.retry_after) || 1;
+      return;
+    }
     if (message.type === "audio.start") session.sentenceStarts(message.sentence_text, message.sample_rate);
     else if (message.type === "audio.done") session.sentenceEnds({ error: message.error });
     else if (message.type === "session.done") {
@@ -718,6 +734,18 @@ class ServerStream {
   closed(event) {
     const session = this.session;
     if (session.ended) return;
+    if (this.retryAfterSeconds !== undefined) {
+      const seconds = this.retryAfterSeconds;
+      this.retryAfterSeconds = undefined;
+      playground.busyRetries += 1;
+      $("speak-error").textContent = `The server is busy; trying again in ${seconds} s…`;
+      setTimeout(() => {
+        if (session.ended) return;
+        $("speak-error").textContent = "";
+        this.start(session);
+      }, seconds * 1000);
+      return;
+    }
     if (session.sessionDone) {
       // The server closed after session.close; the worklet plays out what it holds, then reports drained.
       if (!session.node) session.finish("done");

@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { availableParallelism, homedir } from "node:os";
 import { containerMemoryLimitBytes } from "./system/memory-limit.ts";
-import { DEFAULT_FIRST_AUDIO_BUDGET_SECONDS, DEFAULT_MAX_QUEUE_WAIT_SECONDS } from "./engine/queue-wait.ts";
 import { join, sep } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_INPUT_CHARS, MAX_INPUT_CHARS_LIMIT } from "./api/speech.ts";
@@ -80,6 +79,16 @@ export function defaultDecoderWorkers(memoryLimitBytes: number | undefined): num
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 export const DEFAULT_MAX_QUEUE = 32;
+/**
+ * A listener who is told "try again" at once can go to another replica; one kept waiting cannot. Two
+ * seconds: a voice assistant's reply that starts later than that is already a bad one.
+ */
+export const DEFAULT_MAX_QUEUE_WAIT_SECONDS = 2;
+/**
+ * How long a stream may take to its first audio when it starts beside others (a lone request always may
+ * start): a listener waits a second for a voice assistant's answer, not more.
+ */
+export const DEFAULT_FIRST_AUDIO_BUDGET_SECONDS = 1;
 
 const OPTIONS = {
   host: { flag: "host", env: "VOXEDGE_HOST", schema: z.string().min(1).default("0.0.0.0"), description: "address to listen on" },

@@ -19,7 +19,7 @@ import type { AudioChunk, FinishReason, ModelRunner, RequestId, StepOutput, Step
 import { EngineRequest, isFinished, RequestStatus } from "./request.ts";
 import { Scheduler, type SchedulerCounts } from "./scheduler.ts";
 import { RealTimeCapacity } from "./capacity.ts";
-import { DEFAULT_FIRST_AUDIO_BUDGET_SECONDS, DEFAULT_MAX_QUEUE_WAIT_SECONDS, expectedWaitSeconds, RequestLengths, StartLatency } from "./queue-wait.ts";
+import { expectedWaitOf, RequestLengths, START_BUDGET_SHARE, StartLatency } from "./queue-wait.ts";
 
 export type { FinishReason } from "../models/contract.ts";
 
@@ -30,13 +30,14 @@ export interface EngineOptions {
   maxQueue: number;
   /**
    * Seconds a submission that asked to be refused when full may wait for a running place: refused at once
-   * when none is expected sooner, and when none came by then. Default DEFAULT_MAX_QUEUE_WAIT_SECONDS.
+   * when none is expected sooner, and when none came by then. Default: no bound (only `maxQueue`).
    */
   maxQueueWaitSeconds?: number;
   /**
    * With real-time admission: seconds a request starting beside others may take to its first audio, by the
    * engine's measured starts (queue-wait.ts StartLatency), its wait for a place included; one that would take
    * longer is refused like one that would wait too long. A request with no other starting always may start.
+   * Default: no budget.
    */
   firstAudioBudgetSeconds?: number;
   /** Positions of prefill work one tick may hold. */
@@ -180,8 +181,8 @@ export class Engine {
     this.#runner = runner;
     const maxStreams = Math.min(options.maxStreams, runner.maxRequests ?? Infinity);
     this.#limits = { maxStreams, maxQueue: options.maxQueue };
-    this.#maxQueueWaitSeconds = options.maxQueueWaitSeconds ?? DEFAULT_MAX_QUEUE_WAIT_SECONDS;
-    this.#firstAudioBudgetSeconds = options.firstAudioBudgetSeconds ?? DEFAULT_FIRST_AUDIO_BUDGET_SECONDS;
+    this.#maxQueueWaitSeconds = options.maxQueueWaitSeconds ?? Infinity;
+    this.#firstAudioBudgetSeconds = options.firstAudioBudgetSeconds ?? Infinity;
     this.#lengths = new RequestLengths(model.framesPerSecond);
     this.#maxInFlightDecodes = options.maxInFlightDecodes ?? DEFAULT_MAX_IN_FLIGHT_DECODES;
     this.#memory = options.memory;
@@ -285,25 +286,9 @@ export class Engine {
    */
   expectedWaitSeconds(): number {
     if (this.#placeFreeNow) return 0;
-    const nowMs = performance.now();
     const secondsPerFrame = Math.max(this.#lengths.secondsPerFrame, this.capacity?.predictTickSeconds(this.places) ?? 0);
-    const running: number[] = [];
-    const waiting: number[] = [];
-    for (const request of this.#scheduler.liveRequests()) {
-      if (request.status === RequestStatus.WAITING) {
-        waiting.push(this.#lengths.expectedFrames(request) * secondsPerFrame);
-        continue;
-      }
-      // A request that has run a while has shown its own pace (its listener's, when that is slower).
-      const ownPace = request.framesMade >= OWN_PACE_AFTER_FRAMES && request.admittedAtMs !== undefined ? (nowMs - request.admittedAtMs) / 1000 / request.framesMade : secondsPerFrame;
-      running.push(this.#lengths.remainingFrames(request) * ownPace);
-    }
-    // A request still being read will take a place before this one: as long as the others, on average (a
-    // second of audio when there are none).
-    const known = [...running, ...waiting];
-    const typical = known.length > 0 ? known.reduce((sum, seconds) => sum + seconds, 0) / known.length : this.#lengths.framesPerSecond * secondsPerFrame;
-    for (let index = 0; index < this.#reserved; index++) waiting.push(typical);
-    return expectedWaitSeconds(this.places, running, waiting);
+    const requests = this.#scheduler.liveRequests().map((request) => ({ request, waiting: request.status === RequestStatus.WAITING }));
+    return expectedWaitOf(this.places, requests, this.#reserved, this.#lengths, secondsPerFrame, performance.now());
   }
 
   /**
@@ -324,14 +309,15 @@ export class Engine {
         if (!isFinished(request.status)) return settle();
         settle(request.job.signal.aborted ? request.job.signal.reason : this.#closed ? new EngineUnavailableError("closed") : (request.error ?? new EngineUnavailableError("closed")));
       };
-      const timer = setTimeout(() => {
+      const giveUp = () => {
         if (request.status !== RequestStatus.WAITING) return check();
         request.detach();
         this.#scheduler.finish(request.id, "abort");
         // Its waiting place is free: a batch item waiting for room may take it.
         this.#roomWaiters.shift()?.();
         settle(this.fullError());
-      }, this.#maxQueueWaitSeconds * 1000);
+      };
+      const timer = Number.isFinite(this.#maxQueueWaitSeconds) ? setTimeout(giveUp, this.#maxQueueWaitSeconds * 1000) : undefined;
       this.#placeWaiters.add(check);
     });
   }
@@ -367,21 +353,24 @@ export class Engine {
   }
 
   /**
-   * `refuseUnlessPlaceSoon`, and the place it found promised until `submit` takes it (or `release`): a front
-   * end checks before it reads a request, so a full server refuses at once, and the requests being read
-   * meanwhile count as taking their places.
+   * `refuseUnlessPlaceSoon`, and the place it found promised until `submit` takes it (or `release`, or
+   * `expiresAfterMs` pass): a front end checks before it reads a request, so a full server refuses at once,
+   * and the requests being read meanwhile count as taking their places.
    */
-  reservePlace(): PlaceReservation {
+  reservePlace(expiresAfterMs?: number): PlaceReservation {
     this.refuseUnlessPlaceSoon();
     this.#reserved++;
     let held = true;
-    return {
-      release: () => {
-        if (!held) return;
-        held = false;
-        this.#reserved--;
-      },
+    const release = () => {
+      if (!held) return;
+      held = false;
+      clearTimeout(expiry);
+      this.#reserved--;
     };
+    // A promise nobody may come back for (a reader that never reads) lapses rather than hold a place for ever.
+    const expiry = expiresAfterMs === undefined ? undefined : setTimeout(release, expiresAfterMs);
+    (expiry as { unref?: () => void } | undefined)?.unref?.();
+    return { release };
   }
 
   /** The start-latency fit admission predicts first audio by (real-time admission only). */
@@ -701,17 +690,8 @@ export class Engine {
   }
 }
 
-/**
- * The share of --first-audio-budget the predicted start may take. The fit predicts a start's mean; the
- * starts of a burst spread about it (eight arriving together on the 2-core machine of docs/benchmarks.md:
- * p95 first audio 1.5–1.6 × the median), and six let in on a prediction just within a 1 s budget had a p95
- * of 1.02–1.08 s, one in six running dry.
- */
-const START_BUDGET_SHARE = 0.8;
 /** The longest Retry-After told: past a minute, the estimate says more about the load than the clock. */
 const MAX_RETRY_AFTER_SECONDS = 60;
-/** Frames after which a running request's own pace is taken for its remaining ones (a second of audio). */
-const OWN_PACE_AFTER_FRAMES = 12;
 
 function hasWork(plan: StepPlan): boolean {
   return plan.newRequests.length > 0 || plan.prefills.length > 0 || plan.steps.length > 0 || plan.decodes.length > 0 || plan.finishedRequestIds.length > 0;

@@ -5,7 +5,7 @@
  * the engine's.
  */
 import type { SpeechModel } from "../models/contract.ts";
-import { DEFAULT_MAX_QUEUE, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
+import { DEFAULT_FIRST_AUDIO_BUDGET_SECONDS, DEFAULT_MAX_QUEUE, DEFAULT_MAX_QUEUE_WAIT_SECONDS, DEFAULT_MAX_STREAMS, type Config } from "../config.ts";
 import { Engine, type EngineOptions } from "./core.ts";
 import { residentBytes } from "../system/memory-limit.ts";
 import { collectGarbage } from "../runtime/detect.ts";
@@ -13,7 +13,12 @@ import { releaseFreeMemory } from "../system/allocator.ts";
 
 export type ModelState = "loading" | "ready" | "failed";
 
-export const DEFAULT_ENGINE_OPTIONS: Readonly<EngineOptions> = Object.freeze({ maxStreams: DEFAULT_MAX_STREAMS, maxQueue: DEFAULT_MAX_QUEUE });
+export const DEFAULT_ENGINE_OPTIONS: Readonly<EngineOptions> = Object.freeze({
+  maxStreams: DEFAULT_MAX_STREAMS,
+  maxQueue: DEFAULT_MAX_QUEUE,
+  maxQueueWaitSeconds: DEFAULT_MAX_QUEUE_WAIT_SECONDS,
+  firstAudioBudgetSeconds: DEFAULT_FIRST_AUDIO_BUDGET_SECONDS,
+});
 
 /**
  * What admitting one more request is planned to cost in resident memory: its model state (19.9 MiB a

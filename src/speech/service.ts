@@ -240,20 +240,24 @@ export class SpeechService {
   async start(spec: SpeechSpec, delivery: SpeechDelivery | SamplesDelivery, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech<Uint8Array> | StartedSpeech<Float32Array>> {
     // A full server says so before it reads anything (a text's normalization, a voice's encoding): refusing is
     // what a client past capacity is owed, at once. The place found is held while the request is read.
+    // A sentence admitted when its audio is first read (a socket's) keeps its place until then, and no longer
+    // than ON_READ_PLACE_MS should its reader never come.
     let reservation: PlaceReservation | undefined;
+    const now = delivery.admit === "now";
     try {
-      if (delivery.admit === "now" && delivery.whenFull === "reject") reservation = this.#held.get(signal) ?? this.engine().reservePlace();
+      if (delivery.whenFull === "reject") reservation = this.#held.get(signal) ?? this.engine().reservePlace(now ? undefined : ON_READ_PLACE_MS);
       this.#held.delete(signal);
       const prepared = await this.prepare(spec, delivery, signal);
-      const admitted = delivery.admit === "now" ? await this.#admit(prepared, delivery, signal, reservation) : undefined;
+      const admitted = now ? await this.#admit(prepared, delivery, signal, reservation) : undefined;
       let settle!: (end: SpeechEnd) => void;
       const done = new Promise<SpeechEnd>((resolve) => (settle = resolve));
-      const audio = this.#deliver(prepared, delivery, admitted, signal, settle, onAudio);
+      const audio = this.#deliver(prepared, delivery, admitted, signal, settle, onAudio, now ? undefined : reservation);
       return { prepared, audio, done } as StartedSpeech<Uint8Array> | StartedSpeech<Float32Array>;
     } catch (error) {
+      reservation?.release();
       throw this.refused(delivery.mode, signal, error);
     } finally {
-      reservation?.release();
+      if (now) reservation?.release();
     }
   }
 
@@ -282,13 +286,21 @@ export class SpeechService {
    * "abort" when the client left or its reader let go, "error" when it failed), the stream count derived
    * from it, and `done`.
    */
-  async *#deliver(prepared: PreparedSpeech, delivery: SpeechDelivery | SamplesDelivery, admitted: SpeechAudio | undefined, signal: AbortSignal, settle: (end: SpeechEnd) => void, onAudio: ((seconds: number) => void) | undefined): AsyncGenerator<Uint8Array | Float32Array, void, undefined> {
+  async *#deliver(
+    prepared: PreparedSpeech,
+    delivery: SpeechDelivery | SamplesDelivery,
+    admitted: SpeechAudio | undefined,
+    signal: AbortSignal,
+    settle: (end: SpeechEnd) => void,
+    onAudio: ((seconds: number) => void) | undefined,
+    reservation: PlaceReservation | undefined,
+  ): AsyncGenerator<Uint8Array | Float32Array, void, undefined> {
     const tally: GenerationTally = { frames: 0, samples: 0 };
     let finishReason: FinishReason = "abort";
     let stream = admitted;
     let fileSeconds: number | undefined;
     try {
-      stream ??= await this.#admit(prepared, delivery, signal);
+      stream ??= await this.#admit(prepared, delivery, signal, reservation);
       const pcm = this.#pcm(prepared, stream, signal, tally, onAudio);
       const samples = "audio" in delivery;
       if (samples && prepared.speed === 1) yield* pcm;
@@ -308,6 +320,7 @@ export class SpeechService {
       finishReason = signal.aborted ? "abort" : "error";
       throw error;
     } finally {
+      reservation?.release();
       // Read to its end, the request has already left the engine; otherwise (an encoder that failed before
       // reading, a reader that let go) it is given up here, not left holding its place.
       stream?.cancel();
@@ -377,6 +390,12 @@ export class SpeechService {
     }
   }
 }
+
+/**
+ * How long a place stays held for a sentence whose audio is read later (a socket's, read as soon as its
+ * audio.start is sent): past it, should its reader never come, the place goes back.
+ */
+const ON_READ_PLACE_MS = 10_000;
 
 /** The client closed the connection before its audio was ready: nobody receives the answer, and the status (nginx's 499, as for a body cut short) keeps a hang-up from counting as a bad request or a server fault. */
 function clientLeft(): ApiError {

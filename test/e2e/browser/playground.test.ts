@@ -19,6 +19,7 @@ import { fixtureBundle } from "../../models/pocket/bundle-fixture.ts";
 import { wavFile } from "../../support/uploads.ts";
 import { REPO_ROOT } from "../../support/repo.ts";
 import { scrapeMetrics, sumOfSamples } from "../../support/metrics.ts";
+import { ToneModel } from "../../support/tone-model.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "artifacts", "playground");
 
@@ -277,6 +278,32 @@ describe("the playground page", () => {
     await fetch(`${classic.url}/v1/audio/voices/bea`, { method: "DELETE" });
     await page.context().close();
   }, 30_000);
+
+  test("a server at capacity: the page says it is busy, tries again after the server's retry_after, and then speaks", async () => {
+    // One place, held by a long raw stream; no queueing: the page's speech is refused (429, close 1013).
+    const busy = await startTestServer(new ToneModel({ frameDelayMs: 20, framesPerChar: 4 }), { flags: { "max-streams": "1", "max-queue-wait": "0" } });
+    try {
+      const holder = new AbortController();
+      const held = await fetch(`${busy.url}/v1/audio/speech`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "x".repeat(40), stream_format: "audio", response_format: "pcm" }), signal: holder.signal });
+      expect(held.status).toBe(200);
+      const { page, consoleErrors } = await openPlayground(busy);
+      await page.getByRole("textbox", { name: "Text", exact: true }).fill("Hello there.");
+      await page.getByRole("button", { name: "Speak", exact: true }).click();
+      await page.waitForFunction(() => (window as unknown as { voxedgePlayground: { busyRetries: number } }).voxedgePlayground.busyRetries >= 1, null, { polling: 20, timeout: 15_000 });
+      expect(await page.getByText(/The server is busy; trying again in \d+ s/).count()).toBe(1);
+      // The place frees: the next try speaks.
+      holder.abort();
+      await held.body?.cancel().catch(() => {});
+      const spoken = await waitForState(page, ["done", "error"], 30_000);
+      expect(spoken.state).toBe("done");
+      expect(spoken.samplesReceived).toBeGreaterThan(0);
+      expect(spoken.lastError).toBeNull();
+      expect(consoleErrors).toEqual([]);
+      await page.context().close();
+    } finally {
+      await busy.stop();
+    }
+  }, 60_000);
 
   test("a server that asks for a key: the page says so, opens the key field, and with the key speaks and uploads", async () => {
     const keyed = await startTestServer(await createClassicModel(), { flags: { "api-key": "sk-playground" } });
