@@ -342,7 +342,7 @@ export class Engine {
     const waitSeconds = this.expectedWaitSeconds();
     if (waitSeconds > this.#maxQueueWaitSeconds) throw this.fullError(waitSeconds);
     const starts = this.#starts;
-    if (!starts) return;
+    if (!starts?.measured) return;
     // Starting with others: the ones starting now, and the waiting ones, which start before it.
     const starters = this.#scheduler.startingCount + this.#scheduler.counts.waiting + this.#reserved;
     if (starters === 0) return;

@@ -145,6 +145,7 @@ export class StartLatency {
   #xx = 0;
   #xy = 0;
   #fit: { fixedSeconds: number; perStarterSeconds: number };
+  #startsTogether = 0;
 
   constructor(prior = DEFAULT_START_PRIOR, halfLifeStarts = 50) {
     this.#prior = prior;
@@ -156,9 +157,18 @@ export class StartLatency {
     return this.#fit;
   }
 
+  /**
+   * Whether starts beside others have been measured enough to refuse by: until then a cold engine admits by
+   * its capacity alone, so a machine or model faster than the prior is not refused before it has shown it.
+   */
+  get measured(): boolean {
+    return this.#startsTogether >= MEASURED_STARTS_TOGETHER;
+  }
+
   /** A request that started beside `starters` − 1 others had its first audio taken `seconds` after its admission. */
   observe(starters: number, seconds: number): void {
     if (!(starters >= 1) || !(seconds >= 0) || !Number.isFinite(seconds)) return;
+    if (starters >= 2) this.#startsTogether++;
     const decay = this.#decay;
     this.#w = this.#w * decay + 1;
     this.#x = this.#x * decay + starters;
@@ -195,13 +205,14 @@ export class StartLatency {
 }
 
 /**
- * A cold engine's belief of its starts, on the hopeful side (the real-size int8 bundle on the 2-core machine
- * of docs/benchmarks.md measured ~0.14 s alone, 0.5–0.8 s for four arriving together, 1.4–1.8 s for eight):
- * a faster machine or model is not refused before it has shown what it can do, and the first starts beside
- * others correct it.
+ * A cold engine's belief of its starts, from the real-size int8 bundle on the 2-core machine of
+ * docs/benchmarks.md (~0.14 s alone, 0.5–0.8 s for four arriving together, 1.4–1.8 s for eight); it only
+ * steadies the fit, which refuses nothing before it has measured starts beside others (`measured`).
  */
 export const DEFAULT_START_PRIOR = { fixedSeconds: 0.05, perStarterSeconds: 0.15 };
 const PRIOR_STARTS = 4;
+/** Starts beside others measured before their fit may refuse a request. */
+const MEASURED_STARTS_TOGETHER = 3;
 
 /**
  * The share of --first-audio-budget the predicted start may take. The fit predicts a start's mean; the

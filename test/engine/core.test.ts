@@ -389,6 +389,10 @@ describe("admission", () => {
     // Retry once the others have started: about 0.4 s, told as whole seconds.
     expect((refused as EngineFullError).retryAfterSeconds).toBe(1);
     for (const reservation of reservations) reservation.release();
+    // A cold engine, which has measured no starts beside others, refuses none by its prior.
+    const cold = engineWith(Object.assign(new FakeRunner(false, 2), { framesPerStep: 1 }), { maxStreams: 8, firstAudioBudgetSeconds: 0.001 });
+    const crowd = [cold.reservePlace(), cold.reservePlace(), cold.reservePlace()];
+    for (const reservation of crowd) reservation.release();
     // Alone, a request always starts, whatever the budget.
     const tight = engineWith(Object.assign(new FakeRunner(false, 2), { framesPerStep: 1 }), { firstAudioBudgetSeconds: 0.001 });
     expect(await collect(await tight.submit(job(2)))).toBe(2);

@@ -73,6 +73,14 @@ describe("StartLatency", () => {
     expect(starts.predict(4)).toBeCloseTo(1.1, 1);
   });
 
+  test("counts as measured only once starts beside others have been seen: a stream alone says nothing of a crowd", () => {
+    const starts = new StartLatency();
+    for (let index = 0; index < 10; index++) starts.observe(1, 0.1);
+    expect(starts.measured).toBe(false);
+    for (let index = 0; index < 3; index++) starts.observe(2 + index, 0.4);
+    expect(starts.measured).toBe(true);
+  });
+
   test("ignores what is no measurement", () => {
     const starts = new StartLatency();
     starts.observe(0, 1);
