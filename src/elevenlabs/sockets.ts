@@ -188,6 +188,7 @@ class ContextStream {
         }
         return service.start(spec, SOCKET_SENTENCE, signal);
       },
+      holdPlace: (signal) => service.holdPlace(signal),
       logger: deps.logger,
       markdown: service.markdownReading,
       configTimeoutMs: deps.config.wsConfigTimeoutSeconds * 1000,

@@ -9,6 +9,7 @@ import { parseRequestJson } from "../api/request-json.ts";
 import { STREAM_CLIENT_MESSAGE_TYPES, streamClientMessageSchema, type SpeechRequest, type StreamSessionConfig } from "../api/speech.ts";
 import type { Logger } from "../log/logger.ts";
 import type { SpeechService, StartedSpeech } from "../speech/service.ts";
+import type { PlaceReservation } from "../engine/core.ts";
 import { TextStream, type TextStreamEnding, type TextStreamError } from "../speech/text-stream.ts";
 import { CLOSE_GOING_AWAY, CLOSE_NORMAL, CLOSE_POLICY, CLOSE_TOO_BIG, closeCodeOf, closeOf, ERRONEOUS_MESSAGE_FLOOD, ErroneousMessageBudget, MAX_CONFIG_MESSAGE_BYTES, MAX_INBOX_BYTES, MAX_TEXT_MESSAGE_BYTES } from "../speech/stream-rules.ts";
 
@@ -32,6 +33,7 @@ export interface StreamSink {
 export interface SentenceSpeech {
   start(request: SpeechRequest, route: SentenceRoute, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech>;
   check(fields: Omit<SpeechRequest, "input">, route: SentenceRoute, signal: AbortSignal): Promise<void>;
+  holdPlace?(signal: AbortSignal): PlaceReservation;
 }
 
 /** A sentence sent whole (one binary message) or streamed as it is made (stream_audio). */
@@ -108,6 +110,7 @@ export class SpeechStreamSession {
       },
       {
         speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal),
+        ...(options.sentences.holdPlace ? { holdPlace: (signal: AbortSignal) => options.sentences.holdPlace!(signal) } : {}),
         logger: options.logger,
         markdown: options.service.markdownReading,
         configTimeoutMs: options.configTimeoutMs,

@@ -79,6 +79,12 @@ export interface TextStreamOptions<Settings> {
   markdown?: MarkdownReadingOptions;
   /** Speaks one sentence with the settings in force when its text arrived. */
   speak(text: string, settings: Settings, signal: AbortSignal): Promise<StartedSpeech>;
+  /**
+   * Holds a running place for the sentence `speak` is about to be called for (with `signal`), or throws the
+   * refusal now (SpeechService.holdPlace): a full server refuses the sentence before it is read. Released
+   * once the sentence has been spoken or has failed.
+   */
+  holdPlace?(signal: AbortSignal): { release(): void };
   logger: Logger;
   /** How long the first settings may take before the stream ends (`unconfigured`); none where they come with the stream. */
   configTimeoutMs?: number;
@@ -356,7 +362,9 @@ export class TextStream<Settings> {
   async #speak(sentence: SpokenSentence, settings: Settings): Promise<void> {
     const signal = this.#abort.signal;
     let sentBytes = 0;
+    let place: { release(): void } | undefined;
     try {
+      place = this.options.holdPlace?.(signal);
       const speech = await this.options.speak(sentence.text, settings, signal);
       this.events.sentenceStart(sentence, speech);
       for await (const bytes of speech.audio) {
@@ -374,6 +382,8 @@ export class TextStream<Settings> {
       const failure = sentenceError(error);
       this.events.sentenceFailed(sentence, failure, sentBytes);
       if (failure.kind === "at_capacity" && this.options.endWhenFull) this.#end({ kind: "at_capacity", retryAfterSeconds: failure.retryAfterSeconds ?? 1 });
+    } finally {
+      place?.release();
     }
   }
 
