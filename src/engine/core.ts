@@ -255,8 +255,11 @@ export class Engine {
     if (failure) throw new EngineUnavailableError("failed", failure);
     job.signal.throwIfAborted();
     const waits = options.whenFull === "wait";
-    if (options.reservation) options.reservation.release();
-    else if (waits) while (!this.#hasRoom) await this.#roomFor(job.signal);
+    if (options.reservation) {
+      options.reservation.release();
+      // Promised while there was room; the capacity estimate may have fallen since.
+      if (!this.#scheduler.hasRoom) throw this.fullError();
+    } else if (waits) while (!this.#hasRoom) await this.#roomFor(job.signal);
     else this.refuseUnlessPlaceSoon();
     const request = this.#add(job);
     if (!waits) await this.#placeFor(request);
@@ -352,20 +355,15 @@ export class Engine {
     throw this.fullError(undefined, { firstAudioSeconds, retryAfterSeconds: starts.predict(starters) });
   }
 
-  /**
-   * `refuseUnlessPlaceSoon`, and the place it found promised until `submit` takes it (or `release`, or
-   * `expiresAfterMs` pass): a front end checks before it reads a request, so a full server refuses at once,
-   * and the requests being read meanwhile count as taking their places.
-   */
+  /** `refuseUnlessPlaceSoon`, and the place found promised until `submit` takes it (or `release`, or `expiresAfterMs`). */
   reservePlace(expiresAfterMs?: number): PlaceReservation {
     this.refuseUnlessPlaceSoon();
     this.#reserved++;
     let held = true;
     const release = () => {
-      if (!held) return;
+      if (held) this.#reserved--;
       held = false;
       clearTimeout(expiry);
-      this.#reserved--;
     };
     // A promise nobody may come back for (a reader that never reads) lapses rather than hold a place for ever.
     const expiry = expiresAfterMs === undefined ? undefined : setTimeout(release, expiresAfterMs);
@@ -396,13 +394,15 @@ export class Engine {
 
   /** A place is free, and (with a memory budget) one more request is planned to fit in it. */
   get #hasRoom(): boolean {
-    if (!this.#scheduler.hasRoom) return false;
+    // The places promised to requests still being read are taken as if they waited.
+    const { running, waiting, paused } = this.#scheduler.counts;
+    const queued = waiting + this.#reserved;
+    if (queued >= this.#limits.maxQueue + this.#scheduler.admittable) return false;
     const memory = this.#memory;
     if (!memory) return true;
     // With nothing admitted, one request always may run: a budget below the idle server must not refuse everything.
-    const { running, waiting, paused } = this.#scheduler.counts;
-    if (running + waiting + paused === 0) return true;
-    return memory.residentBytes() + memory.plannedBytesPerRequest * (waiting + 1) <= memory.budgetBytes;
+    if (running + queued + paused === 0) return true;
+    return memory.residentBytes() + memory.plannedBytesPerRequest * (queued + 1) <= memory.budgetBytes;
   }
 
   /**

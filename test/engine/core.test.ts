@@ -371,6 +371,18 @@ describe("admission", () => {
     expect(await collect(await engine.submit(job(2)))).toBe(2);
   });
 
+  test("places promised to requests being read count against --max-queue too: a burst of them never overfills the queue", async () => {
+    const engine = engineWith(new FakeRunner(false, 2), { maxStreams: 1, maxQueue: 2 });
+    const running = await engine.submit(job(3));
+    // One running; two may wait: two promises, then a refusal before anything is read.
+    const promised = [engine.reservePlace(), engine.reservePlace()];
+    expect(() => engine.reservePlace()).toThrow(EngineFullError);
+    const queued = promised.map((reservation) => engine.submit(job(2), { reservation }));
+    expect(engine.counts.waiting).toBe(2);
+    expect(await collect(running)).toBe(3);
+    expect(await Promise.all(queued.map(async (stream) => collect(await stream)))).toEqual([2, 2]);
+  });
+
   test("with real-time admission, a stream that would start beside too many others is refused by --first-audio-budget", async () => {
     const runner = Object.assign(new FakeRunner(false, 2), { framesPerStep: 1 });
     const engine = engineWith(runner, { maxStreams: 8, maxQueueWaitSeconds: 2, firstAudioBudgetSeconds: 0.6 });
