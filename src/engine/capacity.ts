@@ -6,12 +6,14 @@
  * sampling, decode dispatch, the event loop's other work) is shorter than a frame. The period of a tick
  * that steps N streams is fitted as `fixed + perStream · N` by exponentially weighted least squares (recent
  * ticks count most, so the fit follows the machine's load), with a weak pull toward a prior so that a fit
- * from ticks that all stepped the same N still has a slope. The decoders are watched on their own: a decode
+ * from ticks that all stepped the same N still has a slope (line-fit.ts). The decoders are watched on their own: a decode
  * of F frames settling later than F frames of real time means the decoders are behind, whatever the ticks say.
  *
  * `admits(n)` says whether an n-th stream keeps the predicted period within `target` of a frame, with the
- * decoders keeping up; the scheduler admits by it, and Retry-After is estimated from the same figure.
+ * decoders keeping up; the scheduler admits by it, and the expected wait for a place (queue-wait.ts) paces
+ * requests by the same fit.
  */
+import { DecayedLineFit } from "./line-fit.ts";
 
 export interface CapacityPrior {
   /** Seconds of a tick that steps no stream (the loop's own overhead). */
@@ -61,14 +63,8 @@ const DECODE_SMOOTHING = 0.1;
 export class RealTimeCapacity {
   readonly framePeriodSeconds: number;
   readonly target: number;
-  readonly #prior: CapacityPrior;
-  readonly #decay: number;
-  // Weighted sums of the ticks seen: weight, x (streams), y (seconds), x², xy.
-  #w = 0;
-  #x = 0;
-  #y = 0;
-  #xx = 0;
-  #xy = 0;
+  /** Tick seconds against streams stepped. */
+  readonly #ticks: DecayedLineFit;
   #fit: CapacityPrior;
   /** Decode latency over the audio it made, averaged; above `target` the decoders fall behind. */
   #decodeLoad = 0;
@@ -77,22 +73,18 @@ export class RealTimeCapacity {
   constructor(options: CapacityOptions) {
     this.framePeriodSeconds = options.framePeriodSeconds;
     this.target = options.target ?? DEFAULT_REAL_TIME_TARGET;
-    this.#prior = options.prior ?? DEFAULT_CAPACITY_PRIOR;
-    this.#decay = 0.5 ** (1 / (options.halfLifeTicks ?? DEFAULT_HALF_LIFE_TICKS));
-    this.#fit = { ...this.#prior };
+    const prior = options.prior ?? DEFAULT_CAPACITY_PRIOR;
+    this.#ticks = new DecayedLineFit({ intercept: prior.fixedSeconds, slope: prior.perStreamSeconds }, { halfLife: options.halfLifeTicks ?? DEFAULT_HALF_LIFE_TICKS, priorWeight: PRIOR_WEIGHT });
+    this.#fit = { ...prior };
   }
 
   /** A tick that stepped `streams` streams (and prefilled none) took `seconds`, start to next start. */
   observeTick(streams: number, seconds: number): void {
     if (!(streams > 0) || !(seconds >= 0) || !Number.isFinite(seconds)) return;
-    const decay = this.#decay;
-    this.#w = this.#w * decay + 1;
-    this.#x = this.#x * decay + streams;
-    this.#y = this.#y * decay + seconds;
-    this.#xx = this.#xx * decay + streams * streams;
-    this.#xy = this.#xy * decay + streams * seconds;
+    this.#ticks.observe(streams, seconds);
     this.#ticksSeen++;
-    this.#fit = this.#solve();
+    const { intercept, slope } = this.#ticks.line;
+    this.#fit = { fixedSeconds: intercept, perStreamSeconds: slope };
   }
 
   /** A decode of `frames` frames settled `latencySeconds` after it was sent (its queue included). */
@@ -146,30 +138,5 @@ export class RealTimeCapacity {
   admits(streams: number): boolean {
     if (streams <= 1) return true;
     return streams <= this.streams && this.#decodeLoad <= this.target;
-  }
-
-  /**
-   * Least squares over the decayed sums, each coefficient pulled toward the prior with PRIOR_WEIGHT ticks'
-   * worth (as if the prior had been measured at one and at eight streams); the slope is kept positive.
-   */
-  #solve(): CapacityPrior {
-    const prior = this.#prior;
-    const points = [1, 8];
-    let [w, x, y, xx, xy] = [this.#w, this.#x, this.#y, this.#xx, this.#xy];
-    for (const streams of points) {
-      const seconds = prior.fixedSeconds + prior.perStreamSeconds * streams;
-      const weight = PRIOR_WEIGHT / points.length;
-      w += weight;
-      x += weight * streams;
-      y += weight * seconds;
-      xx += weight * streams * streams;
-      xy += weight * streams * seconds;
-    }
-    const determinant = w * xx - x * x;
-    let perStreamSeconds = determinant > 0 ? (w * xy - x * y) / determinant : prior.perStreamSeconds;
-    const floor = prior.perStreamSeconds / 100;
-    if (!(perStreamSeconds > floor)) perStreamSeconds = floor;
-    const fixedSeconds = Math.max(0, (y - perStreamSeconds * x) / w);
-    return { fixedSeconds, perStreamSeconds };
   }
 }

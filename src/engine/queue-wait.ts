@@ -9,6 +9,7 @@
  * them). The places turn over as the running requests end, earliest first, and the waiting ones take them in
  * arrival order: the new request gets the place that frees after all of theirs.
  */
+import { DecayedLineFit } from "./line-fit.ts";
 
 /** Characters of ordinary text spoken in a second (about 170 words a minute). */
 export const SPEECH_CHARS_PER_SECOND = 15;
@@ -134,22 +135,16 @@ function insertSorted(list: number[], value: number): void {
  * How long a request takes from its running place to its first audio, against how many requests are
  * starting at once (it included): starts share the prefill budget and the ticks, and one started beside
  * others holds its first audio until it has a lead (capacity.ts). Fitted as `fixed + perStarter · starters`
- * by exponentially weighted least squares, pulled toward a prior, as RealTimeCapacity fits its ticks.
+ * by exponentially weighted least squares, pulled toward a prior (line-fit.ts), as RealTimeCapacity fits its ticks.
  */
 export class StartLatency {
-  readonly #prior: { fixedSeconds: number; perStarterSeconds: number };
-  readonly #decay: number;
-  #w = 0;
-  #x = 0;
-  #y = 0;
-  #xx = 0;
-  #xy = 0;
+  readonly #starts: DecayedLineFit;
   #fit: { fixedSeconds: number; perStarterSeconds: number };
   #startsTogether = 0;
 
   constructor(prior = DEFAULT_START_PRIOR, halfLifeStarts = 50) {
-    this.#prior = prior;
-    this.#decay = 0.5 ** (1 / halfLifeStarts);
+    // The prior weighs as much as PRIOR_STARTS starts, half alone and half among eight.
+    this.#starts = new DecayedLineFit({ intercept: prior.fixedSeconds, slope: prior.perStarterSeconds }, { halfLife: halfLifeStarts, priorWeight: PRIOR_STARTS });
     this.#fit = { ...prior };
   }
 
@@ -169,38 +164,14 @@ export class StartLatency {
   observe(starters: number, seconds: number): void {
     if (!(starters >= 1) || !(seconds >= 0) || !Number.isFinite(seconds)) return;
     if (starters >= 2) this.#startsTogether++;
-    const decay = this.#decay;
-    this.#w = this.#w * decay + 1;
-    this.#x = this.#x * decay + starters;
-    this.#y = this.#y * decay + seconds;
-    this.#xx = this.#xx * decay + starters * starters;
-    this.#xy = this.#xy * decay + starters * seconds;
-    this.#fit = this.#solve();
+    this.#starts.observe(starters, seconds);
+    const { intercept, slope } = this.#starts.line;
+    this.#fit = { fixedSeconds: intercept, perStarterSeconds: slope };
   }
 
   /** Seconds to first audio for a request starting now beside `starters` − 1 others. */
   predict(starters: number): number {
     return this.#fit.fixedSeconds + this.#fit.perStarterSeconds * starters;
-  }
-
-  #solve(): { fixedSeconds: number; perStarterSeconds: number } {
-    const prior = this.#prior;
-    let [w, x, y, xx, xy] = [this.#w, this.#x, this.#y, this.#xx, this.#xy];
-    // The prior weighs as much as PRIOR_STARTS starts, half alone and half among eight.
-    for (const starters of [1, 8]) {
-      const seconds = prior.fixedSeconds + prior.perStarterSeconds * starters;
-      const weight = PRIOR_STARTS / 2;
-      w += weight;
-      x += weight * starters;
-      y += weight * seconds;
-      xx += weight * starters * starters;
-      xy += weight * starters * seconds;
-    }
-    const determinant = w * xx - x * x;
-    let perStarterSeconds = determinant > 0 ? (w * xy - x * y) / determinant : prior.perStarterSeconds;
-    if (!(perStarterSeconds > prior.perStarterSeconds / 100)) perStarterSeconds = prior.perStarterSeconds / 100;
-    const fixedSeconds = Math.max(0, (y - perStarterSeconds * x) / w);
-    return { fixedSeconds, perStarterSeconds };
   }
 }
 
