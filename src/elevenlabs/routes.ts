@@ -271,14 +271,7 @@ export function elevenLabsApp(deps: ElevenLabsRouteDeps): Hono {
    * Every text-to-speech route takes a running place first: a full server refuses (429 in ElevenLabs' shape)
    * before the body is read; the place goes to the request's speech, or back when the route ends without it.
    */
-  const withPlace = async (abort: AbortController, respond: () => Promise<Response>): Promise<Response> => {
-    const place = service.holdPlace(abort.signal);
-    try {
-      return await respond();
-    } finally {
-      place.release();
-    }
-  };
+  const withPlace = (abort: AbortController, respond: () => Promise<Response>): Promise<Response> => service.withPlace(abort.signal, respond);
   /** The whole utterance as one file, speed changed: the file route, and the stream route when a speed is set. */
   const fileResponse = async (c: Context, spec: SpeechSpec, abort: AbortController) => {
     const speech = await service.start(spec, FILE, abort.signal, (seconds) => noteAudio(c, seconds));

@@ -355,20 +355,21 @@ export class Engine {
     throw this.fullError(undefined, { firstAudioSeconds, retryAfterSeconds: starts.predict(starters) });
   }
 
-  /** `refuseUnlessPlaceSoon`, and the place found promised until `submit` takes it (or `release`, or `expiresAfterMs`). */
-  reservePlace(expiresAfterMs?: number): PlaceReservation {
+  /**
+   * `refuseUnlessPlaceSoon`, and the place it found promised until `submit` takes it (or `release`): a front
+   * end checks before it reads a request, so a full server refuses at once, and the requests being read
+   * meanwhile count as taking their places.
+   */
+  reservePlace(): PlaceReservation {
     this.refuseUnlessPlaceSoon();
     this.#reserved++;
     let held = true;
-    const release = () => {
-      if (held) this.#reserved--;
-      held = false;
-      clearTimeout(expiry);
+    return {
+      release: () => {
+        if (held) this.#reserved--;
+        held = false;
+      },
     };
-    // A promise nobody may come back for (a reader that never reads) lapses rather than hold a place for ever.
-    const expiry = expiresAfterMs === undefined ? undefined : setTimeout(release, expiresAfterMs);
-    (expiry as { unref?: () => void } | undefined)?.unref?.();
-    return { release };
   }
 
   /** The start-latency fit admission predicts first audio by (real-time admission only). */

@@ -63,6 +63,11 @@ export class OpenAiSpeech {
     return this.deps.service.holdPlace(signal);
   }
 
+  /** `respond` with a place held for the request it starts with `signal` (SpeechService.withPlace). */
+  withPlace(signal: AbortSignal, respond: () => Promise<Response>): Promise<Response> {
+    return this.deps.service.withPlace(signal, respond);
+  }
+
   /** One request through the core: read here, spoken there. */
   async start(request: SpeechRequest, route: OpenAiRoute, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech> {
     let delivery: SpeechDelivery;

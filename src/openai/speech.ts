@@ -43,12 +43,7 @@ export function registerSpeechRoute(app: Hono, deps: SpeechRouteDeps): void {
   app.post("/v1/audio/speech", async (c) => {
     const abort = clientAbort(c.req.raw.signal);
     // Every delivery of this route takes a running place now: a full server refuses before the body is read.
-    const place = deps.openai.holdPlace(abort.signal);
-    try {
-      return await speechResponse(c, deps, abort);
-    } finally {
-      place.release();
-    }
+    return deps.openai.withPlace(abort.signal, () => speechResponse(c, deps, abort));
   });
 }
 

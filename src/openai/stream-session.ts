@@ -33,7 +33,7 @@ export interface StreamSink {
 export interface SentenceSpeech {
   start(request: SpeechRequest, route: SentenceRoute, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech>;
   check(fields: Omit<SpeechRequest, "input">, route: SentenceRoute, signal: AbortSignal): Promise<void>;
-  holdPlace?(signal: AbortSignal): PlaceReservation;
+  holdPlace(signal: AbortSignal): PlaceReservation;
 }
 
 /** A sentence sent whole (one binary message) or streamed as it is made (stream_audio). */
@@ -110,7 +110,7 @@ export class SpeechStreamSession {
       },
       {
         speak: (text, config, signal) => options.sentences.start({ ...speechFieldsOf(config), input: text, word_timestamps: undefined }, routeOf(config), signal),
-        ...(options.sentences.holdPlace ? { holdPlace: (signal: AbortSignal) => options.sentences.holdPlace!(signal) } : {}),
+        holdPlace: (signal) => options.sentences.holdPlace(signal),
         logger: options.logger,
         markdown: options.service.markdownReading,
         configTimeoutMs: options.configTimeoutMs,

@@ -85,6 +85,16 @@ export class SpeechService {
     };
   }
 
+  /** `respond` with a place held for the request it starts with `signal` (holdPlace), given back when it ends. */
+  async withPlace(signal: AbortSignal, respond: () => Promise<Response>): Promise<Response> {
+    const place = this.holdPlace(signal);
+    try {
+      return await respond();
+    } finally {
+      place.release();
+    }
+  }
+
   /** How markdown is read (--read-markdown, --code-block-placeholder, --emoji), or undefined when it is spoken as sent. */
   readonly markdownReading: MarkdownReadingOptions | undefined;
 
@@ -240,12 +250,12 @@ export class SpeechService {
   async start(spec: SpeechSpec, delivery: SpeechDelivery | SamplesDelivery, signal: AbortSignal, onAudio?: (seconds: number) => void): Promise<StartedSpeech<Uint8Array> | StartedSpeech<Float32Array>> {
     // A full server says so before it reads anything (a text's normalization, a voice's encoding): refusing is
     // what a client past capacity is owed, at once. The place found is held while the request is read.
-    // A sentence admitted when its audio is first read (a socket's) keeps its place until then, and no longer
-    // than ON_READ_PLACE_MS should its reader never come.
+    // A sentence admitted when its audio is first read (a socket's) keeps the place its stream held for it
+    // until then (TextStream holdPlace).
     let reservation: PlaceReservation | undefined;
     const now = delivery.admit === "now";
     try {
-      if (delivery.whenFull === "reject") reservation = this.#held.get(signal) ?? this.engine().reservePlace(now ? undefined : ON_READ_PLACE_MS);
+      if (delivery.whenFull === "reject") reservation = this.#held.get(signal) ?? (now ? this.engine().reservePlace() : undefined);
       this.#held.delete(signal);
       const prepared = await this.prepare(spec, delivery, signal);
       const admitted = now ? await this.#admit(prepared, delivery, signal, reservation) : undefined;
@@ -390,12 +400,6 @@ export class SpeechService {
     }
   }
 }
-
-/**
- * How long a place stays held for a sentence whose audio is read later (a socket's, read as soon as its
- * audio.start is sent): past it, should its reader never come, the place goes back.
- */
-const ON_READ_PLACE_MS = 10_000;
 
 /** The client closed the connection before its audio was ready: nobody receives the answer, and the status (nginx's 499, as for a body cut short) keeps a hang-up from counting as a bad request or a server fault. */
 function clientLeft(): ApiError {
